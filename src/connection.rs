@@ -1,0 +1,332 @@
+//! One agent process and the ACP connection over its stdio. A connection
+//! serves many sessions; incoming `session/update`s are routed to the chat
+//! thread that owns the sessionId.
+
+use std::collections::{HashMap, VecDeque};
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::schema::{ClientCapabilities, Implementation, InitializeRequest};
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::Responder;
+use agent_client_protocol::{Agent, ByteStreams, Client, UntypedMessage};
+use parking_lot::Mutex;
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::sync::{watch, Notify};
+use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
+
+use crate::log;
+use crate::session::ThreadHandle;
+
+/// How to start an agent (from the user's config).
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+pub struct AgentSpec {
+    pub name: String,
+    pub cmd: String,
+    #[serde(default)]
+    pub args: Vec<String>,
+    #[serde(default)]
+    pub env: HashMap<String, String>,
+    pub cwd: PathBuf,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum ConnState {
+    Starting,
+    Ready,
+    /// Closed with a human-readable reason (exit code, last stderr lines).
+    Closed(String),
+}
+
+const STDERR_TAIL_LINES: usize = 20;
+
+pub struct Connection {
+    pub spec: AgentSpec,
+    pub pid: u32,
+    state: watch::Sender<ConnState>,
+    cx: Mutex<Option<ConnectionTo<Agent>>>,
+    init: Mutex<Option<Value>>,
+    routes: Mutex<HashMap<String, Weak<ThreadHandle>>>,
+    stderr_tail: Mutex<VecDeque<String>>,
+    stop: Notify,
+}
+
+impl Connection {
+    /// Spawns the agent in its own process group and starts the ACP
+    /// handshake in the background. Must run inside the tokio runtime.
+    pub fn spawn(spec: AgentSpec) -> Result<Arc<Self>, String> {
+        let mut cmd = tokio::process::Command::new(&spec.cmd);
+        cmd.args(&spec.args)
+            .envs(&spec.env)
+            .current_dir(&spec.cwd)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(false);
+        // If Neovim dies without running its exit hooks, the agent gets a
+        // SIGTERM instead of living on as an orphan.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+                Ok(())
+            });
+        }
+        let mut child = cmd.spawn().map_err(|e| {
+            format!(
+                "cannot start agent `{}`: `{}` {} (set agents.{}.cmd)",
+                spec.name,
+                spec.cmd,
+                match e.kind() {
+                    std::io::ErrorKind::NotFound => "was not found in PATH".to_string(),
+                    _ => format!("failed: {e}"),
+                },
+                spec.name
+            )
+        })?;
+        let pid = child.id().unwrap_or(0);
+        log::info(format!("agent {} started: pid {pid} {} {:?}", spec.name, spec.cmd, spec.args));
+        let (state, _) = watch::channel(ConnState::Starting);
+        let conn = Arc::new(Connection {
+            spec,
+            pid,
+            state,
+            cx: Mutex::new(None),
+            init: Mutex::new(None),
+            routes: Mutex::new(HashMap::new()),
+            stderr_tail: Mutex::new(VecDeque::new()),
+            stop: Notify::new(),
+        });
+        let stdin = child.stdin.take().expect("piped stdin");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let stderr = child.stderr.take().expect("piped stderr");
+
+        let stderr_task = tokio::spawn(read_stderr(conn.clone(), stderr));
+        tokio::spawn(run_protocol(conn.clone(), stdin, stdout));
+        tokio::spawn(watch_exit(conn.clone(), child, stderr_task));
+        Ok(conn)
+    }
+
+    pub fn state(&self) -> ConnState {
+        self.state.borrow().clone()
+    }
+
+    pub fn is_closed(&self) -> bool {
+        matches!(self.state(), ConnState::Closed(_))
+    }
+
+    /// The initialize response, once the handshake is done.
+    pub fn init_response(&self) -> Option<Value> {
+        self.init.lock().clone()
+    }
+
+    /// Waits for the handshake; errors with the reason if the agent died.
+    pub async fn ready(&self) -> Result<ConnectionTo<Agent>, String> {
+        let mut rx = self.state.subscribe();
+        loop {
+            match rx.borrow_and_update().clone() {
+                ConnState::Ready => {
+                    return self.cx.lock().clone().ok_or_else(|| "connection lost".to_string())
+                }
+                ConnState::Closed(reason) => return Err(reason),
+                ConnState::Starting => {}
+            }
+            if rx.changed().await.is_err() {
+                return Err("connection dropped".into());
+            }
+        }
+    }
+
+    /// Waits until the connection is closed (the process exited).
+    pub async fn closed(&self) {
+        let mut rx = self.state.subscribe();
+        while !matches!(*rx.borrow_and_update(), ConnState::Closed(_)) {
+            if rx.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
+    pub fn route(&self, session_id: &str, thread: &Arc<ThreadHandle>) {
+        self.routes.lock().insert(session_id.to_owned(), Arc::downgrade(thread));
+    }
+
+    pub fn unroute(&self, session_id: &str) {
+        self.routes.lock().remove(session_id);
+    }
+
+    fn thread_for(&self, session_id: &str) -> Option<Arc<ThreadHandle>> {
+        self.routes.lock().get(session_id).and_then(Weak::upgrade)
+    }
+
+    fn routed_threads(&self) -> Vec<Arc<ThreadHandle>> {
+        self.routes.lock().values().filter_map(Weak::upgrade).collect()
+    }
+
+    fn stderr_tail(&self) -> String {
+        self.stderr_tail.lock().iter().cloned().collect::<Vec<_>>().join("\n")
+    }
+
+    /// Asks the agent's whole process group to stop (SIGTERM).
+    pub fn terminate(&self) {
+        self.stop.notify_waiters();
+        if self.pid != 0 {
+            unsafe { libc::killpg(self.pid as libc::pid_t, libc::SIGTERM) };
+        }
+    }
+
+    /// True once no process of the agent's group is left.
+    pub fn group_gone(&self) -> bool {
+        // killpg with signal 0 fails once the group is empty.
+        self.pid == 0 || unsafe { libc::killpg(self.pid as libc::pid_t, 0) } != 0
+    }
+
+    pub fn force_kill(&self) {
+        if self.pid != 0 {
+            unsafe { libc::killpg(self.pid as libc::pid_t, libc::SIGKILL) };
+        }
+    }
+}
+
+async fn read_stderr(conn: Arc<Connection>, stderr: tokio::process::ChildStderr) {
+    let mut lines = BufReader::new(stderr).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        log::write("AGENT", &format!("[{}] {line}", conn.spec.name));
+        let mut tail = conn.stderr_tail.lock();
+        if tail.len() == STDERR_TAIL_LINES {
+            tail.pop_front();
+        }
+        tail.push_back(line);
+    }
+}
+
+async fn watch_exit(
+    conn: Arc<Connection>,
+    mut child: tokio::process::Child,
+    stderr_task: tokio::task::JoinHandle<()>,
+) {
+    let status = child.wait().await;
+    // Let the stderr reader catch the last lines the agent printed.
+    let _ = tokio::time::timeout(Duration::from_millis(300), stderr_task).await;
+    let how = match status {
+        Ok(s) => match (s.code(), std::os::unix::process::ExitStatusExt::signal(&s)) {
+            (Some(code), _) => format!("exited with code {code}"),
+            (None, Some(sig)) => format!("was killed by signal {sig}"),
+            _ => "exited".to_string(),
+        },
+        Err(e) => format!("could not be waited for: {e}"),
+    };
+    let tail = conn.stderr_tail();
+    let mut reason = format!("Agent `{}` {how}.", conn.spec.name);
+    if !tail.is_empty() {
+        reason.push_str("\nLast stderr lines:\n");
+        reason.push_str(&tail);
+    }
+    log::info(&reason);
+    conn.state.send_replace(ConnState::Closed(reason.clone()));
+    conn.cx.lock().take();
+    for thread in conn.routed_threads() {
+        thread.on_disconnected(&conn, &reason).await;
+    }
+}
+
+async fn run_protocol(
+    conn: Arc<Connection>,
+    stdin: tokio::process::ChildStdin,
+    stdout: tokio::process::ChildStdout,
+) {
+    let on_notif = conn.clone();
+    let on_req = conn.clone();
+    let main = conn.clone();
+    let transport = ByteStreams::new(stdin.compat_write(), stdout.compat());
+    let result = Client
+        .v1()
+        .name("acp.nvim")
+        .on_receive_notification(
+            async move |msg: UntypedMessage, _cx: ConnectionTo<Agent>| {
+                handle_notification(&on_notif, msg).await;
+                Ok(())
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+        .on_receive_request(
+            async move |msg: UntypedMessage, responder: Responder<Value>, _cx: ConnectionTo<Agent>| {
+                handle_request(&on_req, msg, responder);
+                Ok(())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .connect_with(transport, async move |cx: ConnectionTo<Agent>| {
+            let init = cx
+                .send_request(
+                    InitializeRequest::new(ProtocolVersion::V1)
+                        .client_capabilities(ClientCapabilities::default())
+                        .client_info(Implementation::new("acp.nvim", env!("CARGO_PKG_VERSION"))),
+                )
+                .block_task()
+                .await?;
+            *main.init.lock() = Some(serde_json::to_value(&init).unwrap_or(Value::Null));
+            *main.cx.lock() = Some(cx.clone());
+            main.state.send_replace(ConnState::Ready);
+            log::info(format!("agent {} initialized", main.spec.name));
+            tokio::select! {
+                _ = cx.terminated() => {}
+                _ = main.stop.notified() => {}
+            }
+            Ok(())
+        })
+        .await;
+    if let Err(e) = result {
+        log::warn(format!("agent {} connection ended: {e}", conn.spec.name));
+        // A handshake failure on a live process: report it and stop the agent.
+        if matches!(conn.state(), ConnState::Starting) {
+            let reason = format!("Agent `{}` failed the ACP handshake: {e}", conn.spec.name);
+            conn.state.send_replace(ConnState::Closed(reason));
+            unsafe { libc::killpg(conn.pid as libc::pid_t, libc::SIGTERM) };
+        }
+    }
+}
+
+async fn handle_notification(conn: &Arc<Connection>, msg: UntypedMessage) {
+    match msg.method() {
+        "session/update" => {
+            let params = msg.params();
+            let Some(sid) = params.get("sessionId").and_then(Value::as_str) else {
+                log::warn("session/update without sessionId");
+                return;
+            };
+            let Some(update) = params.get("update") else { return };
+            match conn.thread_for(sid) {
+                Some(thread) => thread.apply_update(update).await,
+                None => log::warn(format!("session/update for unknown session {sid}")),
+            }
+        }
+        // Extension notifications (`_auth/status_update`, ...) are optional.
+        m if m.starts_with('_') => {}
+        m => log::info(format!("ignored notification {m}")),
+    }
+}
+
+/// Answers agent requests. Never awaits the agent here: anything slow is
+/// handed to the thread (which holds the responder until the user answers).
+fn handle_request(conn: &Arc<Connection>, msg: UntypedMessage, responder: Responder<Value>) {
+    let (method, params) = msg.into_parts();
+    log::info(format!("request {method}"));
+    let thread = params.get("sessionId").and_then(Value::as_str).and_then(|s| conn.thread_for(s));
+    match (method.as_str(), thread) {
+        ("session/request_permission", Some(thread)) => thread.request_permission(params, responder),
+        ("session/request_permission", None) => {
+            let _ = responder.respond_with_error(agent_client_protocol::Error::invalid_params().data(
+                serde_json::json!({"reason": "unknown sessionId"}),
+            ));
+        }
+        _ => {
+            log::info(format!("answered -32601 to {method}"));
+            let _ = responder.respond_with_error(agent_client_protocol::Error::method_not_found());
+        }
+    }
+}

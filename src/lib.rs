@@ -1,0 +1,45 @@
+//! acp.nvim core: an Agent Client Protocol client that runs on a background
+//! tokio runtime inside Neovim.
+//!
+//! Layers:
+//! - protocol and state: `connection` (agent process + ACP), `session`
+//!   (chat threads, routing), `thread` and `render` (the pure model);
+//! - bridge: `bridge` (the only crossing to the main thread);
+//! - the Lua-facing API: `lua_api` (mlua functions; the view is Lua).
+
+pub mod bridge;
+pub mod connection;
+pub mod log;
+pub mod lua_api;
+pub mod render;
+pub mod runtime;
+pub mod session;
+pub mod thread;
+
+/// Module body: builds the API table with mlua and stores it in
+/// `package.loaded.acp_core`. The table is not returned through nvim-oxi
+/// because nvim-oxi cannot push an mlua value.
+fn plugin_body() -> nvim_oxi::Result<()> {
+    let result = bridge::catch("load", || -> mlua::Result<()> {
+        let lua = nvim_oxi::mlua::lua();
+        let module = lua_api::module(&lua)?;
+        let loaded: mlua::Table = lua.globals().get::<mlua::Table>("package")?.get("loaded")?;
+        loaded.set("acp_core", module)?;
+        lua_api::set_lua(lua);
+        Ok(())
+    });
+    match result {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(nvim_oxi::api::Error::Other(format!("acp_core: {e}")).into()),
+        Err(e) => Err(nvim_oxi::api::Error::Other(e).into()),
+    }
+}
+
+/// Entry point for `package.loadlib(path, "luaopen_acp_core")`.
+///
+/// # Safety
+/// Called by Lua with a valid state on Neovim's main thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn luaopen_acp_core(state: *mut nvim_oxi::lua::ffi::State) -> core::ffi::c_int {
+    unsafe { nvim_oxi::entrypoint::entrypoint(state, plugin_body) }
+}

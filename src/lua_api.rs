@@ -1,0 +1,292 @@
+//! The Lua-facing API, built from mlua functions: mlua turns bad arguments,
+//! errors and panics into Lua errors, where an nvim-oxi callback would abort
+//! Neovim. Also the main-thread half of the bridge: the drain that hands a
+//! batch of events to the Lua view.
+
+use std::cell::{OnceCell, RefCell};
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use mlua::{Function, Lua, LuaSerdeExt, Result as LuaResult, Table, Value as LuaValue};
+use serde_json::Value;
+
+use crate::bridge::{bridge, catch, UiEvent};
+use crate::connection::AgentSpec;
+use crate::session::registry;
+use crate::thread::ThreadEvent;
+use crate::{log, runtime};
+
+thread_local! {
+    // One cached handle: creating an mlua handle per call costs a full GC.
+    static LUA: OnceCell<Lua> = const { OnceCell::new() };
+    static DISPATCH: RefCell<Option<Function>> = const { RefCell::new(None) };
+    static WAKER_READY: OnceCell<()> = const { OnceCell::new() };
+}
+
+pub fn set_lua(lua: Lua) {
+    LUA.with(|l| {
+        let _ = l.set(lua);
+    });
+}
+
+fn lua_err(msg: impl Into<String>) -> mlua::Error {
+    mlua::Error::runtime(msg.into())
+}
+
+/// Hooks the bridge to Neovim's loop: a libuv async handle whose callback
+/// only schedules the drain (the API is unsafe inside the libuv callback).
+fn install_waker() -> Result<(), String> {
+    if WAKER_READY.with(|w| w.get().is_some()) {
+        return Ok(());
+    }
+    let handle = nvim_oxi::libuv::AsyncHandle::new(|| {
+        let _ = catch("wake-up", || {
+            if bridge().claim_schedule() {
+                nvim_oxi::schedule(|_| {
+                    if let Err(e) = catch("drain", drain) {
+                        log::error(&e);
+                    }
+                });
+            }
+        });
+    })
+    .map_err(|e| format!("cannot create the libuv async handle: {e}"))?;
+    bridge().set_waker(move || {
+        let _ = handle.send();
+    });
+    WAKER_READY.with(|w| {
+        let _ = w.set(());
+    });
+    Ok(())
+}
+
+/// Main thread: hand everything queued to the Lua dispatcher in one call.
+fn drain() {
+    let events = bridge().take();
+    if events.is_empty() {
+        return;
+    }
+    LUA.with(|lua| {
+        let Some(lua) = lua.get() else { return };
+        let dispatch = DISPATCH.with(|d| d.borrow().clone());
+        let Some(dispatch) = dispatch else {
+            log::error(format!("{} events arrived before a dispatcher was set", events.len()));
+            return;
+        };
+        let result = (|| -> LuaResult<()> {
+            let batch = lua.create_table_with_capacity(events.len(), 0)?;
+            for (i, ev) in events.into_iter().enumerate() {
+                batch.raw_set(i + 1, event_table(lua, ev)?)?;
+            }
+            dispatch.call::<()>(batch)
+        })();
+        if let Err(e) = result {
+            let msg = format!("acp.nvim: the chat view failed on an update: {e}");
+            log::error(&msg);
+            notify(lua, &msg, "error");
+        }
+    });
+}
+
+fn notify(lua: &Lua, msg: &str, level: &str) {
+    let _ = lua
+        .load("local msg, level = ...; vim.notify(msg, vim.log.levels[level:upper()] or vim.log.levels.INFO)")
+        .call::<()>((msg, level));
+}
+
+fn lines_table(lua: &Lua, lines: Vec<String>) -> LuaResult<Table> {
+    let t = lua.create_table_with_capacity(lines.len(), 0)?;
+    for (i, l) in lines.into_iter().enumerate() {
+        t.raw_set(i + 1, l)?;
+    }
+    Ok(t)
+}
+
+fn event_table(lua: &Lua, ev: UiEvent) -> LuaResult<Table> {
+    let t = lua.create_table()?;
+    match ev {
+        UiEvent::Thread { thread, event } => {
+            t.set("thread", thread)?;
+            match event {
+                ThreadEvent::Added { index, kind, lines } => {
+                    t.set("type", "added")?;
+                    t.set("index", index)?;
+                    t.set("kind", kind.as_str())?;
+                    t.set("lines", lines_table(lua, lines)?)?;
+                }
+                ThreadEvent::Appended { index, text } => {
+                    t.set("type", "appended")?;
+                    t.set("index", index)?;
+                    t.set("text", text)?;
+                }
+                ThreadEvent::Replaced { index, lines } => {
+                    t.set("type", "replaced")?;
+                    t.set("index", index)?;
+                    t.set("lines", lines_table(lua, lines)?)?;
+                }
+                ThreadEvent::Status { state, detail } => {
+                    t.set("type", "status")?;
+                    t.set("state", state.as_str())?;
+                    t.set("detail", detail)?;
+                }
+                ThreadEvent::Info { key, value } => {
+                    t.set("type", "info")?;
+                    t.set("key", key)?;
+                    t.set("value", lua.to_value(&value)?)?;
+                }
+            }
+        }
+        UiEvent::Permission { thread, request, payload } => {
+            t.set("type", "permission")?;
+            t.set("thread", thread)?;
+            t.set("request", request)?;
+            t.set("payload", lua.to_value(&payload)?)?;
+        }
+        UiEvent::PermissionDone { thread, request } => {
+            t.set("type", "permission_done")?;
+            t.set("thread", thread)?;
+            t.set("request", request)?;
+        }
+        UiEvent::Notify { level, message } => {
+            t.set("type", "notify")?;
+            t.set("level", level)?;
+            t.set("message", message)?;
+        }
+    }
+    Ok(t)
+}
+
+/// Lua tables arrive as JSON objects when empty; ACP wants arrays there.
+fn json_list(v: Value) -> Value {
+    match v {
+        Value::Object(m) if m.is_empty() => Value::Array(Vec::new()),
+        Value::Null => Value::Array(Vec::new()),
+        other => other,
+    }
+}
+
+pub fn module(lua: &Lua) -> LuaResult<Table> {
+    let m = lua.create_table()?;
+
+    m.set(
+        "init",
+        lua.create_function(|_, opts: Table| {
+            if let Some(path) = opts.get::<Option<String>>("log_file")? {
+                log::open(PathBuf::from(&path)).map_err(|e| lua_err(format!("cannot open log {path}: {e}")))?;
+            }
+            log::install_panic_hook();
+            if let Some(f) = opts.get::<Option<Function>>("dispatch")? {
+                DISPATCH.with(|d| *d.borrow_mut() = Some(f));
+            }
+            install_waker().map_err(lua_err)?;
+            Ok(())
+        })?,
+    )?;
+
+    m.set("source_stamp", lua.create_function(|_, ()| Ok(env!("ACP_SOURCE_STAMP")))?)?;
+    m.set("version", lua.create_function(|_, ()| Ok(env!("CARGO_PKG_VERSION")))?)?;
+    m.set(
+        "log_path",
+        lua.create_function(|_, ()| Ok(log::path().map(|p| p.to_string_lossy().into_owned())))?,
+    )?;
+
+    m.set(
+        "open_thread",
+        lua.create_function(|lua, spec: Table| {
+            let mcp: Value = match spec.get::<LuaValue>("mcp_servers")? {
+                LuaValue::Nil => Value::Array(Vec::new()),
+                v => json_list(lua.from_value(v)?),
+            };
+            let spec: AgentSpec = lua.from_value(LuaValue::Table(spec))?;
+            runtime::handle().map_err(lua_err)?;
+            Ok(registry().open_thread(spec, mcp))
+        })?,
+    )?;
+
+    m.set(
+        "prompt",
+        lua.create_function(|lua, (id, blocks): (u64, LuaValue)| {
+            let blocks = match blocks {
+                LuaValue::String(s) => serde_json::json!([{"type": "text", "text": s.to_str()?.to_string()}]),
+                v => json_list(lua.from_value(v)?),
+            };
+            if blocks.as_array().is_none_or(|a| a.is_empty()) {
+                return Err(lua_err("prompt needs at least one content block"));
+            }
+            registry().thread(id).map_err(lua_err)?.prompt(blocks).map_err(lua_err)
+        })?,
+    )?;
+
+    m.set(
+        "cancel",
+        lua.create_function(|_, id: u64| Ok(registry().thread(id).map_err(lua_err)?.cancel()))?,
+    )?;
+
+    m.set(
+        "answer_permission",
+        lua.create_function(|_, (id, request, option): (u64, u64, Option<String>)| {
+            registry().thread(id).map_err(lua_err)?.answer_permission(request, option).map_err(lua_err)
+        })?,
+    )?;
+
+    m.set(
+        "close_thread",
+        lua.create_function(|_, id: u64| {
+            registry().close_thread(id);
+            Ok(())
+        })?,
+    )?;
+
+    m.set(
+        "markdown",
+        lua.create_function(|_, id: u64| Ok(registry().thread(id).map_err(lua_err)?.markdown()))?,
+    )?;
+
+    m.set(
+        "thread_info",
+        lua.create_function(|lua, id: u64| {
+            let t = registry().thread(id).map_err(lua_err)?;
+            let info = lua.create_table()?;
+            info.set("state", t.state().as_str())?;
+            info.set("pid", t.pid())?;
+            info.set("session_id", t.session_id())?;
+            info.set("agent", t.spec.name.clone())?;
+            Ok(info)
+        })?,
+    )?;
+
+    m.set("agent_pids", lua.create_function(|_, ()| Ok(registry().agent_pids()))?)?;
+
+    m.set(
+        "stats",
+        lua.create_function(|lua, ()| {
+            let s = &bridge().stats;
+            let t = lua.create_table()?;
+            t.set("pushed", s.pushed.load(Ordering::Relaxed))?;
+            t.set("drains", s.drains.load(Ordering::Relaxed))?;
+            t.set("delivered", s.delivered.load(Ordering::Relaxed))?;
+            t.set("waits", s.waits.load(Ordering::Relaxed))?;
+            t.set("queued_bytes", bridge().queued_bytes())?;
+            Ok(t)
+        })?,
+    )?;
+
+    m.set(
+        "shutdown",
+        lua.create_function(|_, ()| {
+            // Bounded: 400 ms for agents to exit, then SIGKILL; 300 ms for
+            // tasks. Neovim's exit never waits longer than that.
+            if runtime::is_running() {
+                registry().kill_all(Duration::from_millis(400));
+                runtime::shutdown(Duration::from_millis(300));
+            }
+            Ok(())
+        })?,
+    )?;
+
+    // Test hook: proves that a panic in the core surfaces as a Lua error.
+    m.set("_panic", lua.create_function(|_, ()| -> LuaResult<()> { panic!("deliberate test panic") })?)?;
+
+    Ok(m)
+}

@@ -1,0 +1,244 @@
+//! `acp-test-agent`: a scripted ACP agent for testing acp.nvim.
+//!
+//! Usage: `acp-test-agent [--scenario PATH]` (or env `ACP_TEST_SCENARIO`).
+//! Without a scenario every prompt is echoed. Env `ACP_TEST_AGENT_LOG` names a
+//! JSONL file that records what the client sent, for tests to assert on.
+//!
+//! Every message is handled as untyped JSON: the agent must log exactly what
+//! the client sent and send exactly what the scenario says, including
+//! malformed messages, which typed schema structs would reject or normalize.
+
+mod out;
+mod scenario;
+mod turn;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agent_client_protocol::v1::{ConnectionTo, Responder};
+use agent_client_protocol::{Agent, ByteStreams, Client, UntypedMessage};
+use serde_json::{json, Value};
+use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
+
+use out::{Log, Output};
+use scenario::{AgentConfig, Scenario, Turn};
+use turn::{Sender, Session, TurnRun};
+
+struct State {
+    agent: AgentConfig,
+    turns: Mutex<Vec<Turn>>,
+    next_session: AtomicU64,
+    sessions: Mutex<HashMap<String, Arc<Session>>>,
+    out: Arc<Output>,
+    log: Arc<Log>,
+}
+
+impl State {
+    /// Sessions are created on first mention, so a prompt or cancel for an
+    /// id the agent never issued still works instead of failing the test in
+    /// an unrelated way.
+    fn session(&self, id: &str) -> Arc<Session> {
+        self.sessions
+            .lock()
+            .unwrap()
+            .entry(id.to_owned())
+            .or_insert_with(|| Arc::new(Session::new()))
+            .clone()
+    }
+
+    /// First turn whose `match` occurs in the prompt text; `once` turns are
+    /// used up. Picked in the handler, so turns follow prompt arrival order.
+    fn pick_turn(&self, text: &str) -> Turn {
+        let mut turns = self.turns.lock().unwrap();
+        let found = turns
+            .iter()
+            .position(|t| t.pattern.as_deref().is_none_or(|p| text.contains(p)));
+        match found {
+            Some(i) if turns[i].once => turns.remove(i),
+            Some(i) => turns[i].clone(),
+            None => Turn::echo(text),
+        }
+    }
+
+    fn initialize_result(&self) -> Value {
+        let mut caps = json!({"image": false, "audio": false, "embeddedContext": true});
+        for (key, value) in &self.agent.prompt_capabilities {
+            caps[key] = value.clone();
+        }
+        json!({
+            "protocolVersion": 1,
+            "agentCapabilities": {"loadSession": false, "promptCapabilities": caps},
+            "agentInfo": {
+                "name": self.agent.name.as_deref().unwrap_or("acp-test-agent"),
+                "version": env!("CARGO_PKG_VERSION"),
+            },
+            "authMethods": [],
+        })
+    }
+}
+
+/// Concatenated text of the prompt's text blocks.
+fn prompt_text(prompt: &Value) -> String {
+    let blocks = prompt.as_array().map(Vec::as_slice).unwrap_or_default();
+    blocks
+        .iter()
+        .filter(|b| b["type"] == "text")
+        .filter_map(|b| b["text"].as_str())
+        .collect()
+}
+
+fn handle_request(
+    state: &Arc<State>,
+    request: UntypedMessage,
+    responder: Responder<Value>,
+    cx: ConnectionTo<Client>,
+) -> Result<(), agent_client_protocol::Error> {
+    let send = Sender {
+        cx: cx.clone(),
+        out: state.out.clone(),
+    };
+    let (method, params) = request.into_parts();
+    match method.as_str() {
+        "initialize" => {
+            state
+                .log
+                .event(json!({"event": "initialize", "params": params}));
+            send.respond(responder, Ok(state.initialize_result()));
+        }
+        "session/new" => {
+            state
+                .log
+                .event(json!({"event": "session/new", "params": params}));
+            let id = format!(
+                "sess-{}",
+                state.next_session.fetch_add(1, Ordering::Relaxed) + 1
+            );
+            state.session(&id);
+            send.respond(responder, Ok(json!({ "sessionId": id })));
+        }
+        "session/prompt" => {
+            let Some(session_id) = params["sessionId"].as_str().map(str::to_owned) else {
+                let error =
+                    agent_client_protocol::Error::invalid_params().data("sessionId missing");
+                send.respond(responder, Err(error));
+                return Ok(());
+            };
+            let prompt = params.get("prompt").cloned().unwrap_or(Value::Null);
+            state
+                .log
+                .event(json!({"event": "prompt", "sessionId": session_id, "prompt": prompt}));
+            let session = state.session(&session_id);
+            let run = TurnRun {
+                turn: state.pick_turn(&prompt_text(&prompt)),
+                prompt: session.next_prompt(),
+                session,
+                session_id,
+                log: state.log.clone(),
+                send,
+            };
+            // Steps wait on client answers, which this dispatch loop
+            // delivers: never run them inline.
+            cx.spawn(async move {
+                run.run(responder).await;
+                Ok(())
+            })?;
+        }
+        _ => {
+            state
+                .log
+                .event(json!({"event": "unknown_request", "method": method, "params": params}));
+            send.respond(
+                responder,
+                Err(agent_client_protocol::Error::method_not_found()),
+            );
+        }
+    }
+    Ok(())
+}
+
+fn handle_notification(state: &State, notification: UntypedMessage) {
+    let (method, params) = notification.into_parts();
+    if method == "session/cancel" {
+        let session_id = params["sessionId"].as_str().unwrap_or_default();
+        state
+            .log
+            .event(json!({"event": "cancel", "sessionId": session_id}));
+        state.session(session_id).cancel();
+    } else {
+        state
+            .log
+            .event(json!({"event": "notification", "method": method, "params": params}));
+    }
+}
+
+fn load_scenario() -> Result<Scenario, String> {
+    let mut path = std::env::var("ACP_TEST_SCENARIO")
+        .ok()
+        .filter(|p| !p.is_empty());
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        if arg == "--scenario" {
+            path = Some(args.next().ok_or("--scenario needs a path")?);
+        } else if let Some(p) = arg.strip_prefix("--scenario=") {
+            path = Some(p.to_owned());
+        } else {
+            return Err(format!(
+                "unknown argument {arg:?} (usage: acp-test-agent [--scenario PATH])"
+            ));
+        }
+    }
+    match path {
+        Some(path) => scenario::load(&path),
+        None => Ok(Scenario::default()),
+    }
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() {
+    let scenario = load_scenario().unwrap_or_else(|e| {
+        // Exit 2 so a typo in a scenario fails the test loudly.
+        eprintln!("acp-test-agent: {e}");
+        std::process::exit(2);
+    });
+    let (out, stdout) = Output::start();
+    let state = Arc::new(State {
+        agent: scenario.agent,
+        turns: Mutex::new(scenario.turns),
+        next_session: AtomicU64::new(0),
+        sessions: Mutex::default(),
+        out: out.clone(),
+        log: Arc::new(Log::from_env()),
+    });
+    let (req_state, notif_state) = (state.clone(), state.clone());
+    let result = Agent
+        .v1()
+        .name("acp-test-agent")
+        .on_receive_request(
+            async move |request: UntypedMessage, responder, cx| {
+                handle_request(&req_state, request, responder, cx)
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_notification(
+            async move |notification: UntypedMessage, _cx| {
+                handle_notification(&notif_state, notification);
+                Ok(())
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+        .connect_to(ByteStreams::new(
+            stdout.compat_write(),
+            tokio::io::stdin().compat(),
+        ))
+        .await;
+    out.drain(Duration::from_secs(2)).await;
+    if let Err(e) = result {
+        eprintln!("acp-test-agent: connection error: {e:?}");
+        std::process::exit(1);
+    }
+    // Exit explicitly: hung turns and the stdin reader thread would
+    // otherwise keep the runtime alive.
+    std::process::exit(0);
+}

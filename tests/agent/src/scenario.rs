@@ -1,0 +1,298 @@
+//! The scenario file format: which turns the agent plays and how.
+//!
+//! Scenario files are written by hand in tests, so the format is strict where
+//! a typo would silently change a test (step, turn and agent keys) and lenient
+//! at the top level (extra keys are ignored, so a file can carry notes).
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+#[derive(Debug, Default, Deserialize)]
+pub struct Scenario {
+    #[serde(default)]
+    pub agent: AgentConfig,
+    /// Turns are tried in order; the first whose `match` fits the prompt wins.
+    /// With no turns at all every prompt is echoed.
+    #[serde(default)]
+    pub turns: Vec<Turn>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentConfig {
+    pub name: Option<String>,
+    /// Overlaid on the defaults (image false, audio false, embeddedContext
+    /// true) and sent verbatim, so tests can advertise odd capabilities.
+    #[serde(default)]
+    pub prompt_capabilities: Map<String, Value>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Turn {
+    /// Substring of the prompt's text; absent means "matches anything".
+    #[serde(default, rename = "match")]
+    pub pattern: Option<String>,
+    /// Remove the turn once it has been used.
+    #[serde(default)]
+    pub once: bool,
+    /// Keep running the steps after session/cancel, answer "cancelled" at the
+    /// end (lets tests check that a client drops late updates).
+    #[serde(default)]
+    pub ignore_cancel: bool,
+    #[serde(default)]
+    pub steps: Vec<Step>,
+    /// Free-form documentation for the scenario author; ignored.
+    #[serde(default)]
+    #[allow(dead_code)]
+    pub comment: Option<Value>,
+}
+
+impl Turn {
+    /// The turn played when no scripted turn matches.
+    pub fn echo(prompt_text: &str) -> Turn {
+        Turn {
+            steps: vec![Step::Chunks {
+                kind: ChunkKind::Message,
+                text: format!("echo: {prompt_text}"),
+                chunk_size: None,
+                delay_ms: 0,
+            }],
+            ..Turn::default()
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+pub enum ChunkKind {
+    #[default]
+    #[serde(rename = "agent_message")]
+    Message,
+    #[serde(rename = "agent_thought")]
+    Thought,
+}
+
+impl ChunkKind {
+    pub fn session_update(self) -> &'static str {
+        match self {
+            ChunkKind::Message => "agent_message_chunk",
+            ChunkKind::Thought => "agent_thought_chunk",
+        }
+    }
+}
+
+/// One scripted action. In JSON a step is an object with exactly one of the
+/// step keys (plus options that belong to that key, e.g. `chunk_size`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(try_from = "Value")]
+pub enum Step {
+    /// `message` / `thought`: text streamed as chunks.
+    Chunks {
+        kind: ChunkKind,
+        text: String,
+        chunk_size: Option<usize>,
+        delay_ms: u64,
+    },
+    Flood(Flood),
+    Big {
+        size: usize,
+    },
+    /// Raw `update` object, sent verbatim (may be deliberately malformed).
+    Update(Value),
+    Notify(Notify),
+    Request(Request),
+    Sleep(u64),
+    Crash(Crash),
+    Hang,
+    WaitCancel,
+    Error(ErrorSpec),
+    Stop(String),
+    Stderr(String),
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Flood {
+    pub count: u64,
+    pub size: usize,
+    #[serde(default)]
+    pub kind: ChunkKind,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Big {
+    size: usize,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Notify {
+    pub method: String,
+    #[serde(default)]
+    pub params: Value,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Request {
+    pub method: String,
+    #[serde(default)]
+    pub params: Option<Value>,
+    /// Partial match against the result.
+    #[serde(default)]
+    pub expect: Option<Value>,
+    /// Partial match against the error object `{code, message, data}`.
+    #[serde(default)]
+    pub expect_error: Option<Value>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Crash {
+    #[serde(default = "default_crash_code")]
+    pub code: i32,
+    #[serde(default)]
+    pub stderr: Option<String>,
+}
+
+fn default_crash_code() -> i32 {
+    1
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ErrorSpec {
+    pub code: i32,
+    #[serde(default = "default_error_message")]
+    pub message: String,
+    #[serde(default)]
+    pub data: Option<Value>,
+}
+
+fn default_error_message() -> String {
+    "scripted error".to_owned()
+}
+
+const STEP_KEYS: &[&str] = &[
+    "message",
+    "thought",
+    "flood",
+    "big",
+    "update",
+    "notify",
+    "request",
+    "sleep_ms",
+    "crash",
+    "hang",
+    "wait_cancel",
+    "error",
+    "stop",
+    "stderr",
+];
+
+impl TryFrom<Value> for Step {
+    type Error = String;
+
+    fn try_from(value: Value) -> Result<Step, String> {
+        let Value::Object(mut obj) = value else {
+            return Err(format!("a step must be a JSON object, got {value}"));
+        };
+        let kinds: Vec<String> = obj
+            .keys()
+            .filter(|k| STEP_KEYS.contains(&k.as_str()))
+            .cloned()
+            .collect();
+        let key = match kinds.as_slice() {
+            [key] => key.clone(),
+            [] => {
+                let keys: Vec<&String> = obj.keys().collect();
+                return Err(format!(
+                    "unknown step {keys:?}: a step needs exactly one of {STEP_KEYS:?}"
+                ));
+            }
+            _ => return Err(format!("a step has more than one step key: {kinds:?}")),
+        };
+        let main = obj.remove(&key).unwrap_or(Value::Null);
+        let options: &[&str] = match key.as_str() {
+            "message" | "thought" => &["chunk_size", "delay_ms"],
+            _ => &[],
+        };
+        if let Some(extra) = obj.keys().find(|k| !options.contains(&k.as_str())) {
+            return Err(format!("unknown key `{extra}` in a `{key}` step"));
+        }
+        let ctx = |e: serde_json::Error| format!("`{key}` step: {e}");
+        let step = match key.as_str() {
+            "message" | "thought" => {
+                let chunk_size = match obj.get("chunk_size") {
+                    None | Some(Value::Null) => None,
+                    Some(v) => match v.as_u64() {
+                        Some(n) if n > 0 => Some(n as usize),
+                        _ => {
+                            return Err(format!("`chunk_size` must be a positive integer, got {v}"))
+                        }
+                    },
+                };
+                Step::Chunks {
+                    kind: if key == "message" {
+                        ChunkKind::Message
+                    } else {
+                        ChunkKind::Thought
+                    },
+                    text: serde_json::from_value(main).map_err(ctx)?,
+                    chunk_size,
+                    delay_ms: uint(obj.get("delay_ms"), "delay_ms")?,
+                }
+            }
+            "flood" => {
+                let flood: Flood = serde_json::from_value(main).map_err(ctx)?;
+                // Each chunk is "NNNNNN:" + filler + "\n", which needs 8 bytes.
+                if flood.size < 8 {
+                    return Err(format!(
+                        "`flood.size` must be at least 8, got {}",
+                        flood.size
+                    ));
+                }
+                Step::Flood(flood)
+            }
+            "big" => Step::Big {
+                size: serde_json::from_value::<Big>(main).map_err(ctx)?.size,
+            },
+            "update" => Step::Update(main),
+            "notify" => Step::Notify(serde_json::from_value(main).map_err(ctx)?),
+            "request" => Step::Request(serde_json::from_value(main).map_err(ctx)?),
+            "sleep_ms" => Step::Sleep(uint(Some(&main), "sleep_ms")?),
+            "crash" => Step::Crash(serde_json::from_value(main).map_err(ctx)?),
+            "hang" => flag(main, "hang", Step::Hang)?,
+            "wait_cancel" => flag(main, "wait_cancel", Step::WaitCancel)?,
+            "error" => Step::Error(serde_json::from_value(main).map_err(ctx)?),
+            "stop" => Step::Stop(serde_json::from_value(main).map_err(ctx)?),
+            "stderr" => Step::Stderr(serde_json::from_value(main).map_err(ctx)?),
+            _ => unreachable!("STEP_KEYS and this match list the same keys"),
+        };
+        Ok(step)
+    }
+}
+
+fn uint(value: Option<&Value>, name: &str) -> Result<u64, String> {
+    match value {
+        None | Some(Value::Null) => Ok(0),
+        Some(v) => v
+            .as_u64()
+            .ok_or_else(|| format!("`{name}` must be a non-negative integer, got {v}")),
+    }
+}
+
+/// `hang` and `wait_cancel` only make sense as `true`; anything else is
+/// probably a mistake in the scenario.
+fn flag(value: Value, name: &str, step: Step) -> Result<Step, String> {
+    match value {
+        Value::Bool(true) => Ok(step),
+        v => Err(format!("`{name}` must be true, got {v}")),
+    }
+}
+
+pub fn load(path: &str) -> Result<Scenario, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?;
+    serde_json::from_str(&text).map_err(|e| format!("invalid scenario {path}: {e}"))
+}

@@ -1,0 +1,101 @@
+-- Helpers for tests that run the plugin in a child Neovim against the
+-- scripted test agent (target/release/acp-test-agent).
+local Child = require('tests.helpers.child')
+local T = require('tests.helpers.expect')
+
+local H = {}
+
+H.root = vim.env.ACP_ROOT
+H.agent_bin = vim.env.ACP_TEST_AGENT
+
+function H.scenario(name)
+  return H.root .. '/tests/scenarios/' .. name .. '.json'
+end
+
+--- Starts a child with acp configured: agent `test` plays `opts.scenario`.
+--- Returns the child and the paths of the core's log and the agent's log.
+function H.start(opts)
+  opts = opts or {}
+  local dir = T.tmpdir('acp')
+  local paths = { log = dir .. '/acp.log', agent_log = dir .. '/agent.jsonl', dir = dir }
+  local child = Child.new({ env = opts.env, cwd = opts.cwd })
+  local agent = opts.agent
+    or {
+      cmd = H.agent_bin,
+      args = { '--scenario', H.scenario(opts.scenario or 'chat') },
+      env = { ACP_TEST_AGENT_LOG = paths.agent_log },
+    }
+  child:lua(
+    [[
+    local agent, log, extra = ...
+    vim.o.columns, vim.o.lines = 160, 50
+    local cfg = { default_agent = 'test', agents = { test = agent }, log_file = log }
+    for k, v in pairs(extra or {}) do cfg[k] = v end
+    assert(require('acp').setup(cfg))
+  ]],
+    { agent, paths.log, opts.config }
+  )
+  return child, paths
+end
+
+--- Opens the chat and waits until its session is ready.
+function H.open(child, agent)
+  child:cmd('AcpChat' .. (agent and (' ' .. agent) or ''))
+  child:wait_for([[local v = require('acp').current(); return v and v.state == 'idle']], 5000)
+end
+
+--- Transcript lines of the current tab's chat.
+function H.transcript(child)
+  return child:lua([[return require('acp').current():lines()]])
+end
+
+function H.transcript_text(child)
+  return table.concat(H.transcript(child), '\n')
+end
+
+--- Waits until the chat of the current tab is idle again after a turn.
+function H.wait_idle(child, timeout)
+  child:wait_for([[local v = require('acp').current(); return v.state == 'idle' or v.state == 'disconnected']], timeout or 5000)
+end
+
+--- Sends `text` and waits for the turn to end.
+function H.turn(child, text, timeout)
+  local before = child:lua([[return require('acp').current().turns_ended]])
+  child:lua([[assert(require('acp').send(...))]], { text })
+  child:wait_for(([[return require('acp').current().turns_ended > %d]]):format(before), timeout or 5000)
+end
+
+--- The agent's JSONL log as a list of tables.
+function H.agent_events(paths)
+  local out = {}
+  local f = io.open(paths.agent_log, 'r')
+  if not f then
+    return out
+  end
+  for line in f:lines() do
+    out[#out + 1] = vim.json.decode(line)
+  end
+  f:close()
+  return out
+end
+
+function H.events_of(paths, name)
+  return vim.tbl_filter(function(e)
+    return e.event == name
+  end, H.agent_events(paths))
+end
+
+--- True while `pid` runs. Zombies count as gone: an exited process whose
+--- parent is gone may wait for a reaper that a container does not have.
+function H.pid_alive(pid)
+  local f = io.open('/proc/' .. pid .. '/stat', 'r')
+  if not f then
+    return false
+  end
+  local stat = f:read('*a')
+  f:close()
+  local state = stat:match('^%d+ %b() (%a)')
+  return state ~= nil and state ~= 'Z' and state ~= 'X'
+end
+
+return H
