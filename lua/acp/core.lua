@@ -143,7 +143,7 @@ function M.build(on_done)
   end
   building = true
   vim.notify('acp.nvim: building the core (:AcpLog build to follow)')
-  local ok, err = pcall(vim.system, { 'cargo', 'build', '--release', '-p', 'acp-nvim' }, {
+  local ok, err = pcall(vim.system, { 'cargo', 'build', '--release' }, {
     cwd = M.root(),
     stdout = write,
     stderr = write,
