@@ -252,6 +252,11 @@ pub fn module(lua: &Lua) -> LuaResult<Table> {
             info.set("pid", t.pid())?;
             info.set("session_id", t.session_id())?;
             info.set("agent", t.spec.name.clone())?;
+            if let Some(init) = t.agent_init() {
+                let caps = init.get("agentCapabilities").cloned().unwrap_or(Value::Null);
+                info.set("agent_capabilities", lua.to_value(&caps)?)?;
+                info.set("agent_info", lua.to_value(&init.get("agentInfo").cloned().unwrap_or(Value::Null))?)?;
+            }
             Ok(info)
         })?,
     )?;

@@ -65,6 +65,11 @@ impl ThreadHandle {
         self.current.lock().as_ref().map(|(c, _)| c.pid)
     }
 
+    /// The agent's `initialize` answer (capabilities, agentInfo, auth).
+    pub fn agent_init(&self) -> Option<Value> {
+        self.current.lock().as_ref().and_then(|(c, _)| c.init_response())
+    }
+
     pub fn session_id(&self) -> Option<String> {
         self.current.lock().as_ref().map(|(_, s)| s.clone())
     }
