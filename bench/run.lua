@@ -1,20 +1,413 @@
--- `make bench`: benchmarks that run against a real Neovim. Prints a table;
--- numbers are recorded in doc/benchmarks.md with the command that made them.
+-- `make bench`: benchmarks that run against a real Neovim. Prints a table; numbers are recorded
+-- in doc/benchmarks.md with the command that made them.
+--
+--   nvim -l bench/run.lua         (env ACP_NVIM, ACP_ROOT, ACP_TEST_AGENT; `make bench` sets them)
+--   BENCH_RUNS=5                  runs per benchmark (medians are reported; at least 5 by default)
+--   BENCH_ONLY=stream50k,paced    run only these (startup, stream50k, ui, paced, big5mb, tools)
+--
+-- Every run starts a fresh `nvim --embed` with the plugin, opens the chat against the scripted
+-- test agent (bench/scenarios/bench.json), plays one warm-up turn, then the measured turn.
+-- bench/driver.lua takes the measurements inside that Neovim; bench/rpc.lua is the msgpack-RPC
+-- client that also acts as the attached UI (200x50) for the rows that need one.
 local root = vim.env.ACP_ROOT or vim.fn.getcwd()
 package.path = root .. '/?.lua;' .. package.path
 local nvim = vim.env.ACP_NVIM or vim.v.progpath
+local agent = vim.env.ACP_TEST_AGENT or (root .. '/target/release/acp-test-agent')
+local scenario = root .. '/bench/scenarios/bench.json'
+local RUNS = math.max(1, tonumber(vim.env.BENCH_RUNS or '') or 5)
+local only = {}
+for name in (vim.env.BENCH_ONLY or ''):gmatch('[^,%s]+') do
+  only[name] = true
+end
+local function want(name)
+  return next(only) == nil or only[name]
+end
+
+local Rpc = require('bench.rpc')
+local uv = vim.uv
+
+local tmp = vim.fn.tempname()
+vim.fn.mkdir(tmp, 'p')
+
+local function median(xs)
+  local s = vim.deepcopy(xs)
+  table.sort(s)
+  local n = #s
+  if n == 0 then
+    return nil
+  end
+  return n % 2 == 1 and s[(n + 1) / 2] or (s[n / 2] + s[n / 2 + 1]) / 2
+end
+
+local function log(fmt, ...)
+  io.stderr:write(('bench: ' .. fmt .. '\n'):format(...))
+end
+
+-- Measured-turn parameters ------------------------------------------------------------------
+
+local FLOOD_LINE = function(i)
+  return ('%06d:%s'):format(i, ('x'):rep(32))
+end
+
+local TURNS = {
+  stream50k = {
+    prompt = 'stream50k',
+    tail = { FLOOD_LINE(49999), '' },
+    -- separator, "## You" "" prompt, separator, "## bench", separator, 50,000 lines and ""
+    check_lines = 1 + 3 + 1 + 1 + 1 + 50001,
+    floor_batch = 64 * 1024,
+  },
+  big5mb = {
+    prompt = 'big5mb',
+    tail = { ('y'):rep(79), '' },
+    check_lines = 1 + 3 + 1 + 1 + 1 + 62501,
+    floor_batch = 64 * 1024,
+  },
+  tools = {
+    prompt = 'tools',
+    -- Text and tool calls interleave; complete means the turn ended (the last update is a
+    -- tool_call_update of an entry above the last text).
+    floor_batch = 64 * 1024,
+  },
+  paced = { prompt = 'paced' },
+}
+
+-- Children ------------------------------------------------------------------------------------
+
+local function start_child(ui)
+  local args = { '--clean', '--embed', '-u', root .. '/bench/init.lua' }
+  if not ui then
+    args[#args + 1] = '--headless'
+  end
+  local c = Rpc.spawn(nvim, args, { env = { ACP_ROOT = root }, cwd = tmp })
+  if ui then
+    c:request('nvim_ui_attach', 200, 50, { ext_linegrid = true, rgb = true })
+  end
+  c.chan = c:request('nvim_get_api_info')[1]
+  c:lua([[return require('bench.driver').setup(...)]], agent, scenario, tmp .. '/acp.log',
+    (not ui) and 200 or nil, (not ui) and 50 or nil)
+  c:wait_for([[return require('bench.driver').idle(0)]], 10000)
+  -- A warm-up turn: the measured turn is not the first thing this Neovim ever rendered.
+  c:lua([[return require('acp').send('hello')]])
+  c:wait_for([[return require('bench.driver').idle(1)]], 10000)
+  return c
+end
+
+--- Longest interval without a screen update between t0 and the first flush at/after t_end.
+local function longest_gap(flushes, t0, t_end)
+  local prev, worst = t0, 0
+  for _, f in ipairs(flushes) do
+    if f > t0 then
+      worst = math.max(worst, f - prev)
+      prev = f
+      if f >= t_end then
+        return worst / 1e6
+      end
+    end
+  end
+  return math.max(worst, t_end - prev) / 1e6
+end
+
+local function measured_turn(name, ui, extra)
+  local c = start_child(ui)
+  local opts = vim.tbl_extend('force', TURNS[name], extra or {}, { chan = c.chan })
+  if vim.env.BENCH_TS == '0' then
+    opts.ts = false
+  end
+  c.flushes = {}
+  c:lua([[return require('bench.driver').start(...)]], opts)
+  local r = c:wait_notification('bench_done', 120000)[1]
+  if ui then
+    r.flush_gap_ms = longest_gap(c.flushes, r.t0, r.t_text)
+    r.flushes = #c.flushes
+  end
+  c:stop()
+  assert(r.text_ok, name .. ': the transcript is not the expected text')
+  return r
+end
+
+local function runs(name, n, fn)
+  local out = {}
+  for i = 1, n do
+    out[i] = fn(i)
+    log('%s run %d/%d done', name, i, n)
+  end
+  return out
+end
+
+local function med(list, key)
+  local xs = {}
+  for _, r in ipairs(list) do
+    xs[#xs + 1] = r[key]
+  end
+  return median(xs)
+end
+
+-- Floors ----------------------------------------------------------------------------------
+
+--- Plays `prompt` on the test agent directly (handshake written by hand) and records its
+--- stdout: the exact byte stream the client receives for that turn.
+local function record_stream(prompt)
+  local stdin, stdout = uv.new_pipe(), uv.new_pipe()
+  local chunks, done = {}, false
+  local handle = uv.spawn(agent, { args = { '--scenario', scenario }, stdio = { stdin, stdout, nil } }, function() end)
+  assert(handle, 'cannot start ' .. agent)
+  local tail = ''
+  stdout:read_start(function(_, data)
+    if data then
+      chunks[#chunks + 1] = data
+      tail = (tail .. data):sub(-200)
+      if tail:find('"stopReason"', 1, true) then
+        done = true
+      end
+    end
+  end)
+  local msgs = {
+    { jsonrpc = '2.0', id = 0, method = 'initialize', params = { protocolVersion = 1, clientCapabilities = vim.empty_dict() } },
+    { jsonrpc = '2.0', id = 1, method = 'session/new', params = { cwd = tmp, mcpServers = {} } },
+    { jsonrpc = '2.0', id = 2, method = 'session/prompt',
+      params = { sessionId = 'sess-1', prompt = { { type = 'text', text = prompt } } } },
+  }
+  local t0 = uv.hrtime()
+  for _, m in ipairs(msgs) do
+    stdin:write(vim.json.encode(m) .. '\n')
+  end
+  assert(vim.wait(60000, function()
+    return done
+  end, 1), 'the agent did not finish ' .. prompt)
+  local agent_ms = (uv.hrtime() - t0) / 1e6
+  stdin:close()
+  stdout:read_stop()
+  stdout:close()
+  handle:kill('sigterm')
+  handle:close()
+  return table.concat(chunks), agent_ms
+end
+
+--- Time to pipe `bytes` through `cat` into /dev/null (spawn to exit).
+local function pipe_floor(bytes)
+  local null = assert(uv.fs_open('/dev/null', 'w', 438))
+  local stdin = uv.new_pipe()
+  local exited = false
+  local t0 = uv.hrtime()
+  local handle = uv.spawn('cat', { stdio = { stdin, null, nil } }, function()
+    exited = true
+  end)
+  stdin:write(bytes)
+  stdin:shutdown()
+  assert(vim.wait(30000, function()
+    return exited
+  end, 0))
+  local dt = (uv.hrtime() - t0) / 1e6
+  stdin:close()
+  handle:close()
+  uv.fs_close(null)
+  return dt
+end
+
+local pipe = {}
+local function pipe_row(name)
+  if not pipe[name] then
+    local bytes, agent_ms = record_stream(TURNS[name].prompt)
+    local times, agents = {}, { agent_ms }
+    for i = 1, RUNS do
+      times[i] = pipe_floor(bytes)
+      if i < 3 then
+        local _, a = record_stream(TURNS[name].prompt)
+        agents[#agents + 1] = a
+      end
+    end
+    pipe[name] = { ms = median(times), bytes = #bytes, agent_ms = median(agents) }
+  end
+  return pipe[name]
+end
+
+-- Benchmarks ------------------------------------------------------------------------------
+
+local results = {}
+
+if want('startup') then
+  results.startup = require('bench.startup').run(nvim, root)
+  log('startup done')
+end
+
+if want('stream50k') then
+  local rs = runs('stream50k', RUNS, function()
+    return measured_turn('stream50k', false, { lateness = true })
+  end)
+  results.stream50k = {
+    text_ms = med(rs, 'text_ms'),
+    late_max_ms = med(rs, 'late_max_ms'),
+    late_p99_ms = med(rs, 'late_p99_ms'),
+    drains = med(rs, 'drains'),
+    apply_ms_max = med(rs, 'apply_ms_max'),
+    floor_settext_ms = med(rs, 'floor_settext_ms'),
+    pipe = pipe_row('stream50k'),
+  }
+end
+
+if want('ui') then
+  local rs = runs('stream50k+ui', RUNS, function()
+    return measured_turn('stream50k', true, {})
+  end)
+  results.ui = {
+    flush_gap_ms = med(rs, 'flush_gap_ms'),
+    text_ms = med(rs, 'text_ms'),
+    flushes = med(rs, 'flushes'),
+    drains = med(rs, 'drains'),
+  }
+end
+
+if want('paced') then
+  local text = vim.json.decode(table.concat(vim.fn.readfile(scenario), '\n')).turns[3].steps[1]
+  assert(text.chunk_size == 24 and text.delay_ms == 5, 'bench.json: unexpected paced turn')
+  local rs = runs('paced', RUNS, function()
+    return measured_turn('paced', true, {})
+  end)
+  local floors = runs('paced floor', RUNS, function()
+    local c = start_child(true)
+    c:lua([[return require('bench.driver').paced_floor(...)]],
+      { chan = c.chan, text = text.message, chunk_size = text.chunk_size, interval_ms = 5, frame_ms = 16 })
+    local r = c:wait_notification('bench_done', 60000)[1]
+    c:stop()
+    assert(r.text_ok, 'paced floor: wrong text')
+    return r
+  end)
+  results.paced = {
+    cpu_s = med(rs, 'cpu_s'),
+    done_ms = med(rs, 'done_ms'),
+    drains = med(rs, 'drains'),
+    floor_cpu_s = med(floors, 'cpu_s'),
+    floor_wall_ms = med(floors, 'wall_ms'),
+  }
+end
+
+if want('big5mb') then
+  local rs = runs('big5mb', RUNS, function()
+    return measured_turn('big5mb', false, { lateness = true })
+  end)
+  results.big5mb = {
+    text_ms = med(rs, 'text_ms'),
+    late_max_ms = med(rs, 'late_max_ms'),
+    late_p99_ms = med(rs, 'late_p99_ms'),
+    peak_growth_mb = med(rs, 'peak_growth_mb'),
+    drains = med(rs, 'drains'),
+    floor_settext_ms = med(rs, 'floor_settext_ms'),
+    pipe = pipe_row('big5mb'),
+  }
+end
+
+if want('tools') then
+  local rs = runs('tools', RUNS, function()
+    return measured_turn('tools', false, { lateness = true })
+  end)
+  results.tools = {
+    text_ms = med(rs, 'text_ms'),
+    late_max_ms = med(rs, 'late_max_ms'),
+    drains = med(rs, 'drains'),
+    floor_settext_ms = med(rs, 'floor_settext_ms'),
+    pipe = pipe_row('tools'),
+  }
+end
+
+vim.fn.delete(tmp, 'rf')
+
+-- Report ------------------------------------------------------------------------------------
 
 local rows = {}
-local s = require('bench.startup').run(nvim, root)
-rows[#rows + 1] = { 'startup without plugin (median ms)', ('%.2f'):format(s.base_ms) }
-rows[#rows + 1] = { 'startup with plugin (median ms)', ('%.2f'):format(s.plugin_ms) }
-rows[#rows + 1] = { 'startup delta (ms, target < 5)', ('%.2f'):format(s.delta_ms) }
+local function row(name, value, unit, floor, floor_name, target, met)
+  rows[#rows + 1] = { name = name, value = value, unit = unit, floor = floor, floor_name = floor_name,
+    target = target, met = met }
+end
+local function f1(x)
+  return x and ('%.1f'):format(x) or '-'
+end
+local function f2(x)
+  return x and ('%.2f'):format(x) or '-'
+end
+
+local s = results.startup
+if s then
+  row('startup without plugin', f2(s.base_ms), 'ms')
+  row('startup with plugin', f2(s.plugin_ms), 'ms')
+  row('startup delta', f2(s.delta_ms), 'ms', nil, nil, '< 5', s.delta_ms < 5)
+end
+local r = results.stream50k
+if r then
+  row('stream50k: submit to complete text', f1(r.text_ms), 'ms',
+    { { r.pipe.ms, 'pipe' }, { r.floor_settext_ms, 'set_text' } }, nil, '<= 200', r.text_ms <= 200)
+  row('stream50k: 5 ms timer lateness max', f1(r.late_max_ms), 'ms', nil, nil, '<= 16', r.late_max_ms <= 16)
+  row('stream50k: 5 ms timer lateness p99', f1(r.late_p99_ms), 'ms')
+end
+r = results.ui
+if r then
+  row('stream50k+UI: longest gap between flushes', f1(r.flush_gap_ms), 'ms', nil, nil, '<= 50', r.flush_gap_ms <= 50)
+  row('stream50k+UI: submit to complete text', f1(r.text_ms), 'ms')
+end
+r = results.paced
+if r then
+  row('paced: Neovim CPU for the turn', f2(r.cpu_s), 's', { { r.floor_cpu_s, 'frame loop' } }, nil, '<= 0.40',
+    r.cpu_s <= 0.4)
+end
+r = results.big5mb
+if r then
+  row('big5mb: submit to complete text', f1(r.text_ms), 'ms',
+    { { r.pipe.ms, 'pipe' }, { r.floor_settext_ms, 'set_text' } })
+  row('big5mb: 5 ms timer lateness max', f1(r.late_max_ms), 'ms', nil, nil, '<= 16', r.late_max_ms <= 16)
+  row('big5mb: peak RSS growth', f1(r.peak_growth_mb), 'MB', nil, nil, '<= 60', r.peak_growth_mb <= 60)
+end
+r = results.tools
+if r then
+  row('tools: submit to complete text', f1(r.text_ms), 'ms',
+    { { r.pipe.ms, 'pipe' }, { r.floor_settext_ms, 'set_text' } }, nil, '<= 30', r.text_ms <= 30)
+end
+row('fs10mb', 'pending', '', nil, nil, nil, nil)
 
 print(('nvim: %s'):format(vim.trim(vim.fn.system({ nvim, '--version' }):match('[^\n]+'))))
-print(('machine: %s cores, %s'):format(#vim.uv.cpu_info(), vim.uv.os_uname().machine))
+print(('machine: %d cores, %s, %s %s'):format(#uv.cpu_info(), uv.cpu_info()[1].model, uv.os_uname().sysname,
+  uv.os_uname().machine))
+print(('runs per benchmark: %d (medians)'):format(RUNS))
 print('')
-print(('| %-40s | %10s |'):format('benchmark', 'result'))
-print(('|%s|%s|'):format(('-'):rep(42), ('-'):rep(12)))
-for _, r in ipairs(rows) do
-  print(('| %-40s | %10s |'):format(r[1], r[2]))
+local hdr = '| %-44s | %10s | %-26s | %-26s | %-8s | %-4s |'
+print(hdr:format('benchmark', 'median', 'floor 1 (ratio)', 'floor 2 (ratio)', 'target', 'met'))
+print(('|%s|%s|%s|%s|%s|%s|'):format(('-'):rep(46), ('-'):rep(12), ('-'):rep(28), ('-'):rep(28), ('-'):rep(10),
+  ('-'):rep(6)))
+for _, x in ipairs(rows) do
+  local fl = { '', '' }
+  for i, f in ipairs(x.floor or {}) do
+    local v = tonumber(x.value)
+    fl[i] = ('%s %s %s (x%.1f)'):format(f[2], (f[1] < 10 and f2 or f1)(f[1]), x.unit, v / f[1])
+  end
+  local met = x.met == nil and '' or (x.met and 'yes' or 'NO')
+  if x.name == 'fs10mb' then
+    x.value = 'pending (fs/read_text_file not implemented yet)'
+    print(('| %-44s | %s |'):format(x.name, x.value))
+  else
+    print(hdr:format(x.name, x.value .. ' ' .. x.unit, fl[1], fl[2], x.target or '', met))
+  end
+end
+print('')
+local notes = {}
+if results.stream50k then
+  local p = results.stream50k.pipe
+  notes[#notes + 1] = ('stream50k: %d drains, slowest drain %.1f ms; wire bytes %.1f MB; the test agent alone (pipe to a reader) %.0f ms')
+    :format(results.stream50k.drains, results.stream50k.apply_ms_max, p.bytes / 1e6, p.agent_ms)
+end
+if results.ui then
+  notes[#notes + 1] = ('stream50k+UI: %d flushes, %d drains'):format(results.ui.flushes, results.ui.drains)
+end
+if results.paced then
+  notes[#notes + 1] = ('paced: turn %.0f ms, %d drains; floor loop %.0f ms'):format(results.paced.done_ms,
+    results.paced.drains, results.paced.floor_wall_ms)
+end
+if results.big5mb then
+  notes[#notes + 1] = ('big5mb: %d drains; the test agent alone %.0f ms'):format(results.big5mb.drains,
+    results.big5mb.pipe.agent_ms)
+end
+if results.tools then
+  notes[#notes + 1] = ('tools: %d drains; the test agent alone %.0f ms'):format(results.tools.drains,
+    results.tools.pipe.agent_ms)
+end
+for _, n in ipairs(notes) do
+  print(n)
 end

@@ -22,8 +22,43 @@ end, {
 })
 
 cmd('AcpSend', function(o)
-  require('acp').send(o.args)
-end, { nargs = '+', desc = 'Send a message to the chat of this tab' })
+  if o.range > 0 then
+    require('acp.context').send_range(o)
+  else
+    require('acp').send(o.args)
+  end
+end, { nargs = '+', range = true, desc = 'Send a message to the chat of this tab (with a range: the selection attached)' })
+
+cmd('AcpAdd', function(o)
+  require('acp.context').add_command(o)
+end, {
+  nargs = '?',
+  range = true,
+  complete = 'file',
+  desc = 'Add the selection (with a range), a file, or the current buffer to the next prompt',
+})
+
+cmd('AcpContext', function(o)
+  require('acp.context').command(o)
+end, {
+  nargs = '*',
+  complete = function(_, line)
+    return #vim.split(line, '%s+') <= 2 and { 'list', 'clear', 'remove' } or {}
+  end,
+  desc = 'List, remove or clear the context attached to the next prompt',
+})
+
+cmd('AcpImage', function(o)
+  require('acp.image').attach_file(o.args)
+end, { nargs = 1, complete = 'file', desc = 'Attach a PNG, JPEG, GIF or WebP image to the next prompt' })
+
+cmd('AcpPasteImage', function()
+  require('acp.image').paste()
+end, { desc = "Attach the clipboard's image to the next prompt" })
+
+vim.keymap.set('x', '<Plug>(AcpAddSelection)', function()
+  require('acp.context').add_visual()
+end, { desc = 'Add the selection to the next prompt' })
 
 cmd('AcpCancel', function()
   require('acp').cancel()
@@ -46,3 +81,25 @@ end, {
 cmd('AcpPermission', function()
   require('acp.permission').focus()
 end, { desc = 'Answer the pending permission request' })
+
+cmd('AcpTerminal', function(o)
+  require('acp').open_terminal(o.args)
+end, { nargs = 1, desc = "Open a terminal's output from the chat in a buffer" })
+
+cmd('AcpReview', function()
+  require('acp').review()
+end, { desc = 'Review every file the agent changed this session' })
+
+cmd('AcpLocations', function()
+  require('acp').locations()
+end, { desc = "Open the chat's quickfix list of agent locations" })
+
+cmd('AcpPermissions', function(o)
+  require('acp.permission').decisions(require('acp').current(), o.args == 'reset')
+end, {
+  nargs = '?',
+  complete = function()
+    return { 'reset' }
+  end,
+  desc = 'Show (or reset) the permission decisions remembered this session',
+})

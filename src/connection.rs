@@ -9,7 +9,7 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use agent_client_protocol::schema::ProtocolVersion;
-use agent_client_protocol::v1::schema::{ClientCapabilities, Implementation, InitializeRequest};
+use agent_client_protocol::v1::schema::{ClientCapabilities, FileSystemCapabilities, Implementation, InitializeRequest};
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::Responder;
 use agent_client_protocol::{Agent, ByteStreams, Client, UntypedMessage};
@@ -32,6 +32,39 @@ pub struct AgentSpec {
     #[serde(default)]
     pub env: HashMap<String, String>,
     pub cwd: PathBuf,
+    /// Client capabilities to advertise (each can be turned off in config).
+    #[serde(default)]
+    pub caps: Caps,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, serde::Deserialize)]
+#[serde(default)]
+pub struct Caps {
+    pub fs_read: bool,
+    pub fs_write: bool,
+    pub terminal: bool,
+}
+
+impl Default for Caps {
+    fn default() -> Self {
+        Self { fs_read: true, fs_write: true, terminal: true }
+    }
+}
+
+impl Caps {
+    /// Only what is on is advertised. `_meta.terminal_output` asks the
+    /// Claude and Codex adapters for their own display terminals.
+    fn client_capabilities(&self) -> ClientCapabilities {
+        let mut caps = ClientCapabilities::new()
+            .fs(FileSystemCapabilities::new().read_text_file(self.fs_read).write_text_file(self.fs_write))
+            .terminal(self.terminal);
+        if self.terminal {
+            let mut meta = serde_json::Map::new();
+            meta.insert("terminal_output".into(), Value::Bool(true));
+            caps = caps.meta(meta);
+        }
+        caps
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -264,7 +297,7 @@ async fn run_protocol(
             let init = cx
                 .send_request(
                     InitializeRequest::new(ProtocolVersion::V1)
-                        .client_capabilities(ClientCapabilities::default())
+                        .client_capabilities(main.spec.caps.client_capabilities())
                         .client_info(Implementation::new("acp.nvim", env!("CARGO_PKG_VERSION"))),
                 )
                 .block_task()
@@ -319,6 +352,21 @@ fn handle_request(conn: &Arc<Connection>, msg: UntypedMessage, responder: Respon
     let thread = params.get("sessionId").and_then(Value::as_str).and_then(|s| conn.thread_for(s));
     match (method.as_str(), thread) {
         ("session/request_permission", Some(thread)) => thread.request_permission(params, responder),
+        (m, Some(thread)) if m.starts_with("fs/") || m.starts_with("terminal/") => {
+            // Answered by the handler; a method it does not serve (or one
+            // turned off in config) falls through to -32601 below.
+            let (handled, responder) = crate::handlers::try_handle(&thread, m, params, responder);
+            if let Some(responder) = responder {
+                debug_assert!(!handled);
+                log::info(format!("answered -32601 to {m}"));
+                let _ = responder.respond_with_error(agent_client_protocol::Error::method_not_found());
+            }
+        }
+        (m, None) if m.starts_with("fs/") || m.starts_with("terminal/") => {
+            let _ = responder.respond_with_error(
+                agent_client_protocol::Error::invalid_params().data(serde_json::json!({"reason": "unknown sessionId"})),
+            );
+        }
         ("session/request_permission", None) => {
             let _ = responder.respond_with_error(agent_client_protocol::Error::invalid_params().data(
                 serde_json::json!({"reason": "unknown sessionId"}),

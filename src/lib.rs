@@ -3,17 +3,27 @@
 //!
 //! Layers:
 //! - protocol and state: `connection` (agent process + ACP), `session`
-//!   (chat threads, routing), `thread` and `render` (the pure model);
-//! - bridge: `bridge` (the only crossing to the main thread);
+//!   (chat threads, routing), `thread` and `render` (the pure model),
+//!   `handlers` (fs/terminal requests) with the pure `roots`, `fs`,
+//!   `textdiff` and `terminal`;
+//! - bridge: `bridge` (the only crossing to the main thread) and `calls`
+//!   (main-thread requests that need an answer);
 //! - the Lua-facing API: `lua_api` (mlua functions; the view is Lua).
 
 pub mod bridge;
+pub mod calls;
 pub mod connection;
+pub mod files;
+pub mod fs;
+pub mod handlers;
 pub mod log;
 pub mod lua_api;
 pub mod render;
+pub mod roots;
 pub mod runtime;
 pub mod session;
+pub mod terminal;
+pub mod textdiff;
 pub mod thread;
 
 /// Module body: builds the API table with mlua and stores it in

@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use crate::bridge::{bridge, catch, UiEvent};
 use crate::connection::AgentSpec;
+use crate::handlers::{self, Policy};
 use crate::session::registry;
 use crate::thread::ThreadEvent;
 use crate::{log, runtime};
@@ -28,6 +29,12 @@ pub fn set_lua(lua: Lua) {
     LUA.with(|l| {
         let _ = l.set(lua);
     });
+}
+
+/// JSON to Lua with `null` as nil: Lua code then tests fields with plain
+/// truthiness, and the values can cross msgpack-RPC (tests, remote UIs).
+fn to_lua<T: serde::Serialize + ?Sized>(lua: &Lua, v: &T) -> LuaResult<LuaValue> {
+    lua.to_value_with(v, mlua::SerializeOptions::new().serialize_none_to_null(false).serialize_unit_to_null(false))
 }
 
 fn lua_err(msg: impl Into<String>) -> mlua::Error {
@@ -61,9 +68,21 @@ fn install_waker() -> Result<(), String> {
     Ok(())
 }
 
-/// Main thread: hand everything queued to the Lua dispatcher in one call.
+/// Main thread: hand one frame's slice of the queue to the Lua dispatcher in
+/// one call. The slice is bounded (see `bridge::pacing`); what is left gets
+/// the next frame's wake-up, after Neovim had the chance to redraw.
 fn drain() {
-    let events = bridge().take();
+    struct EndDrain(usize);
+    impl Drop for EndDrain {
+        // Also on a panic, so that leftovers still get their wake-up.
+        fn drop(&mut self) {
+            bridge().end_drain(self.0);
+        }
+    }
+    let budget = bridge().begin_drain();
+    let slice = bridge().take_slice(budget);
+    let _end = EndDrain(slice.bytes);
+    let events = slice.events;
     if events.is_empty() {
         return;
     }
@@ -133,7 +152,7 @@ fn event_table(lua: &Lua, ev: UiEvent) -> LuaResult<Table> {
                 ThreadEvent::Info { key, value } => {
                     t.set("type", "info")?;
                     t.set("key", key)?;
-                    t.set("value", lua.to_value(&value)?)?;
+                    t.set("value", to_lua(lua, &value)?)?;
                 }
             }
         }
@@ -141,7 +160,7 @@ fn event_table(lua: &Lua, ev: UiEvent) -> LuaResult<Table> {
             t.set("type", "permission")?;
             t.set("thread", thread)?;
             t.set("request", request)?;
-            t.set("payload", lua.to_value(&payload)?)?;
+            t.set("payload", to_lua(lua, &payload)?)?;
         }
         UiEvent::PermissionDone { thread, request } => {
             t.set("type", "permission_done")?;
@@ -152,6 +171,21 @@ fn event_table(lua: &Lua, ev: UiEvent) -> LuaResult<Table> {
             t.set("type", "notify")?;
             t.set("level", level)?;
             t.set("message", message)?;
+        }
+        UiEvent::Call { call, thread, method, payload } => {
+            t.set("type", "call")?;
+            t.set("call", call)?;
+            t.set("thread", thread)?;
+            t.set("method", method)?;
+            t.set("payload", to_lua(lua, &payload)?)?;
+        }
+        UiEvent::Files { request, root, count, truncated, error } => {
+            t.set("type", "files")?;
+            t.set("request", request)?;
+            t.set("root", root)?;
+            t.set("count", count)?;
+            t.set("truncated", truncated)?;
+            t.set("error", error)?;
         }
     }
     Ok(t)
@@ -198,9 +232,13 @@ pub fn module(lua: &Lua) -> LuaResult<Table> {
                 LuaValue::Nil => Value::Array(Vec::new()),
                 v => json_list(lua.from_value(v)?),
             };
+            let policy: Policy = match spec.get::<LuaValue>("policy")? {
+                LuaValue::Nil => Policy::default(),
+                v => lua.from_value(v)?,
+            };
             let spec: AgentSpec = lua.from_value(LuaValue::Table(spec))?;
             runtime::handle().map_err(lua_err)?;
-            Ok(registry().open_thread(spec, mcp))
+            Ok(registry().open_thread(spec, mcp, policy))
         })?,
     )?;
 
@@ -254,14 +292,147 @@ pub fn module(lua: &Lua) -> LuaResult<Table> {
             info.set("agent", t.spec.name.clone())?;
             if let Some(init) = t.agent_init() {
                 let caps = init.get("agentCapabilities").cloned().unwrap_or(Value::Null);
-                info.set("agent_capabilities", lua.to_value(&caps)?)?;
-                info.set("agent_info", lua.to_value(&init.get("agentInfo").cloned().unwrap_or(Value::Null))?)?;
+                info.set("agent_capabilities", to_lua(lua, &caps)?)?;
+                info.set("agent_info", to_lua(lua, &init.get("agentInfo").cloned().unwrap_or(Value::Null))?)?;
             }
             Ok(info)
         })?,
     )?;
 
+    // Lists the files under `root` (ignore files respected) on a blocking
+    // thread and keeps the list for `match_files`; a `files` event with
+    // `request` (and the count) says when it is ready.
+    m.set(
+        "list_files",
+        lua.create_function(|_, (root, max, request): (String, Option<usize>, u64)| {
+            let handle = runtime::handle().map_err(lua_err)?;
+            let max = max.unwrap_or(200_000);
+            handle.spawn(async move {
+                let key = root.clone();
+                let result = tokio::task::spawn_blocking(move || {
+                    let listing = crate::files::walk(&PathBuf::from(&key), max)?;
+                    let (count, truncated) = (listing.paths.len(), listing.truncated);
+                    crate::files::store(&key, listing.paths);
+                    Ok((count, truncated))
+                })
+                .await
+                .unwrap_or_else(|e| Err(format!("the file walk failed: {e}")));
+                let event = match result {
+                    Ok((count, truncated)) => UiEvent::Files { request, root, count, truncated, error: None },
+                    Err(e) => UiEvent::Files { request, root, count: 0, truncated: false, error: Some(e) },
+                };
+                bridge().push(event);
+            });
+            Ok(())
+        })?,
+    )?;
+
+    // The best `limit` paths of `root`'s last listing containing `query`
+    // (nil when it was never listed). Cheap enough for every keystroke.
+    m.set(
+        "match_files",
+        lua.create_function(|lua, (root, query, limit): (String, String, Option<usize>)| {
+            match crate::files::query(&root, &query, limit.unwrap_or(50)) {
+                Some(paths) => Ok(LuaValue::Table(lines_table(lua, paths)?)),
+                None => Ok(LuaValue::Nil),
+            }
+        })?,
+    )?;
+
     m.set("agent_pids", lua.create_function(|_, ()| Ok(registry().agent_pids()))?)?;
+
+    m.set(
+        "entry",
+        lua.create_function(|lua, (id, index): (u64, usize)| {
+            let t = registry().thread(id).map_err(lua_err)?;
+            match t.entry_json(index) {
+                Some(v) => to_lua(lua, &v),
+                None => Ok(LuaValue::Nil),
+            }
+        })?,
+    )?;
+    m.set(
+        "decisions",
+        lua.create_function(|lua, id: u64| {
+            let t = registry().thread(id).map_err(lua_err)?;
+            to_lua(lua, &t.remembered())
+        })?,
+    )?;
+    m.set(
+        "forget_decisions",
+        lua.create_function(|_, id: u64| {
+            registry().thread(id).map_err(lua_err)?.forget_decisions();
+            Ok(())
+        })?,
+    )?;
+
+    // Answers to main-thread calls (see src/calls.rs).
+    m.set(
+        "call_part",
+        lua.create_function(|_, (id, text): (u64, mlua::String)| {
+            crate::calls::part(id, text.to_str()?.to_string()).map_err(lua_err)
+        })?,
+    )?;
+    m.set(
+        "call_done",
+        lua.create_function(|lua, (id, value): (u64, LuaValue)| {
+            let v: Value = if value.is_nil() { Value::Null } else { lua.from_value(value)? };
+            crate::calls::finish(id, Ok(v)).map_err(lua_err)
+        })?,
+    )?;
+    m.set(
+        "call_fail",
+        lua.create_function(|_, (id, msg): (u64, String)| crate::calls::finish(id, Err(msg)).map_err(lua_err))?,
+    )?;
+
+    // Job events of client terminals (lua/acp/terminal.lua).
+    m.set(
+        "terminal_output",
+        lua.create_function(|_, (id, term, data): (u64, String, mlua::String)| {
+            let t = registry().thread(id).map_err(lua_err)?;
+            handlers::on_terminal_output(&t, &term, &data.as_bytes());
+            Ok(())
+        })?,
+    )?;
+    m.set(
+        "terminal_exit",
+        lua.create_function(|_, (id, term, code): (u64, String, i64)| {
+            let t = registry().thread(id).map_err(lua_err)?;
+            handlers::on_terminal_exit(&t, &term, code);
+            Ok(())
+        })?,
+    )?;
+    m.set(
+        "terminal_text",
+        lua.create_function(|lua, (id, term): (u64, String)| {
+            let t = registry().thread(id).map_err(lua_err)?;
+            match t.terminal_text(&term) {
+                None => Ok(LuaValue::Nil),
+                Some((output, exit)) => {
+                    let r = lua.create_table()?;
+                    r.set("output", output)?;
+                    r.set("exit", exit)?;
+                    Ok(LuaValue::Table(r))
+                }
+            }
+        })?,
+    )?;
+    m.set(
+        "writes",
+        lua.create_function(|lua, id: u64| {
+            let t = registry().thread(id).map_err(lua_err)?;
+            let writes = t.editor.writes.lock().clone();
+            to_lua(lua, &writes)
+        })?,
+    )?;
+    m.set(
+        "roots",
+        lua.create_function(|lua, id: u64| {
+            let t = registry().thread(id).map_err(lua_err)?;
+            let dirs: Vec<String> = t.editor.roots.dirs().iter().map(|d| d.to_string_lossy().into_owned()).collect();
+            to_lua(lua, &dirs)
+        })?,
+    )?;
 
     m.set(
         "stats",

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::thread::{field, Entry, EntryKind, NoticeLevel, PlanItem, ToolCall};
+use crate::thread::{field, Entry, EntryKind, NoticeLevel, PlanItem, ToolCall, ToolContent};
 
 const THOUGHT_HEADER: &str = "> **Thinking**";
 
@@ -15,7 +15,7 @@ pub fn entry_markdown(entry: &Entry) -> String {
         Entry::Agent { text } => text.clone(),
         Entry::Thought { text } => format!("{THOUGHT_HEADER}\n> {}", text.replace('\n', "\n> ")),
         Entry::ToolCall(tc) => tool_call_markdown(tc),
-        Entry::Plan(items) => plan_markdown(items),
+        Entry::Plan { items } => plan_markdown(items),
         Entry::Notice { level, text } => {
             let icon = match level {
                 NoticeLevel::Info => "ℹ",
@@ -37,10 +37,11 @@ pub fn append_fragment(kind: EntryKind, text: &str) -> String {
 
 fn tool_call_markdown(tc: &ToolCall) -> String {
     let title = if tc.title.is_empty() { tc.id.as_str() } else { tc.title.as_str() };
-    let mut out = format!("**[{}]** {} · _{}_", tc.kind, title, tc.status.replace('_', " "));
+    let mut out = format!("**[{}]** {} · _{}_", tc.kind, title, tc.shown_status());
     for (path, line) in &tc.locations {
+        // Agents send 0-based rows (0 = top of the file); show 1-based.
         match line {
-            Some(l) => out.push_str(&format!("\n  `{path}:{l}`")),
+            Some(l) => out.push_str(&format!("\n  `{path}:{}`", l + 1)),
             None => out.push_str(&format!("\n  `{path}`")),
         }
     }
@@ -48,12 +49,65 @@ fn tool_call_markdown(tc: &ToolCall) -> String {
         out.push_str(&format!("\n  input: `{input}`"));
     }
     for c in &tc.content {
-        for line in c.split('\n') {
-            out.push_str("\n  ");
-            out.push_str(line);
+        match c {
+            ToolContent::Text { text } => {
+                for line in text.split('\n') {
+                    out.push_str("\n  ");
+                    out.push_str(line);
+                }
+            }
+            ToolContent::Diff { path, old_text, new_text } => {
+                diff_markdown(&mut out, path, old_text.as_deref(), new_text)
+            }
+            ToolContent::Terminal { id, output, exit } => terminal_markdown(&mut out, id, output, exit.as_deref()),
         }
     }
+    for note in &tc.notes {
+        out.push_str(&format!("\n  ✎ {note}"));
+    }
     out
+}
+
+/// Lines of a diff shown in a card; the review tab shows all of it.
+const DIFF_MAX_LINES: usize = 400;
+
+/// A unified diff (3 lines of context) in a ```diff block, so the chat's
+/// markdown highlighting colours it. No `oldText` means a new file.
+fn diff_markdown(out: &mut String, path: &str, old: Option<&str>, new: &str) {
+    let header = if old.is_none() { "new file" } else { "diff" };
+    out.push_str(&format!("\n  {header} `{path}`"));
+    let diff = similar::TextDiff::from_lines(old.unwrap_or(""), new);
+    let text = diff.unified_diff().context_radius(3).header("a", "b").to_string();
+    let lines: Vec<&str> = text.lines().skip(2).collect(); // the ---/+++ header
+    out.push_str("\n  ```diff");
+    for line in lines.iter().take(DIFF_MAX_LINES) {
+        out.push_str("\n  ");
+        out.push_str(line.trim_end_matches('\r'));
+    }
+    if lines.len() > DIFF_MAX_LINES {
+        out.push_str(&format!("\n  … {} more lines (review with <CR> on the card)", lines.len() - DIFF_MAX_LINES));
+    }
+    out.push_str("\n  ```");
+}
+
+/// Lines of terminal output shown in a card (the full text opens with
+/// `:AcpTerminal`).
+const TERMINAL_TAIL_LINES: usize = 12;
+
+fn terminal_markdown(out: &mut String, id: &str, output: &str, exit: Option<&str>) {
+    let text = output.strip_suffix('\n').unwrap_or(output);
+    let lines: Vec<&str> = if text.is_empty() { Vec::new() } else { text.split('\n').collect() };
+    let skipped = lines.len().saturating_sub(TERMINAL_TAIL_LINES);
+    out.push_str("\n  ```console");
+    if skipped > 0 {
+        out.push_str(&format!("\n  … {skipped} more lines (:AcpTerminal {id})"));
+    }
+    for line in &lines[skipped..] {
+        out.push_str("\n  ");
+        out.push_str(&line.replace('\r', ""));
+    }
+    out.push_str("\n  ```");
+    out.push_str(&format!("\n  _{}_ · `{id}`", exit.unwrap_or("running…")));
 }
 
 fn plan_markdown(items: &[PlanItem]) -> String {
@@ -82,21 +136,62 @@ pub fn content_block_text(block: &Value) -> String {
                 .and_then(|r| field(r, "uri"))
                 .and_then(Value::as_str)
                 .unwrap_or("");
-            format!("[resource]({uri})")
+            format!("@{}", uri_label(uri))
         }
         _ => String::new(),
     }
 }
 
-/// One tool-call content item as text.
-pub fn tool_content_text(item: &Value) -> String {
-    let s = |k: &str| field(item, k).and_then(Value::as_str).unwrap_or("").to_owned();
-    match field(item, "type").and_then(Value::as_str).unwrap_or("") {
-        "content" => field(item, "content").map(content_block_text).unwrap_or_default(),
-        "diff" => format!("diff: {}", s("path")),
-        "terminal" => format!("terminal: {}", s("terminalId")),
-        _ => String::new(),
+/// A short label for an embedded resource's URI, as the user would mention
+/// it: the file name and the fragment (`file:///p/a.lua#L3-L5` gives
+/// `a.lua#L3-L5`); other schemes keep their name (`untitled:buffer-3`,
+/// `diagnostics:///p/a.lua` gives `diagnostics:a.lua`).
+pub fn uri_label(uri: &str) -> String {
+    if uri.is_empty() {
+        return "resource".to_owned();
     }
+    let (base, fragment) = match uri.split_once('#') {
+        Some((b, f)) => (b, Some(f)),
+        None => (uri, None),
+    };
+    let scheme = base
+        .split_once(':')
+        .map(|(s, _)| s)
+        .filter(|s| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c)));
+    let mut label = match base.trim_end_matches('/').rsplit_once('/') {
+        Some((_, name)) => {
+            let name = percent_decode(name);
+            match scheme {
+                Some("file") | None => name,
+                Some(s) => format!("{s}:{name}"),
+            }
+        }
+        None => percent_decode(base),
+    };
+    if let Some(f) = fragment {
+        label.push('#');
+        label.push_str(f);
+    }
+    label
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            if let (Some(h), Some(l)) = (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// A one-line summary of a tool's raw input: the command or path when there
@@ -133,6 +228,28 @@ mod tests {
     }
 
     #[test]
+    fn diffs_render_as_unified_hunks_and_new_files_as_additions() {
+        let tc = ToolCall {
+            id: "t".into(),
+            title: "Edit".into(),
+            kind: "edit".into(),
+            status: "pending".into(),
+            locations: vec![("/p/a.rs".into(), Some(0))],
+            content: vec![
+                ToolContent::Diff { path: "/p/a.rs".into(), old_text: Some("a\nb\nc\n".into()), new_text: "a\nB\nc\n".into() },
+                ToolContent::Diff { path: "/p/new.rs".into(), old_text: None, new_text: "x\n".into() },
+            ],
+            raw_input: None,
+            notes: vec![],
+            client_state: Some(crate::thread::ClientState::WaitingForYou),
+        };
+        let md = entry_markdown(&Entry::ToolCall(tc));
+        assert!(md.starts_with("**[edit]** Edit · _waiting for you_\n  `/p/a.rs:1`"), "{md}");
+        assert!(md.contains("  ```diff\n  @@ -1,3 +1,3 @@\n   a\n  -b\n  +B\n   c\n  ```"), "{md}");
+        assert!(md.contains("new file `/p/new.rs`\n  ```diff\n  @@ -0,0 +1 @@\n  +x\n  ```"), "{md}");
+    }
+
+    #[test]
     fn content_blocks_render_as_text_or_links() {
         assert_eq!(content_block_text(&json!({"type":"text","text":"hi"})), "hi");
         assert_eq!(
@@ -140,5 +257,14 @@ mod tests {
             "[a.rs](file:///a.rs)"
         );
         assert_eq!(content_block_text(&json!({"type":"unknown"})), "");
+        assert_eq!(
+            content_block_text(&json!({"type":"resource","resource":{"uri":"file:///p/my%20a.lua#L3-L5","text":"x"}})),
+            "@my a.lua#L3-L5"
+        );
+        assert_eq!(uri_label("untitled:buffer-3#L1-L2"), "untitled:buffer-3#L1-L2");
+        assert_eq!(uri_label("diagnostics:///p/src/a.lua"), "diagnostics:a.lua");
+        assert_eq!(uri_label("file:///p/dir/"), "dir");
+        assert_eq!(uri_label("file:///p/100%"), "100%");
+        assert_eq!(uri_label(""), "resource");
     }
 }

@@ -20,9 +20,18 @@ use serde_json::{json, Value};
 
 use crate::bridge::{bridge, UiEvent};
 use crate::connection::{AgentSpec, Connection};
+use crate::handlers::{EditorState, Policy};
 use crate::log;
 use crate::render;
-use crate::thread::{NoticeLevel, Thread, ThreadEvent, TurnState};
+use crate::thread::{ClientState, NoticeLevel, Thread, ThreadEvent, TurnState};
+
+/// A permission request waiting for the user, held with its reply.
+struct PendingPermission {
+    responder: Responder<Value>,
+    tool_id: String,
+    kind: String,
+    options: Vec<Value>,
+}
 
 struct Bound {
     conn: Arc<Connection>,
@@ -32,13 +41,17 @@ struct Bound {
 pub struct ThreadHandle {
     pub id: u64,
     pub spec: AgentSpec,
+    /// Roots, policy, served snapshots, writes and terminals of this chat.
+    pub editor: EditorState,
     mcp_servers: Value,
     model: Mutex<Thread>,
     /// Serialises session creation; holds the live binding.
     session: tokio::sync::Mutex<Option<Bound>>,
     /// A copy of the binding readable without awaiting (for cancel).
     current: Mutex<Option<(Arc<Connection>, String)>>,
-    permissions: Mutex<HashMap<u64, Responder<Value>>>,
+    permissions: Mutex<HashMap<u64, PendingPermission>>,
+    /// "Always" answers given this session: tool kind -> option kind.
+    remembered: Mutex<HashMap<String, String>>,
     next_request: AtomicU64,
     /// Set when the agent died under a live session: the next session
     /// creation tells the user that the conversation restarted.
@@ -51,6 +64,41 @@ impl ThreadHandle {
         let mut model = self.model.lock();
         let events = f(&mut model);
         bridge().push_all(self.id, events);
+    }
+
+    fn with_model_value<T>(&self, f: impl FnOnce(&mut Thread) -> (Vec<ThreadEvent>, T)) -> T {
+        let mut model = self.model.lock();
+        let (events, value) = f(&mut model);
+        bridge().push_all(self.id, events);
+        value
+    }
+
+    /// Entry `index` as JSON, for the view.
+    pub fn entry_json(&self, index: usize) -> Option<Value> {
+        self.model.lock().entry_json(index)
+    }
+
+    /// Notes an agent write on its tool card; returns the tool call id.
+    pub fn note_write(&self, path: &str, note: String) -> Option<String> {
+        let mut id = None;
+        self.with_model(|m| {
+            let (tc, events) = m.note_write(path, note);
+            id = tc;
+            events
+        });
+        id
+    }
+
+    /// Terminal output (or exit) for the cards and terminal buffers.
+    pub fn terminal_display(&self, id: &str, data: &str, exit: Option<&str>) {
+        self.with_model(|m| match exit {
+            Some(status) => m.terminal_exit(id, status),
+            None => m.terminal_output(id, data),
+        });
+    }
+
+    pub fn terminal_text(&self, id: &str) -> Option<(String, Option<String>)> {
+        self.model.lock().terminal_text(id).map(|v| (v.output.clone(), v.exit.clone()))
     }
 
     pub fn markdown(&self) -> String {
@@ -93,23 +141,95 @@ impl ThreadHandle {
     }
 
     pub fn request_permission(&self, params: Value, responder: Responder<Value>) {
+        let tool_call = params.get("toolCall").cloned().unwrap_or(Value::Null);
+        let tool_id = tool_call.get("toolCallId").and_then(Value::as_str).unwrap_or("").to_owned();
+        // The kind may only be known from an earlier tool_call update.
+        let kind = self.with_model_value(|m| {
+            let ev = m.permission_requested(&tool_call);
+            let kind = m
+                .tool_call_index(&tool_id)
+                .and_then(|i| m.entry_json(i))
+                .and_then(|e| e.get("kind").and_then(Value::as_str).map(str::to_owned))
+                .unwrap_or_else(|| "other".into());
+            (ev, kind)
+        });
+        let options = params.get("options").and_then(Value::as_array).cloned().unwrap_or_default();
+        if let Some((option_id, note)) = self.policy_answer(&kind, &options) {
+            let _ = responder.respond(json!({"outcome": {"outcome": "selected", "optionId": option_id}}));
+            let state = if note.starts_with("rejected") { Some(ClientState::Rejected) } else { None };
+            self.with_model(|m| m.permission_answered(&tool_id, state, Some(note)));
+            return;
+        }
         let request = self.next_request.fetch_add(1, Ordering::Relaxed);
-        self.permissions.lock().insert(request, responder);
+        self.permissions.lock().insert(request, PendingPermission { responder, tool_id, kind, options });
         bridge().push(UiEvent::Permission { thread: self.id, request, payload: params });
+    }
+
+    /// An answer the user's policy gives without asking: kinds allowed in
+    /// config (read, search, ...) and "always" choices made this session.
+    fn policy_answer(&self, kind: &str, options: &[Value]) -> Option<(String, String)> {
+        let find = |kinds: &[&str]| {
+            kinds.iter().find_map(|k| {
+                options
+                    .iter()
+                    .find(|o| o.get("kind").and_then(Value::as_str) == Some(*k))
+                    .and_then(|o| o.get("optionId").and_then(Value::as_str).map(str::to_owned))
+            })
+        };
+        if let Some(remembered) = self.remembered.lock().get(kind).cloned() {
+            let allow = remembered.starts_with("allow");
+            let id = if allow { find(&["allow_always", "allow_once"]) } else { find(&["reject_always", "reject_once"]) }?;
+            let verb = if allow { "allowed" } else { "rejected" };
+            return Some((id, format!("{verb} by your earlier \"always\" choice for `{kind}`")));
+        }
+        if self.editor.policy.auto_allow.iter().any(|k| k == kind) {
+            let id = find(&["allow_once", "allow_always"])?;
+            return Some((id, format!("auto-allowed (`{kind}` is allowed in your config)")));
+        }
+        None
+    }
+
+    /// Decisions remembered this session: tool kind -> option kind.
+    pub fn remembered(&self) -> HashMap<String, String> {
+        self.remembered.lock().clone()
+    }
+
+    pub fn forget_decisions(&self) {
+        self.remembered.lock().clear();
     }
 
     /// The user's answer: an option id, or None for "cancelled".
     pub fn answer_permission(&self, request: u64, option_id: Option<String>) -> Result<(), String> {
-        let responder = self
+        let pending = self
             .permissions
             .lock()
             .remove(&request)
             .ok_or_else(|| format!("permission request {request} is no longer pending"))?;
-        let outcome = match option_id {
+        let option_kind = option_id.as_ref().and_then(|id| {
+            pending
+                .options
+                .iter()
+                .find(|o| o.get("optionId").and_then(Value::as_str) == Some(id.as_str()))
+                .and_then(|o| o.get("kind").and_then(Value::as_str).map(str::to_owned))
+        });
+        if option_id.is_some() && option_kind.is_none() {
+            self.permissions.lock().insert(request, pending);
+            return Err(format!("`{}` is not one of the agent's options", option_id.unwrap_or_default()));
+        }
+        let outcome = match &option_id {
             Some(id) => json!({"outcome": {"outcome": "selected", "optionId": id}}),
             None => json!({"outcome": {"outcome": "cancelled"}}),
         };
-        responder.respond(outcome).map_err(|e| e.to_string())?;
+        pending.responder.respond(outcome).map_err(|e| e.to_string())?;
+        let state = match option_kind.as_deref() {
+            None => Some(ClientState::Cancelled),
+            Some(k) if k.starts_with("reject") => Some(ClientState::Rejected),
+            Some(_) => None,
+        };
+        if let Some(k) = option_kind.as_deref().filter(|k| k.ends_with("_always")) {
+            self.remembered.lock().insert(pending.kind.clone(), k.to_owned());
+        }
+        self.with_model(|m| m.permission_answered(&pending.tool_id, state, None));
         bridge().push(UiEvent::PermissionDone { thread: self.id, request });
         Ok(())
     }
@@ -117,8 +237,9 @@ impl ThreadHandle {
     /// Answers every pending permission request with "cancelled".
     fn cancel_permissions(&self) {
         let pending: Vec<_> = self.permissions.lock().drain().collect();
-        for (request, responder) in pending {
-            let _ = responder.respond(json!({"outcome": {"outcome": "cancelled"}}));
+        for (request, p) in pending {
+            let _ = p.responder.respond(json!({"outcome": {"outcome": "cancelled"}}));
+            self.with_model(|m| m.permission_answered(&p.tool_id, Some(ClientState::Cancelled), None));
             bridge().push(UiEvent::PermissionDone { thread: self.id, request });
         }
     }
@@ -141,10 +262,13 @@ impl ThreadHandle {
         }
         let conn = registry().connection(&self.spec)?;
         let cx = conn.ready().await?;
-        let params = json!({
+        let mut params = json!({
             "cwd": self.spec.cwd,
             "mcpServers": self.mcp_servers,
         });
+        if !self.editor.policy.roots.is_empty() {
+            params["additionalDirectories"] = json!(self.editor.policy.roots);
+        }
         let response = cx
             .send_request(UntypedMessage::new("session/new", params).map_err(|e| e.to_string())?)
             .block_task()
@@ -272,7 +396,7 @@ fn prompt_display_text(blocks: &Value) -> String {
         .unwrap_or_default()
 }
 
-fn spawn<F>(fut: F)
+pub fn spawn<F>(fut: F)
 where
     F: std::future::Future<Output = ()> + Send + 'static,
 {
@@ -311,16 +435,18 @@ impl Registry {
         Ok(conn)
     }
 
-    pub fn open_thread(&self, spec: AgentSpec, mcp_servers: Value) -> u64 {
+    pub fn open_thread(&self, spec: AgentSpec, mcp_servers: Value, policy: Policy) -> u64 {
         let id = self.next_thread.fetch_add(1, Ordering::Relaxed) + 1;
         let handle = Arc::new(ThreadHandle {
             id,
+            editor: EditorState::new(spec.cwd.clone(), policy),
             model: Mutex::new(Thread::new(spec.name.clone())),
             spec,
             mcp_servers,
             session: tokio::sync::Mutex::new(None),
             current: Mutex::new(None),
             permissions: Mutex::new(HashMap::new()),
+            remembered: Mutex::new(HashMap::new()),
             next_request: AtomicU64::new(1),
             lost_session: std::sync::atomic::AtomicBool::new(false),
         });

@@ -52,32 +52,87 @@ impl EntryKind {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum NoticeLevel {
     Info,
     Warn,
     Error,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ToolContent {
+    Text { text: String },
+    Diff { path: String, old_text: Option<String>, new_text: String },
+    /// A terminal's output as the card shows it (client-run or agent-owned).
+    Terminal { id: String, output: String, exit: Option<String> },
+}
+
+/// States the client adds on top of the agent's status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClientState {
+    /// A permission request for this call waits for the user.
+    WaitingForYou,
+    Rejected,
+    Cancelled,
+}
+
+impl ClientState {
+    pub fn label(self) -> &'static str {
+        match self {
+            ClientState::WaitingForYou => "waiting for you",
+            ClientState::Rejected => "rejected",
+            ClientState::Cancelled => "cancelled",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct ToolCall {
     pub id: String,
     pub title: String,
     pub kind: String,
     pub status: String,
     pub locations: Vec<(String, Option<u64>)>,
-    pub content: Vec<String>,
+    pub content: Vec<ToolContent>,
     pub raw_input: Option<String>,
+    /// Client-side remarks, e.g. "wrote x.rs (left unsaved)".
+    pub notes: Vec<String>,
+    pub client_state: Option<ClientState>,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+impl ToolCall {
+    /// The status shown: a client-side state wins over the agent's.
+    pub fn shown_status(&self) -> String {
+        match self.client_state {
+            Some(s) => s.label().to_owned(),
+            None => self.status.replace('_', " "),
+        }
+    }
+}
+
+/// Output of a terminal shown in the chat, kept to a display tail.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TermView {
+    pub output: String,
+    pub exit: Option<String>,
+}
+
+/// Display output kept per terminal (the agent's own limit applies to
+/// `terminal/output`; this only bounds memory for the chat).
+const TERM_VIEW_BYTES: usize = 256 * 1024;
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct PlanItem {
     pub content: String,
     pub status: String,
     pub priority: String,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(tag = "entry", rename_all = "snake_case")]
 pub enum Entry {
     User { text: String },
     /// Opens the agent's reply in a turn (the agent's name as a heading).
@@ -85,7 +140,7 @@ pub enum Entry {
     Agent { text: String },
     Thought { text: String },
     ToolCall(ToolCall),
-    Plan(Vec<PlanItem>),
+    Plan { items: Vec<PlanItem> },
     Notice { level: NoticeLevel, text: String },
 }
 
@@ -97,7 +152,7 @@ impl Entry {
             Entry::Agent { .. } => EntryKind::Agent,
             Entry::Thought { .. } => EntryKind::Thought,
             Entry::ToolCall(_) => EntryKind::ToolCall,
-            Entry::Plan(_) => EntryKind::Plan,
+            Entry::Plan { .. } => EntryKind::Plan,
             Entry::Notice { .. } => EntryKind::Notice,
         }
     }
@@ -146,6 +201,7 @@ pub struct Thread {
     /// Whether the reply heading of the current turn was written.
     reply_started: bool,
     pub title: Option<String>,
+    terminals: std::collections::HashMap<String, TermView>,
 }
 
 impl Thread {
@@ -158,6 +214,7 @@ impl Thread {
             turn: 0,
             reply_started: false,
             title: None,
+            terminals: Default::default(),
         }
     }
 
@@ -246,9 +303,77 @@ impl Thread {
             return (false, out);
         }
         self.cancelled = true;
+        self.cancel_open_tool_calls(&mut out);
         self.push(notice_entry(NoticeLevel::Warn, "Cancelled".into()), &mut out);
         self.set_state(TurnState::Idle, "cancelled", &mut out);
         (true, out)
+    }
+
+    /// Tool calls still pending, running or waiting for the user end as
+    /// cancelled with the turn.
+    fn cancel_open_tool_calls(&mut self, out: &mut Vec<ThreadEvent>) {
+        for index in 0..self.entries.len() {
+            if let Entry::ToolCall(tc) = &mut self.entries[index] {
+                let open = matches!(tc.status.as_str(), "pending" | "in_progress")
+                    || tc.client_state == Some(ClientState::WaitingForYou);
+                if open && tc.client_state != Some(ClientState::Cancelled) {
+                    tc.client_state = Some(ClientState::Cancelled);
+                    self.replace(index, out);
+                }
+            }
+        }
+    }
+
+    /// A permission request names a tool call (possibly for the first time,
+    /// as gemini-cli does): merge it and mark it waiting for the user.
+    pub fn permission_requested(&mut self, tool_call: &Value) -> Vec<ThreadEvent> {
+        let mut out = Vec::new();
+        if field(tool_call, "toolCallId").is_none() {
+            return out;
+        }
+        self.tool_call(tool_call, &mut out);
+        self.set_client_state(tool_call, Some(ClientState::WaitingForYou), None, &mut out);
+        out
+    }
+
+    /// The user's (or the policy's) answer to a permission request.
+    pub fn permission_answered(
+        &mut self,
+        tool_call_id: &str,
+        state: Option<ClientState>,
+        note: Option<String>,
+    ) -> Vec<ThreadEvent> {
+        let mut out = Vec::new();
+        let v = serde_json::json!({ "toolCallId": tool_call_id });
+        self.set_client_state(&v, state, note, &mut out);
+        out
+    }
+
+    fn set_client_state(&mut self, tool_call: &Value, state: Option<ClientState>, note: Option<String>, out: &mut Vec<ThreadEvent>) {
+        let Some(id) = field(tool_call, "toolCallId").and_then(Value::as_str) else { return };
+        let Some(index) = self.find_tool_call(id) else { return };
+        if let Entry::ToolCall(tc) = &mut self.entries[index] {
+            tc.client_state = state;
+            if let Some(n) = note {
+                tc.notes.push(n);
+            }
+        }
+        // Replace the last event for this entry rather than adding another.
+        out.retain(|e| !matches!(e, ThreadEvent::Replaced { index: i, .. } if *i == index));
+        match out.iter_mut().find(|e| matches!(e, ThreadEvent::Added { index: i, .. } if *i == index)) {
+            Some(ThreadEvent::Added { lines, .. }) => *lines = self.entries[index].lines(),
+            _ => self.replace(index, out),
+        }
+    }
+
+    /// The entry as JSON (for the view's keys: review a diff, open a
+    /// terminal, reopen a permission).
+    pub fn entry_json(&self, index: usize) -> Option<Value> {
+        self.entries.get(index).and_then(|e| serde_json::to_value(e).ok())
+    }
+
+    pub fn tool_call_index(&self, id: &str) -> Option<usize> {
+        self.find_tool_call(id)
     }
 
     /// The prompt request answered. `turn` guards against a late answer.
@@ -378,11 +503,143 @@ impl Thread {
                     locations: Vec::new(),
                     content: Vec::new(),
                     raw_input: None,
+                    notes: Vec::new(),
+                    client_state: None,
                 };
                 merge_tool_call(&mut tc, update);
                 self.push(Entry::ToolCall(tc), out);
             }
         }
+        self.meta_terminals(update, out);
+        let index = self.find_tool_call(id).expect("just merged");
+        self.fill_terminals(index);
+        // The card was rendered before its terminal text was filled in.
+        if let Some(ThreadEvent::Added { index: i, lines, .. } | ThreadEvent::Replaced { index: i, lines }) =
+            out.iter_mut().rev().find(|e| matches!(e, ThreadEvent::Added { .. } | ThreadEvent::Replaced { .. }))
+        {
+            if *i == index {
+                *lines = self.entries[index].lines();
+            }
+        }
+    }
+
+    /// The agent-owned display terminal of the Claude and Codex adapters:
+    /// `_meta.terminal_info` / `terminal_output` / `terminal_exit`.
+    fn meta_terminals(&mut self, update: &Value, out: &mut Vec<ThreadEvent>) {
+        let Some(meta) = field(update, "_meta") else { return };
+        let tool_id = str_field(update, "toolCallId").unwrap_or_default();
+        let term_id = |v: &Value| str_field(v, "terminal_id").unwrap_or_else(|| tool_id.clone());
+        if let Some(info) = field(meta, "terminal_info") {
+            let id = term_id(info);
+            self.terminals.entry(id.clone()).or_default();
+            if let Some(index) = self.find_tool_call(&tool_id) {
+                if let Entry::ToolCall(tc) = &mut self.entries[index] {
+                    if !tc.content.iter().any(|c| matches!(c, ToolContent::Terminal { id: t, .. } if *t == id)) {
+                        tc.content.push(ToolContent::Terminal { id, output: String::new(), exit: None });
+                    }
+                }
+            }
+        }
+        if let Some(o) = field(meta, "terminal_output") {
+            let data = str_field(o, "data").unwrap_or_default();
+            let id = term_id(o);
+            self.push_term_output(&id, &data);
+            out.push(ThreadEvent::Info { key: "terminal_output", value: serde_json::json!({"id": id, "data": data}) });
+        }
+        if let Some(x) = field(meta, "terminal_exit") {
+            let status = match (field(x, "exit_code").and_then(Value::as_i64), str_field(x, "signal")) {
+                (_, Some(sig)) => format!("killed by {sig}"),
+                (Some(c), None) => format!("exit code {c}"),
+                _ => "exited".into(),
+            };
+            self.terminals.entry(term_id(x)).or_default().exit = Some(status);
+        }
+    }
+
+    fn push_term_output(&mut self, id: &str, data: &str) {
+        let view = self.terminals.entry(id.to_owned()).or_default();
+        view.output.push_str(data);
+        if view.output.len() > TERM_VIEW_BYTES {
+            let mut cut = view.output.len() - TERM_VIEW_BYTES;
+            while !view.output.is_char_boundary(cut) {
+                cut += 1;
+            }
+            view.output.drain(..cut);
+        }
+    }
+
+    /// Copies terminal output into the terminal items of entry `index`.
+    fn fill_terminals(&mut self, index: usize) -> bool {
+        let terminals = &self.terminals;
+        let Entry::ToolCall(tc) = &mut self.entries[index] else { return false };
+        let mut changed = false;
+        for c in &mut tc.content {
+            if let ToolContent::Terminal { id, output, exit } = c {
+                if let Some(view) = terminals.get(id.as_str()) {
+                    if *output != view.output || *exit != view.exit {
+                        output.clone_from(&view.output);
+                        exit.clone_from(&view.exit);
+                        changed = true;
+                    }
+                }
+            }
+        }
+        changed
+    }
+
+    fn refresh_terminal_cards(&mut self, id: &str, out: &mut Vec<ThreadEvent>) {
+        for index in 0..self.entries.len() {
+            let refs = matches!(&self.entries[index], Entry::ToolCall(tc)
+                if tc.content.iter().any(|c| matches!(c, ToolContent::Terminal { id: t, .. } if t == id)));
+            if refs && self.fill_terminals(index) {
+                self.replace(index, out);
+            }
+        }
+    }
+
+    /// Output of a client terminal (`terminal/create`), as it arrives.
+    pub fn terminal_output(&mut self, id: &str, data: &str) -> Vec<ThreadEvent> {
+        let mut out = Vec::new();
+        self.push_term_output(id, data);
+        out.push(ThreadEvent::Info { key: "terminal_output", value: serde_json::json!({"id": id, "data": data}) });
+        self.refresh_terminal_cards(id, &mut out);
+        out
+    }
+
+    pub fn terminal_exit(&mut self, id: &str, status: &str) -> Vec<ThreadEvent> {
+        let mut out = Vec::new();
+        self.terminals.entry(id.to_owned()).or_default().exit = Some(status.to_owned());
+        self.refresh_terminal_cards(id, &mut out);
+        out
+    }
+
+    /// The full display text of a terminal (for opening it in a buffer).
+    pub fn terminal_text(&self, id: &str) -> Option<&TermView> {
+        self.terminals.get(id)
+    }
+
+    /// Notes an agent write on the tool call it most likely belongs to (ACP
+    /// does not say): the latest unfinished call naming the path, else the
+    /// latest unfinished call. Returns its id.
+    pub fn note_write(&mut self, path: &str, note: String) -> (Option<String>, Vec<ThreadEvent>) {
+        let mut out = Vec::new();
+        let unfinished = |e: &Entry| matches!(e, Entry::ToolCall(tc) if tc.status != "completed" && tc.status != "failed");
+        let names_path = |e: &Entry| matches!(e, Entry::ToolCall(tc) if tc.locations.iter().any(|(p, _)| p == path));
+        let index = self
+            .entries
+            .iter()
+            .rposition(|e| unfinished(e) && names_path(e))
+            .or_else(|| self.entries.iter().rposition(unfinished));
+        let Some(index) = index else { return (None, out) };
+        let id = match &mut self.entries[index] {
+            Entry::ToolCall(tc) => {
+                tc.notes.push(note);
+                tc.id.clone()
+            }
+            _ => unreachable!(),
+        };
+        self.replace(index, &mut out);
+        (Some(id), out)
     }
 
     fn plan(&mut self, update: &Value, out: &mut Vec<ThreadEvent>) {
@@ -399,12 +656,12 @@ impl Thread {
             })
             .unwrap_or_default();
         // One plan block per thread, replaced in place on every update.
-        if let Some(index) = self.entries.iter().rposition(|e| matches!(e, Entry::Plan(_))) {
-            self.entries[index] = Entry::Plan(items);
+        if let Some(index) = self.entries.iter().rposition(|e| matches!(e, Entry::Plan { .. })) {
+            self.entries[index] = Entry::Plan { items };
             self.replace(index, out);
         } else {
             self.start_reply(out);
-            self.push(Entry::Plan(items), out);
+            self.push(Entry::Plan { items }, out);
         }
     }
 }
@@ -421,6 +678,18 @@ pub fn field<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
 
 fn str_field(v: &Value, key: &str) -> Option<String> {
     field(v, key).and_then(Value::as_str).map(str::to_owned)
+}
+
+fn tool_content(item: &Value) -> Option<ToolContent> {
+    let s = |k: &str| str_field(item, k);
+    match s("type")?.as_str() {
+        "content" => Some(ToolContent::Text {
+            text: field(item, "content").map(render::content_block_text).unwrap_or_default(),
+        }),
+        "diff" => Some(ToolContent::Diff { path: s("path")?, old_text: s("oldText"), new_text: s("newText").unwrap_or_default() }),
+        "terminal" => Some(ToolContent::Terminal { id: s("terminalId")?, output: String::new(), exit: None }),
+        _ => None,
+    }
 }
 
 const KNOWN_KINDS: &[&str] =
@@ -452,7 +721,7 @@ pub fn merge_tool_call(tc: &mut ToolCall, update: &Value) {
     }
     if let Some(content) = field(update, "content").and_then(Value::as_array) {
         if !content.is_empty() {
-            tc.content = content.iter().map(render::tool_content_text).collect();
+            tc.content = content.iter().filter_map(tool_content).collect();
         }
     }
     if let Some(raw) = field(update, "rawInput") {
@@ -550,6 +819,49 @@ mod tests {
         let Entry::ToolCall(tc) = &t.entries()[2] else { panic!() };
         assert_eq!((tc.title.as_str(), tc.status.as_str()), ("ls -la", "completed"));
         assert_eq!(t.entries().len(), 3);
+    }
+
+    #[test]
+    fn terminal_output_updates_the_cards_that_show_it() {
+        let mut t = Thread::new("demo");
+        t.begin_turn("q");
+        t.apply_update(&json!({"sessionUpdate":"tool_call","toolCallId":"c1","title":"make","kind":"execute",
+            "content":[{"type":"terminal","terminalId":"term-1"}]}));
+        let ev = t.terminal_output("term-1", "building\n");
+        assert!(ev.iter().any(|e| matches!(e, ThreadEvent::Replaced { index: 2, .. })));
+        t.terminal_exit("term-1", "exit code 0");
+        let md = t.entries()[2].to_markdown();
+        assert!(md.contains("building") && md.contains("exit code 0"), "{md}");
+        // Output for a terminal no card shows changes no card.
+        assert!(!t.terminal_output("term-9", "x").iter().any(|e| matches!(e, ThreadEvent::Replaced { .. })));
+    }
+
+    #[test]
+    fn agent_owned_meta_terminal_renders_like_a_client_terminal() {
+        let mut t = Thread::new("demo");
+        t.begin_turn("q");
+        t.apply_update(&json!({"sessionUpdate":"tool_call","toolCallId":"c1","title":"ls","kind":"execute",
+            "_meta":{"terminal_info":{"terminal_id":"c1"}}}));
+        t.apply_update(&json!({"sessionUpdate":"tool_call_update","toolCallId":"c1",
+            "_meta":{"terminal_output":{"terminal_id":"c1","data":"README.md\nsrc\n"}}}));
+        t.apply_update(&json!({"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed",
+            "_meta":{"terminal_exit":{"terminal_id":"c1","exit_code":0,"signal":null}}}));
+        let md = t.entries()[2].to_markdown();
+        assert!(md.contains("README.md\n  src") || md.contains("README.md"), "{md}");
+        assert!(md.contains("exit code 0"), "{md}");
+    }
+
+    #[test]
+    fn writes_are_noted_on_the_matching_tool_call() {
+        let mut t = Thread::new("demo");
+        t.begin_turn("q");
+        t.apply_update(&json!({"sessionUpdate":"tool_call","toolCallId":"a","title":"Edit a","kind":"edit","status":"in_progress","locations":[{"path":"/p/a.rs"}]}));
+        t.apply_update(&json!({"sessionUpdate":"tool_call","toolCallId":"b","title":"Edit b","kind":"edit","status":"in_progress"}));
+        let (id, ev) = t.note_write("/p/a.rs", "wrote /p/a.rs".into());
+        assert_eq!(id.as_deref(), Some("a"));
+        assert!(matches!(ev[0], ThreadEvent::Replaced { index: 2, .. }));
+        let (id, _) = t.note_write("/p/other.rs", "wrote other".into());
+        assert_eq!(id.as_deref(), Some("b"));
     }
 
     #[test]

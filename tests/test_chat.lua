@@ -30,9 +30,9 @@ return {
     local init = H.events_of(paths, 'initialize')[1].params
     T.eq(init.protocolVersion, 1)
     T.eq(init.clientInfo.name, 'acp.nvim')
-    -- Only what is implemented is advertised.
-    T.eq(init.clientCapabilities.fs, { readTextFile = false, writeTextFile = false })
-    T.eq(init.clientCapabilities.terminal, false)
+    -- What the default config turns on is advertised.
+    T.eq(init.clientCapabilities.fs, { readTextFile = true, writeTextFile = true })
+    T.eq(init.clientCapabilities.terminal, true)
     local new = H.events_of(paths, 'session/new')[1].params
     T.eq(new.cwd, H.root)
     T.eq(new.mcpServers, {})

@@ -40,12 +40,69 @@ local function deliver(thread, run)
   end
 end
 
+--- Main-thread services the core calls (see src/calls.rs), by method.
+M.services = {
+  buffer_read = function(ev)
+    require('acp.fs').buffer_read(ev)
+  end,
+  buffer_apply = function(ev)
+    require('acp.fs').buffer_apply(ev)
+  end,
+  terminal_start = function(ev)
+    require('acp.terminal').start(ev)
+  end,
+  terminal_kill = function(ev)
+    require('acp.terminal').kill(ev)
+  end,
+}
+
+--- Runs a service; a failure is answered (never left pending).
+local function serve(ev)
+  local fn = M.services[ev.method]
+  local ok, err = xpcall(function()
+    if not fn then
+      error('unknown editor service ' .. tostring(ev.method))
+    end
+    fn(ev)
+  end, debug.traceback)
+  if not ok and ev.call ~= 0 then
+    pcall(package.loaded.acp_core.call_fail, ev.call, tostring(err))
+  end
+end
+
+--- One-shot answers of the core (e.g. `list_files`), by request id.
+M.requests = {}
+local next_request = 0
+
+--- Registers `fn(event)` for one answer; returns the request id to give
+--- the core.
+function M.request(fn)
+  next_request = next_request + 1
+  M.requests[next_request] = fn
+  return next_request
+end
+
+local function answer(ev)
+  local fn = M.requests[ev.request]
+  M.requests[ev.request] = nil
+  if fn then
+    local ok, err = xpcall(fn, debug.traceback, ev)
+    if not ok then
+      vim.notify('acp.nvim: ' .. tostring(err), vim.log.levels.ERROR)
+    end
+  end
+end
+
 --- Called by the core with a list of event tables.
 function M.dispatch(batch)
   local run, run_thread = {}, nil
   for _, ev in ipairs(batch) do
     if ev.type == 'notify' then
       vim.notify(ev.message, vim.log.levels[ev.level:upper()] or vim.log.levels.INFO)
+    elseif ev.type == 'call' then
+      serve(ev)
+    elseif ev.type == 'files' then
+      answer(ev)
     else
       if ev.thread ~= run_thread and #run > 0 then
         deliver(run_thread, run)

@@ -62,6 +62,10 @@ function ChatView.new(opts)
   api.nvim_buf_set_name(self.input, ('acp://input/%d'):format(self.thread))
   set_buf_opts(self.input, { buftype = 'nofile', bufhidden = 'hide', swapfile = false })
   vim.bo[self.input].filetype = 'acpchat_input'
+  -- Pending context (shown above the input text) and `@` completion.
+  require('acp.context').attach(self)
+  require('acp.mention').attach(self)
+  require('acp.activity').attach(self)
 
   self:_keymaps()
   return self
@@ -124,7 +128,9 @@ function ChatView:show(focus_input)
     self.input_win = api.nvim_get_current_win()
     local wo = vim.wo[self.input_win]
     wo.wrap, wo.number, wo.relativenumber, wo.signcolumn, wo.winfixheight = true, false, false, 'no', true
-    vim.wo[self.input_win].winbar = '%#AcpInputTitle# Message  %*%#Comment#<CR> send · <C-s> send (insert) · <C-c> cancel%*'
+    vim.wo[self.input_win].winbar =
+      '%#AcpInputTitle# Message  %*%#Comment#<CR> send · <C-s> send (insert) · <C-c> cancel · @ mention · <BS> drop context%*'
+    require('acp.context').render(self)
   end
   self:scroll_to_end()
   if focus_input then
@@ -157,7 +163,7 @@ end
 function ChatView:submit()
   local lines = api.nvim_buf_get_lines(self.input, 0, -1, false)
   local text = vim.trim(table.concat(lines, '\n'))
-  if text == '' then
+  if text == '' and #(self.context or {}) == 0 then
     vim.notify('acp.nvim: nothing to send', vim.log.levels.WARN)
     return
   end
@@ -166,11 +172,26 @@ function ChatView:submit()
   end
 end
 
---- Sends text (or content blocks). Returns true when the core accepted it.
-function ChatView:send(prompt)
+--- Sends text (or content blocks). Text goes with the pending context and
+--- its `@` mentions resolved (`acp.context`); `opts.context` adds items for
+--- this prompt only. Returns true when the core accepted it (or it waits
+--- for the agent's capabilities to build the context).
+function ChatView:send(prompt, opts)
   local core = require('acp.core').get()
   if not core then
     return false
+  end
+  local context = require('acp.context')
+  local from_text = type(prompt) == 'string'
+  if from_text then
+    local blocks, why = context.build(self, prompt, opts)
+    if blocks == false then
+      return true
+    elseif not blocks then
+      vim.notify('acp.nvim: ' .. why, vim.log.levels.WARN)
+      return false
+    end
+    prompt = blocks
   end
   local ok, err = pcall(core.prompt, self.thread, prompt)
   if not ok then
@@ -178,10 +199,26 @@ function ChatView:send(prompt)
     vim.notify('acp.nvim: ' .. msg, vim.log.levels.WARN)
     return false
   end
+  if from_text then
+    context.sent(self)
+  end
   return true
 end
 
 -- Rendering ----------------------------------------------------------------
+
+--- The entry index at 0-based `row` (the last entry starting at or above).
+function ChatView:entry_at(row)
+  local m = api.nvim_buf_get_extmarks(self.buf, ns, { row, 0 }, 0, { limit = 1 })[1]
+  if not m then
+    return nil
+  end
+  for index, e in pairs(self.entries) do
+    if e.mark == m[1] then
+      return index, e.kind
+    end
+  end
+end
 
 --- Row range [first, last] (0-based, inclusive) of entry `index`.
 function ChatView:entry_range(index)
@@ -272,7 +309,11 @@ function ChatView:apply(events)
         self.state = ev.state
         self.status_detail = ev.detail
       elseif t == 'info' then
-        self.info[ev.key] = ev.value
+        if ev.key == 'terminal_output' then
+          require('acp.terminal').append(self.thread, ev.value.id, ev.value.data)
+        else
+          self.info[ev.key] = ev.value
+        end
       elseif t == 'permission' then
         require('acp.permission').enqueue(self, ev)
       elseif t == 'permission_done' then
@@ -282,6 +323,8 @@ function ChatView:apply(events)
   end)
   vim.bo[buf].modifiable = false
   self:_refold(touched)
+  -- Tool cards and plan: long-card folds, quickfix, follow mode, pinned plan.
+  require('acp.activity').after_apply(self, touched)
   self:_update_winbar()
   if follow then
     self:scroll_to_end(follow)
@@ -343,9 +386,14 @@ end
 --- updated once per drain for the thoughts that changed: cheaper than a
 --- foldexpr evaluated per line during a flood, and it keeps the folds the
 --- user opened open.
-function ChatView:_fold_entry(win, index)
+function ChatView:_fold_entry(win, index, skip)
   local first, last = self:entry_range(index)
-  if not first or last < first then
+  if not first then
+    return
+  end
+  -- `skip` leading lines stay visible (a card's header).
+  first = first + (skip or 0)
+  if last < first then
     return
   end
   api.nvim_win_call(win, function()

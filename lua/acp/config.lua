@@ -19,6 +19,29 @@ M.defaults = {
   },
   -- MCP servers passed to every new session (ACP `McpServer` objects).
   mcp_servers = {},
+  -- Extra root directories for every session, besides its cwd (the project
+  -- root). Agents may read, write and run commands inside the roots only.
+  roots = {},
+  -- `fs/*` served from live buffers (unsaved text included).
+  fs = {
+    read = true,
+    write = true,
+    -- Allow reads and writes outside the session's roots.
+    allow_outside_roots = false,
+    -- Save a buffer after an agent write when it had no unsaved changes
+    -- (otherwise it stays modified and the tool card says so).
+    save_unmodified = true,
+  },
+  -- `terminal/*` run as Neovim jobs.
+  terminal = {
+    enabled = true,
+    -- Allow a cwd outside the session's roots.
+    allow_outside_roots = false,
+    -- Runs `command` when the agent gives no `args` (a whole shell line).
+    shell = 'sh',
+    -- SIGTERM, then SIGKILL after this many ms (kill and release).
+    kill_grace_ms = 2000,
+  },
   -- Markers that find the project root (the session's cwd); falls back to
   -- the current directory.
   root_markers = { '.git', 'Cargo.toml', 'package.json', 'pyproject.toml', 'go.mod', 'Makefile' },
@@ -33,7 +56,40 @@ M.defaults = {
     fold_thoughts = true,
     -- Start in insert mode in the input area when the chat opens.
     start_insert = true,
+    -- Tool cards taller than this fold their body (`zo` opens it).
+    card_max_lines = 15,
   },
+  -- Context attached to prompts (`:h acp-context`): selections, `@`
+  -- mentions, images.
+  context = {
+    -- Mentioned files up to this many bytes are embedded in the prompt when
+    -- the agent accepts embedded context; larger ones are sent as links.
+    embed_max_bytes = 100 * 1024,
+    -- Most files listed for `@` completion per root (the walk respects
+    -- .gitignore and runs off the main thread).
+    max_files = 200000,
+    -- Entries shown in the `@` completion menu.
+    max_items = 50,
+    -- Largest image `:AcpImage` and `:AcpPasteImage` attach, in bytes.
+    image_max_bytes = 10 * 1024 * 1024,
+  },
+  -- Install the suggested keymaps in `setup()` (`:h acp-keymaps`): `<leader>ac`
+  -- opens the chat; in visual mode `<leader>aa` adds the selection to the next
+  -- prompt and `<leader>as` starts `:'<,'>AcpSend `. Keys already mapped are
+  -- left alone. `false` installs none.
+  keymaps = true,
+  -- Permission requests.
+  permissions = {
+    -- Tool kinds allowed without asking, e.g. { 'read', 'search' }. The
+    -- card notes every automatic answer.
+    auto_allow = {},
+    -- Move the cursor into the permission float when it opens, even while
+    -- you type elsewhere (by default it only takes focus in normal mode).
+    focus = false,
+  },
+  -- Show the agent's current file and line in a non-chat window.
+  follow = false,
+  follow_debounce_ms = 150,
   -- Log file of the core (agent stderr, protocol events, panics).
   log_file = vim.fn.stdpath('log') .. '/acp.log',
 }

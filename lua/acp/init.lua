@@ -11,7 +11,27 @@ function M.setup(opts)
     vim.notify(tostring(err), vim.log.levels.ERROR)
     return false
   end
+  if config.options.keymaps then
+    M.default_keymaps()
+  end
   return true
+end
+
+--- The suggested keymaps (`:h acp-keymaps`), installed by `setup()` unless
+--- `keymaps = false`. A key the user already mapped is left alone.
+M.keymaps = {
+  { 'n', '<leader>ac', '<Cmd>AcpChat<CR>', 'Open the agent chat' },
+  { 'x', '<leader>aa', '<Plug>(AcpAddSelection)', 'Add the selection to the next prompt' },
+  { 'x', '<leader>as', ':AcpSend ', 'Send a message with the selection attached' },
+}
+
+function M.default_keymaps()
+  for _, k in ipairs(M.keymaps) do
+    local mode, lhs, rhs, desc = k[1], k[2], k[3], k[4]
+    if vim.fn.maparg(lhs, mode) == '' then
+      vim.keymap.set(mode, lhs, rhs, { desc = desc, silent = rhs:sub(1, 1) ~= ':' })
+    end
+  end
 end
 
 --- Builds the Rust core asynchronously (`cargo build --release`); the output
@@ -88,13 +108,28 @@ local function agent_spec(name)
     return nil, ('acp.nvim: unknown agent %q (configured: %s)'):format(name, table.concat(names, ', '))
   end
   local root = M.project_root()
+  local o = config.options
+  local roots = {}
+  for _, r in ipairs(o.roots) do
+    roots[#roots + 1] = (vim.fn.fnamemodify(vim.fn.expand(r), ':p'):gsub('(.)/$', '%1'))
+  end
   return {
     name = name,
     cmd = a.cmd,
     args = a.args or {},
     env = a.env or {},
     cwd = root,
-    mcp_servers = config.options.mcp_servers,
+    mcp_servers = o.mcp_servers,
+    caps = { fs_read = o.fs.read, fs_write = o.fs.write, terminal = o.terminal.enabled },
+    policy = {
+      roots = roots,
+      allow_read_outside = o.fs.allow_outside_roots,
+      allow_write_outside = o.fs.allow_outside_roots,
+      allow_terminal_outside = o.terminal.allow_outside_roots,
+      save_unmodified = o.fs.save_unmodified,
+      shell = o.terminal.shell,
+      auto_allow = o.permissions.auto_allow,
+    },
   }
 end
 
@@ -140,8 +175,9 @@ function M.current()
 end
 
 --- Sends `text` to the current tab's chat, opening it (without moving the
---- cursor) when needed.
-function M.send(text)
+--- cursor) when needed. `opts.context`: items attached to this prompt
+--- only (see `acp.context`), besides the chat's pending ones.
+function M.send(text, opts)
   if type(text) ~= 'string' or vim.trim(text) == '' then
     vim.notify('acp.nvim: :AcpSend needs a message', vim.log.levels.WARN)
     return false
@@ -158,7 +194,7 @@ function M.send(text)
     view:show(false)
     vim.api.nvim_set_current_win(win)
   end
-  return view ~= nil and view:send(text)
+  return view ~= nil and view:send(text, opts)
 end
 
 --- Cancels the running turn of the current tab's chat.
@@ -189,6 +225,44 @@ function M.open_log(which)
   end
   vim.cmd('split ' .. vim.fn.fnameescape(path))
   vim.cmd('normal! G')
+end
+
+--- Opens a terminal's output (`:AcpTerminal {id}`) of the current chat.
+function M.open_terminal(id)
+  local view = M.current()
+  if not view then
+    vim.notify('acp.nvim: no chat in this tab')
+    return
+  end
+  return require('acp.terminal').open(view, id)
+end
+
+--- `:AcpReview`: every file the session changed, against its text from
+--- before the session.
+function M.review()
+  local view = M.current()
+  if not view then
+    vim.notify('acp.nvim: no chat in this tab')
+    return
+  end
+  return require('acp.review').review(view)
+end
+
+--- `:AcpLocations`: the session's quickfix list of tool-call locations.
+function M.locations()
+  local view = M.current()
+  if not view then
+    vim.notify('acp.nvim: no chat in this tab')
+    return
+  end
+  return require('acp.quickfix').open(view)
+end
+
+--- Files the current chat's agent wrote: { path, time, tool_call_id, ... }.
+function M.writes()
+  local view = M.current()
+  local core = package.loaded.acp_core
+  return (view and core) and core.writes(view.thread) or {}
 end
 
 --- The transcript of the current chat as markdown (as the core renders it).

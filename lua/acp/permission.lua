@@ -1,8 +1,10 @@
 --- Permission requests (`session/request_permission`): a queue shown one at
---- a time in a float near the chat. The float only takes focus when the
---- user is not typing; `:AcpPermission` focuses it. Closing it leaves the
---- request pending.
+--- a time in a float near the chat. The float takes focus only when the
+--- user is not typing (or `permissions.focus` is set); `:AcpPermission` or
+--- <CR> on the card's "waiting for you" line focuses it. Closing it leaves
+--- the request pending. An edit can be reviewed (`d`) before answering.
 local api = vim.api
+local config = require('acp.config')
 
 local M = {}
 
@@ -13,11 +15,12 @@ local kind_keys = { allow_once = 'y', allow_always = 'a', reject_once = 'n', rej
 
 --- The keys offered for each option: digits 1..n, plus y/a/n/N by kind.
 function M.option_keys(options)
-  local keys = {}
+  local keys, used = {}, {}
   for i, opt in ipairs(options) do
     local k = { tostring(i) }
     local extra = kind_keys[opt.kind]
-    if extra then
+    if extra and not used[extra] then
+      used[extra] = true
       k[#k + 1] = extra
     end
     keys[i] = k
@@ -28,14 +31,36 @@ end
 local function summary(tool)
   local raw = tool.rawInput
   if type(raw) == 'table' then
-    local v = raw.command or raw.cmd or raw.file_path or raw.path or raw.pattern or raw.url
+    local v = raw.command or raw.cmd or raw.file_path or raw.path or raw.pattern or raw.query or raw.url
     if type(v) == 'table' then
       v = table.concat(v, ' ')
     end
     if v then
       return tostring(v)
     end
+  elseif type(raw) == 'string' then
+    return raw
   end
+end
+
+local function diffs(tool)
+  local out = {}
+  for _, c in ipairs(tool.content or {}) do
+    if c.type == 'diff' then
+      out[#out + 1] = c
+    end
+  end
+  return out
+end
+
+local function count_changes(d)
+  local old = vim.split(d.oldText or '', '\n', { plain = true })
+  local new = vim.split(d.newText or '', '\n', { plain = true })
+  local add, del = 0, 0
+  for _, h in ipairs(vim.diff(table.concat(old, '\n'), table.concat(new, '\n'), { result_type = 'indices' }) or {}) do
+    del, add = del + h[2], add + h[4]
+  end
+  return add, del
 end
 
 function M.lines(item)
@@ -45,14 +70,21 @@ function M.lines(item)
   local pos = #M.queue > 1 and (' (1 of %d)'):format(#M.queue) or ''
   out[#out + 1] = ('%s asks for permission%s'):format(item.view.agent, pos)
   out[#out + 1] = ''
-  local title = tool.title ~= vim.NIL and tool.title or nil
-  local kind = tool.kind ~= vim.NIL and tool.kind or 'other'
-  out[#out + 1] = ('[%s] %s'):format(kind, title or tool.toolCallId or 'tool call')
+  out[#out + 1] = ('[%s] %s'):format(tool.kind or 'other', tool.title or tool.toolCallId or 'tool call')
   local s = summary(tool)
   if s then
     for _, l in ipairs(vim.split(s, '\n', { plain = true })) do
       out[#out + 1] = '  ' .. l
     end
+  end
+  for _, loc in ipairs(tool.locations or {}) do
+    if loc.path and loc.path ~= s then
+      out[#out + 1] = '  ' .. loc.path
+    end
+  end
+  for _, d in ipairs(diffs(tool)) do
+    local add, del = count_changes(d)
+    out[#out + 1] = ('  %s %s: +%d -%d   (d: review)'):format(d.oldText and 'edit' or 'new file', d.path, add, del)
   end
   out[#out + 1] = ''
   local keys = M.option_keys(p.options or {})
@@ -81,7 +113,7 @@ function M.choose(i)
   if i and not opt then
     return
   end
-  local core = require('acp.core').get()
+  local core = package.loaded.acp_core
   if core then
     local ok, err = pcall(core.answer_permission, item.view.thread, item.request, opt and opt.optionId or nil)
     if not ok then
@@ -89,7 +121,44 @@ function M.choose(i)
     end
   end
   table.remove(M.queue, 1)
+  if M.review_tab then
+    require('acp.review').close(M.review_tab)
+    M.review_tab = nil
+  end
   M.render(true)
+end
+
+--- Keys that answer the head request, set on `buf` (the float, or a
+--- review tab opened from it).
+local function answer_keys(buf, item)
+  for i, keys in ipairs(M.option_keys(item.payload.options or {})) do
+    for _, k in ipairs(keys) do
+      vim.keymap.set('n', k, function()
+        M.choose(i)
+      end, { buffer = buf, nowait = true })
+    end
+  end
+end
+
+--- Reviews the edit of the head request side by side; the option keys
+--- answer it from the review tab.
+function M.review()
+  local item = M.queue[1]
+  local d = item and diffs(item.payload.toolCall or {})[1]
+  if not d then
+    return
+  end
+  close_float()
+  local review = require('acp.review')
+  local tab, left, right = review.open_diff(d.path, d.oldText, d.newText, { hint = ' · answer: ' .. table.concat(
+    vim.tbl_map(function(k)
+      return table.concat(k, '/')
+    end, M.option_keys(item.payload.options or {})),
+    ' '
+  ) })
+  M.review_tab = tab
+  answer_keys(left, item)
+  answer_keys(right, item)
 end
 
 function M.render(focus)
@@ -107,15 +176,13 @@ function M.render(focus)
   vim.bo[M.buf].modifiable = true
   api.nvim_buf_set_lines(M.buf, 0, -1, false, lines)
   vim.bo[M.buf].modifiable = false
+  pcall(vim.keymap.del, 'n', 'd', { buffer = M.buf })
   for _, k in ipairs({ 'q', '<Esc>' }) do
     vim.keymap.set('n', k, close_float, { buffer = M.buf, nowait = true })
   end
-  for i, keys in ipairs(M.option_keys(item.payload.options or {})) do
-    for _, k in ipairs(keys) do
-      vim.keymap.set('n', k, function()
-        M.choose(i)
-      end, { buffer = M.buf, nowait = true })
-    end
+  answer_keys(M.buf, item)
+  if #diffs(item.payload.toolCall or {}) > 0 then
+    vim.keymap.set('n', 'd', M.review, { buffer = M.buf, nowait = true })
   end
   local width = 20
   for _, l in ipairs(lines) do
@@ -124,7 +191,7 @@ function M.render(focus)
   width = math.min(width, math.max(20, vim.o.columns - 4))
   local cfg = { width = width, height = #lines, style = 'minimal', border = 'rounded', title = ' Permission ' }
   local chat_win = item.view.win
-  if chat_win and api.nvim_win_is_valid(chat_win) then
+  if chat_win and api.nvim_win_is_valid(chat_win) and api.nvim_win_get_tabpage(chat_win) == api.nvim_get_current_tabpage() then
     cfg.relative, cfg.win = 'win', chat_win
     cfg.row = math.max(0, api.nvim_win_get_height(chat_win) - #lines - 2)
     cfg.col = math.max(0, api.nvim_win_get_width(chat_win) - width - 2)
@@ -133,9 +200,9 @@ function M.render(focus)
     cfg.row = math.floor((vim.o.lines - #lines) / 2)
     cfg.col = math.floor((vim.o.columns - width) / 2)
   end
-  -- Don't pull the user out of insert mode: they answer via :AcpPermission.
-  local typing = api.nvim_get_mode().mode:match('^[iR]') ~= nil
-  local enter = focus ~= false and not typing
+  -- Don't pull the user out of typing: they answer via :AcpPermission.
+  local typing = api.nvim_get_mode().mode:match('^[iRc]') ~= nil
+  local enter = focus ~= false and (config.options.permissions.focus or not typing)
   if M.win and api.nvim_win_is_valid(M.win) then
     api.nvim_win_set_config(M.win, cfg)
     if enter then
@@ -162,17 +229,53 @@ function M.done(view, request)
   end
 end
 
---- Shows and focuses the float for the oldest pending request.
-function M.focus()
+--- Shows and focuses the float, optionally for the request about a given
+--- tool call (moved to the head of the queue).
+function M.focus(tool_call_id)
   if #M.queue == 0 then
     vim.notify('acp.nvim: no permission request is pending')
     return
+  end
+  if tool_call_id then
+    for i, item in ipairs(M.queue) do
+      if (item.payload.toolCall or {}).toolCallId == tool_call_id then
+        table.insert(M.queue, 1, table.remove(M.queue, i))
+        break
+      end
+    end
   end
   vim.cmd('stopinsert')
   M.render(true)
   if M.win and api.nvim_win_is_valid(M.win) then
     api.nvim_set_current_win(M.win)
   end
+end
+
+--- `:AcpPermissions [reset]`: the "always" decisions remembered this
+--- session, and the kinds allowed by config.
+function M.decisions(view, reset)
+  local core = package.loaded.acp_core
+  if not (view and core) then
+    vim.notify('acp.nvim: no chat in this tab')
+    return
+  end
+  if reset then
+    core.forget_decisions(view.thread)
+    vim.notify('acp.nvim: remembered permission decisions cleared')
+    return {}
+  end
+  local d = core.decisions(view.thread) or {}
+  local lines = {}
+  for kind, choice in pairs(d) do
+    lines[#lines + 1] = ('  %s: %s'):format(kind, choice)
+  end
+  table.sort(lines)
+  local auto = config.options.permissions.auto_allow
+  local msg = (#lines > 0 and ('Remembered this session:\n' .. table.concat(lines, '\n')) or 'Nothing remembered this session.')
+    .. '\nAllowed by config: ' .. (#auto > 0 and table.concat(auto, ', ') or 'none')
+    .. '\n(:AcpPermissions reset forgets the remembered ones)'
+  vim.notify(msg)
+  return d
 end
 
 return M

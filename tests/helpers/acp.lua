@@ -19,10 +19,17 @@ function H.start(opts)
   local dir = T.tmpdir('acp')
   local paths = { log = dir .. '/acp.log', agent_log = dir .. '/agent.jsonl', dir = dir }
   local child = Child.new({ env = opts.env, cwd = opts.cwd })
+  local scenario = H.scenario(opts.scenario or 'chat')
+  if opts.turns then
+    -- A scenario written by the test (paths known only at run time).
+    scenario = dir .. '/scenario.json'
+    T.write_file(scenario, vim.json.encode({ agent = opts.agent_info or vim.empty_dict(), turns = opts.turns }))
+  end
+  paths.scenario = scenario
   local agent = opts.agent
     or {
       cmd = H.agent_bin,
-      args = { '--scenario', H.scenario(opts.scenario or 'chat') },
+      args = { '--scenario', scenario },
       env = { ACP_TEST_AGENT_LOG = paths.agent_log },
     }
   child:lua(
@@ -77,6 +84,20 @@ function H.agent_events(paths)
   end
   f:close()
   return out
+end
+
+--- The answers the agent got from the client, in order: { method, result | error }.
+function H.responses(paths)
+  return H.events_of(paths, 'client_response')
+end
+
+--- One request step for a scenario.
+function H.req(method, params, extra)
+  local r = { method = method, params = params }
+  for k, v in pairs(extra or {}) do
+    r[k] = v
+  end
+  return { request = r }
 end
 
 function H.events_of(paths, name)

@@ -145,6 +145,11 @@ pub struct Request {
     /// Partial match against the error object `{code, message, data}`.
     #[serde(default)]
     pub expect_error: Option<Value>,
+    /// Send and go on with the next step without waiting for the answer
+    /// (it is still logged and checked when it arrives). Lets a scenario
+    /// release a terminal while its `wait_for_exit` is pending.
+    #[serde(default)]
+    pub background: bool,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -316,6 +316,19 @@ impl Exec<'_> {
             params,
         });
         send.out.note_sent();
+        if request.background {
+            let log = self.run.log.clone();
+            let request = request.clone();
+            tokio::spawn(async move {
+                let answer = sent.block_task().await;
+                if let Some(detail) = check_answer(&log, &request, &answer) {
+                    log.event(json!({"event": "check_failed", "method": request.method, "detail": detail}));
+                } else if request.expect.is_some() || request.expect_error.is_some() {
+                    log.event(json!({"event": "check_ok", "method": request.method}));
+                }
+            });
+            return;
+        }
         let answer = sent.block_task().await;
         let method = &request.method;
         let log = &self.run.log;
@@ -350,6 +363,35 @@ impl Exec<'_> {
                 // only look at the buffer.
                 self.chunk(ChunkKind::Message, format!("CHECK FAILED: {detail}\n"))
                     .await;
+            }
+        }
+    }
+}
+
+/// Logs the answer of a background request and checks it; returns the
+/// mismatch, if any.
+fn check_answer(
+    log: &Log,
+    request: &Request,
+    answer: &Result<Value, agent_client_protocol::Error>,
+) -> Option<String> {
+    let method = &request.method;
+    match answer {
+        Ok(result) => {
+            log.event(json!({"event": "client_response", "method": method, "result": result}));
+            match (&request.expect, &request.expect_error) {
+                (_, Some(_)) => Some(format!("{method}: expected an error, got result {result}")),
+                (Some(expect), None) => partial_match(expect, result, "result").err(),
+                (None, None) => None,
+            }
+        }
+        Err(error) => {
+            let error = serde_json::to_value(error).unwrap_or(Value::Null);
+            log.event(json!({"event": "client_response", "method": method, "error": error}));
+            match (&request.expect, &request.expect_error) {
+                (_, Some(expect)) => partial_match(expect, &error, "error").err(),
+                (Some(_), None) => Some(format!("{method}: expected a result, got error {error}")),
+                (None, None) => None,
             }
         }
     }

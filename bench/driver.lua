@@ -1,0 +1,291 @@
+-- The child half of the benchmark: runs inside the measured Neovim (`nvim --embed`), driven by
+-- bench/run.lua over msgpack-RPC. Every measurement is taken here, on the child's own clock
+-- (vim.uv.hrtime is CLOCK_MONOTONIC, so the parent can compare it with its flush timestamps),
+-- and sent back with vim.rpcnotify(chan, 'bench_done', result) once the turn has ended.
+local M = {}
+
+local uv = vim.uv
+local api = vim.api
+
+local function ms(ns)
+  return ns / 1e6
+end
+
+local function read_file(path)
+  local f = io.open(path, 'r')
+  if not f then
+    return nil
+  end
+  local s = f:read('*a')
+  f:close()
+  return s
+end
+
+local clk_tck
+
+--- CPU seconds (user + system, all threads) of this process, from /proc/self/stat.
+function M.cpu_seconds()
+  clk_tck = clk_tck or tonumber(vim.trim(vim.fn.system({ 'getconf', 'CLK_TCK' }))) or 100
+  local stat = read_file('/proc/self/stat') or ''
+  local rest = stat:match('^%d+ %b() (.*)$') or ''
+  local f = vim.split(rest, ' ', { plain = true })
+  -- rest starts at field 3 (state); utime and stime are fields 14 and 15.
+  return ((tonumber(f[12]) or 0) + (tonumber(f[13]) or 0)) / clk_tck
+end
+
+--- VmRSS and VmHWM in KiB.
+function M.memory()
+  local s = read_file('/proc/self/status') or ''
+  return tonumber(s:match('VmRSS:%s*(%d+)')) or 0, tonumber(s:match('VmHWM:%s*(%d+)')) or 0
+end
+
+--- Resets VmHWM to the current RSS (Linux clear_refs "5"); false when not permitted.
+local function reset_peak()
+  local f = io.open('/proc/self/clear_refs', 'w')
+  if not f then
+    return false
+  end
+  local ok = f:write('5')
+  f:close()
+  return ok ~= nil
+end
+
+local function percentile(xs, p)
+  if #xs == 0 then
+    return 0
+  end
+  local s = vim.deepcopy(xs)
+  table.sort(s)
+  return s[math.max(1, math.ceil(#s * p))]
+end
+
+--- Opens the chat with the bench agent (the window layout of a real session: editor on the left,
+--- chat on the right, input below it).
+function M.setup(agent, scenario, log, columns, lines)
+  if columns then
+    vim.o.columns, vim.o.lines = columns, lines
+  end
+  vim.o.swapfile = false
+  vim.o.shadafile = 'NONE'
+  assert(require('acp').setup({
+    default_agent = 'bench',
+    agents = { bench = { cmd = agent, args = { '--scenario', scenario } } },
+    log_file = log,
+  }))
+  -- Something to look at in the editor window, like a real session.
+  api.nvim_buf_set_lines(0, 0, -1, false, vim.fn.readfile(vim.env.ACP_ROOT .. '/lua/acp/chat.lua'))
+  vim.bo.filetype = 'lua'
+  vim.cmd('AcpChat')
+  return true
+end
+
+function M.view()
+  return require('acp').current()
+end
+
+function M.idle(turns)
+  local v = M.view()
+  return v ~= nil and v.state == 'idle' and v.turns_ended >= (turns or 0)
+end
+
+--- Appends `lines` (a turn's transcript) to a fresh scratch buffer with nvim_buf_set_text, in
+--- batches of about `batch_bytes`: the buffer floor of a client (no view logic, no highlighting).
+local function settext_floor(lines, batch_bytes)
+  local buf = api.nvim_create_buf(false, true)
+  vim.bo[buf].undolevels = -1
+  local t0 = uv.hrtime()
+  local row, i, n = 0, 1, #lines
+  while i <= n do
+    local batch, bytes = {}, 0
+    while i <= n and bytes < batch_bytes do
+      batch[#batch + 1] = lines[i]
+      bytes = bytes + #lines[i] + 1
+      i = i + 1
+    end
+    batch[#batch + 1] = ''
+    -- The buffer's last line is empty: the batch's first line goes there.
+    api.nvim_buf_set_text(buf, row, 0, row, 0, batch)
+    row = row + #batch - 1
+  end
+  local dt = uv.hrtime() - t0
+  api.nvim_buf_delete(buf, { force = true })
+  return ms(dt)
+end
+
+--- Starts one measured turn and returns at once; sends 'bench_done' with the results later.
+--- opts: chan (the parent's channel), prompt, tail (expected last lines of the buffer when the
+--- text is complete), lateness (run the 5 ms timer), floor_batch (bytes per set_text batch).
+function M.start(opts)
+  local view = M.view()
+  local core = package.loaded.acp_core
+  local buf = view.buf
+  local r = { prompt = opts.prompt, drains = 0, apply_ms_max = 0, apply_ms_total = 0 }
+  if opts.ts == false then
+    vim.treesitter.stop(buf)
+  end
+  local n0 = api.nvim_buf_line_count(buf)
+  local turns0 = view.turns_ended
+  local stats0 = core.stats()
+
+  -- Main-loop lateness: a one-shot 5 ms libuv timer, re-armed from its own callback.
+  local late, timer, expected = {}, nil, 0
+  local measuring = true
+  local function arm()
+    expected = uv.hrtime() + 5e6
+    timer:start(5, 0, function()
+      late[#late + 1] = ms(uv.hrtime() - expected)
+      if measuring then
+        arm()
+      end
+    end)
+  end
+
+  local finish
+
+  local tail = opts.tail
+  view.apply = function(self, events)
+    local t = uv.hrtime()
+    getmetatable(self).apply(self, events)
+    local now = uv.hrtime()
+    local dt = ms(now - t)
+    r.drains = r.drains + 1
+    r.apply_ms_total = r.apply_ms_total + dt
+    r.apply_ms_max = math.max(r.apply_ms_max, dt)
+    if tail and not r.t_text then
+      local n = api.nvim_buf_line_count(self.buf)
+      if n >= #tail and vim.deep_equal(api.nvim_buf_get_lines(self.buf, n - #tail, n, false), tail) then
+        r.t_text = now
+      end
+    end
+    if self.turns_ended > turns0 and not r.t_done then
+      r.t_done = now
+      measuring = false
+      vim.schedule(finish)
+    end
+  end
+
+  finish = function()
+    view.apply = nil
+    if timer then
+      timer:stop()
+      timer:close()
+    end
+    local cpu1 = M.cpu_seconds()
+    local rss1, hwm1 = M.memory()
+    r.t_text = r.t_text or r.t_done
+    r.text_ms = ms(r.t_text - r.t0)
+    r.done_ms = ms(r.t_done - r.t0)
+    r.cpu_s = cpu1 - r.cpu0
+    r.rss_kb_after, r.hwm_kb = rss1, hwm1
+    r.peak_growth_mb = (hwm1 - r.rss_kb_before) / 1024
+    r.late_n = #late
+    r.late_max_ms = 0
+    for _, l in ipairs(late) do
+      r.late_max_ms = math.max(r.late_max_ms, l)
+    end
+    r.late_p99_ms = percentile(late, 0.99)
+    local stats1 = core.stats()
+    r.core_drains = stats1.drains - stats0.drains
+    r.core_waits = stats1.waits - stats0.waits
+    -- Checks: the buffer is exactly the core's own rendering of the thread, and the turn's
+    -- text is complete.
+    local lines = api.nvim_buf_get_lines(buf, 0, -1, false)
+    r.text_ok = table.concat(lines, '\n') == core.markdown(view.thread)
+    if tail then
+      r.text_ok = r.text_ok and vim.deep_equal(vim.list_slice(lines, #lines - #tail + 1), tail)
+    end
+    r.lines = #lines
+    if opts.check_lines then
+      r.text_ok = r.text_ok and #lines - n0 == opts.check_lines
+    end
+    -- Floor: the same text appended with batched nvim_buf_set_text in a plain loop.
+    if opts.floor_batch then
+      r.floor_settext_ms = settext_floor(vim.list_slice(lines, n0 + 1), opts.floor_batch)
+    end
+    vim.rpcnotify(opts.chan, 'bench_done', r)
+  end
+
+  if opts.lateness then
+    timer = uv.new_timer()
+    arm()
+  end
+  r.peak_reset = reset_peak()
+  r.rss_kb_before = (M.memory())
+  r.cpu0 = M.cpu_seconds()
+  r.t0 = uv.hrtime()
+  assert(require('acp').send(opts.prompt))
+  return true
+end
+
+function M.lite()
+  if M._lite then return end
+  M._lite = true
+  local so = api.nvim_get_runtime_file('parser/markdown.so', false)[1]
+  vim.treesitter.language.add('mdlite', { path = so, symbol_name = 'markdown' })
+  local function read(kind)
+    local out = {}
+    for _, f in ipairs(vim.treesitter.query.get_files('markdown', kind)) do
+      out[#out + 1] = table.concat(vim.fn.readfile(f), '\n')
+    end
+    return table.concat(out, '\n')
+  end
+  local hl = read('highlights'):gsub('%(#set! conceal_lines ""%)', '')
+  local inj = read('injections'):gsub('%(#set! injection%.combined%)', '')
+  vim.treesitter.query.set('mdlite', 'highlights', hl)
+  vim.treesitter.query.set('mdlite', 'injections', inj)
+end
+
+--- The floor of the paced run: the same chunks, arriving at the same times, appended by a plain
+--- loop once per frame with nvim_buf_set_text into a markdown buffer with Tree-sitter
+--- highlighting, shown in the chat window and followed to its end. Reports CPU seconds.
+function M.paced_floor(opts)
+  local view = M.view()
+  local text, size = opts.text, opts.chunk_size
+  local chunks = {}
+  for i = 1, #text, size do
+    chunks[#chunks + 1] = text:sub(i, i + size - 1)
+  end
+  local buf = api.nvim_create_buf(false, true)
+  vim.bo[buf].filetype = 'markdown'
+  if opts.lite then
+    M.lite()
+    vim.treesitter.start(buf, 'mdlite')
+  elseif opts.ts ~= false then
+    vim.treesitter.start(buf, 'markdown')
+  end
+  api.nvim_win_set_buf(view.win, buf)
+  if opts.cole then
+    vim.wo[view.win].conceallevel = opts.cole
+  end
+  local r = {}
+  local sent = 0
+  local frame = uv.new_timer()
+  r.cpu0 = M.cpu_seconds()
+  r.t0 = uv.hrtime()
+  frame:start(opts.frame_ms, opts.frame_ms, vim.schedule_wrap(function()
+    if frame:is_closing() then
+      return
+    end
+    local due = math.min(#chunks, math.floor(ms(uv.hrtime() - r.t0) / opts.interval_ms) + 1)
+    if due > sent then
+      local add = table.concat(chunks, '', sent + 1, due)
+      sent = due
+      local row = api.nvim_buf_line_count(buf) - 1
+      local col = #api.nvim_buf_get_lines(buf, row, row + 1, true)[1]
+      api.nvim_buf_set_text(buf, row, col, row, col, vim.split(add, '\n', { plain = true }))
+      api.nvim_win_set_cursor(view.win, { api.nvim_buf_line_count(buf), 0 })
+    end
+    if sent == #chunks then
+      frame:stop()
+      frame:close()
+      r.cpu_s = M.cpu_seconds() - r.cpu0
+      r.wall_ms = ms(uv.hrtime() - r.t0)
+      r.text_ok = table.concat(api.nvim_buf_get_lines(buf, 0, -1, false), '\n') == text
+      api.nvim_win_set_buf(view.win, view.buf)
+      vim.rpcnotify(opts.chan, 'bench_done', r)
+    end
+  end))
+  return true
+end
+
+return M

@@ -1,0 +1,190 @@
+--- What the chat does around tool cards and the plan, after each drain:
+--- folds long cards, keeps the session's quickfix list and follow mode up
+--- to date (debounced), and pins the plan near the end while a turn runs.
+--- Also the card key: <CR> on a card reviews its diff, answers its pending
+--- permission, or opens its terminal.
+local api = vim.api
+local config = require('acp.config')
+
+local M = {}
+
+local pin_ns = api.nvim_create_namespace('acp_plan_pin')
+
+local function core()
+  return package.loaded.acp_core
+end
+
+--- What <CR> does on the card under the cursor.
+function M.card_action(view)
+  local row = api.nvim_win_get_cursor(0)[1] - 1
+  local index, kind = view:entry_at(row)
+  if kind ~= 'tool_call' then
+    return false
+  end
+  local e = core().entry(view.thread, index)
+  if not e then
+    return false
+  end
+  if e.client_state == 'waiting_for_you' then
+    require('acp.permission').focus(e.id)
+    return true
+  end
+  local review = require('acp.review')
+  if #review.diffs_of(e) > 0 then
+    review.open_entry(e)
+    return true
+  end
+  for _, c in ipairs(e.content or {}) do
+    if c.type == 'terminal' then
+      require('acp.terminal').open(view, c.id)
+      return true
+    end
+  end
+  vim.notify('acp.nvim: nothing to open on this card')
+  return true
+end
+
+function M.attach(view)
+  vim.keymap.set('n', '<CR>', function()
+    if not M.card_action(view) then
+      -- Off a card, <CR> keeps its usual meaning.
+      api.nvim_feedkeys(api.nvim_replace_termcodes('<CR>', true, false, true), 'n', false)
+    end
+  end, { buffer = view.buf, silent = true, desc = 'Review the diff / answer the permission / open the terminal of this card' })
+  view.qf_entries = {} -- entry index -> quickfix items
+  view.plan_index = nil
+end
+
+--- Folds the body of cards taller than `chat.card_max_lines`.
+local function fold_long_cards(view, touched)
+  local max = config.options.chat.card_max_lines
+  for index in pairs(touched) do
+    local e = view.entries[index]
+    if e and e.kind == 'tool_call' then
+      local first, last = view:entry_range(index)
+      if first and last - first + 1 > max then
+        for _, win in ipairs(vim.fn.win_findbuf(view.buf)) do
+          view:_fold_entry(win, index, 1)
+        end
+      end
+    end
+  end
+end
+
+--- Locations of the touched cards, cached per entry; the quickfix list
+--- is rebuilt from the cache at most every 100 ms.
+local function collect_locations(view, touched)
+  local c, changed, newest = core(), false, nil
+  for index in pairs(touched) do
+    local e = view.entries[index]
+    if e and e.kind == 'tool_call' then
+      local entry = c.entry(view.thread, index)
+      local items = {}
+      for _, loc in ipairs(entry and entry.locations or {}) do
+        local line = (loc[2] or 0) + 1
+        items[#items + 1] = { filename = loc[1], lnum = line, text = ('[%s] %s'):format(entry.kind, entry.title) }
+        newest = { path = loc[1], line = line, index = index }
+      end
+      view.qf_entries[index] = items
+      changed = true
+    end
+  end
+  return changed, newest
+end
+
+local qf_timer
+local function schedule_quickfix(view)
+  view.qf_dirty = true
+  if qf_timer then
+    return
+  end
+  qf_timer = vim.defer_fn(function()
+    qf_timer = nil
+    for _, v in pairs(require('acp').chats) do
+      if v.qf_dirty then
+        v.qf_dirty = false
+        pcall(require('acp.quickfix').update, v)
+      end
+    end
+  end, 100)
+end
+
+--- The plan stays visible at the end of the transcript (as virtual lines)
+--- while the turn runs and newer entries push its block up.
+local function pin_plan(view, touched)
+  for index in pairs(touched) do
+    local e = view.entries[index]
+    if e and e.kind == 'plan' then
+      view.plan_index = index
+    end
+  end
+  api.nvim_buf_clear_namespace(view.buf, pin_ns, 0, -1)
+  local index = view.plan_index
+  if not index or view.state ~= 'running' or index == view.last_index then
+    return
+  end
+  local first, last = view:entry_range(index)
+  if not first then
+    return
+  end
+  local virt = { { { '', 'Normal' } } }
+  for _, l in ipairs(api.nvim_buf_get_lines(view.buf, first, last + 1, false)) do
+    virt[#virt + 1] = { { l, 'AcpPlanPinned' } }
+  end
+  local n = api.nvim_buf_line_count(view.buf)
+  api.nvim_buf_set_extmark(view.buf, pin_ns, n - 1, 0, { virt_lines = virt })
+end
+
+api.nvim_set_hl(0, 'AcpPlanPinned', { link = 'Comment', default = true })
+api.nvim_set_hl(0, 'AcpDiffAdd', { link = 'DiffAdd', default = true })
+api.nvim_set_hl(0, 'AcpDiffDelete', { link = 'DiffDelete', default = true })
+api.nvim_set_hl(0, 'AcpDiffHunk', { link = 'DiffChange', default = true })
+
+local diff_ns = api.nvim_create_namespace('acp_card_diff')
+
+--- Colours the +/- lines of diff blocks in the touched cards (the chat's
+--- Tree-sitter markdown has no diff parser to inject).
+local function highlight_diffs(view, touched)
+  for index in pairs(touched) do
+    local e = view.entries[index]
+    if e and e.kind == 'tool_call' then
+      local first, last = view:entry_range(index)
+      if first then
+        api.nvim_buf_clear_namespace(view.buf, diff_ns, first, last + 1)
+        local in_diff = false
+        for i, line in ipairs(api.nvim_buf_get_lines(view.buf, first, last + 1, false)) do
+          local row = first + i - 1
+          if line == '  ```diff' then
+            in_diff = true
+          elseif line == '  ```' then
+            in_diff = false
+          elseif in_diff then
+            local c = line:sub(3, 3)
+            local group = (c == '+' and 'AcpDiffAdd') or (c == '-' and 'AcpDiffDelete') or (c == '@' and 'AcpDiffHunk')
+            if group then
+              api.nvim_buf_set_extmark(view.buf, diff_ns, row, 0, { end_row = row + 1, hl_group = group, hl_eol = true })
+            end
+          end
+        end
+      end
+    end
+  end
+end
+
+function M.after_apply(view, touched)
+  if not next(touched) and view.state ~= 'idle' then
+    return
+  end
+  fold_long_cards(view, touched)
+  highlight_diffs(view, touched)
+  local changed, newest = collect_locations(view, touched)
+  if changed or view.state == 'idle' then
+    schedule_quickfix(view)
+  end
+  if newest then
+    require('acp.follow').location(view, newest.path, newest.line)
+  end
+  pin_plan(view, touched)
+end
+
+return M

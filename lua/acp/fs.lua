@@ -1,0 +1,102 @@
+--- Main-thread side of `fs/*`: hands a loaded buffer's text to the core
+--- in slices (so a 10 MB buffer never blocks a frame), and applies an agent
+--- write as minimal line edits in one undo step.
+local api = vim.api
+local uv = vim.uv or vim.loop
+
+local M = {}
+
+--- Time spent per tick handing out slices; the rest waits for the next one.
+M.budget_ns = 4e6
+--- Lines per slice.
+M.slice_lines = 4096
+
+--- The loaded file buffer for `path` (as sent, or its resolved real path).
+function M.find_buffer(path, resolved)
+  for _, b in ipairs(api.nvim_list_bufs()) do
+    if api.nvim_buf_is_loaded(b) and vim.bo[b].buftype == '' then
+      local name = api.nvim_buf_get_name(b)
+      if name ~= '' and (name == path or name == resolved or uv.fs_realpath(name) == resolved) then
+        return b
+      end
+    end
+  end
+end
+
+local function core()
+  return package.loaded.acp_core
+end
+
+--- buffer_read: { path, resolved } -> parts (text slices) + { found, ... }
+function M.buffer_read(ev)
+  local c, call, p = core(), ev.call, ev.payload
+  local buf = M.find_buffer(p.path, p.resolved)
+  if not buf then
+    return c.call_done(call, { found = false })
+  end
+  local tick = api.nvim_buf_get_changedtick(buf)
+  local total = api.nvim_buf_line_count(buf)
+  local pos = 0
+  local function step()
+    if not api.nvim_buf_is_loaded(buf) or api.nvim_buf_get_changedtick(buf) ~= tick then
+      -- Changed between slices: the core asks again for a consistent copy.
+      return c.call_done(call, { found = false, stale = true })
+    end
+    local t0 = uv.hrtime()
+    repeat
+      local e = math.min(pos + M.slice_lines, total)
+      c.call_part(call, table.concat(api.nvim_buf_get_lines(buf, pos, e, true), '\n'))
+      pos = e
+    until pos >= total or uv.hrtime() - t0 > M.budget_ns
+    if pos < total then
+      return vim.schedule(step)
+    end
+    local bo = vim.bo[buf]
+    c.call_done(call, {
+      found = true,
+      bufnr = buf,
+      tick = tick,
+      lines = total,
+      modified = bo.modified,
+      dos = bo.fileformat == 'dos',
+      eol = bo.eol or (bo.fixeol and not bo.binary),
+    })
+  end
+  step()
+end
+
+--- buffer_apply: { bufnr, tick, hunks = {{old_start, old_end, lines}}, save }
+--- Hunks are ascending; applied bottom-up so earlier offsets stay valid.
+function M.buffer_apply(ev)
+  local c, call, p = core(), ev.call, ev.payload
+  local buf = p.bufnr
+  if not (api.nvim_buf_is_valid(buf) and api.nvim_buf_is_loaded(buf)) or api.nvim_buf_get_changedtick(buf) ~= p.tick then
+    return c.call_done(call, { stale = true })
+  end
+  local ok, err = pcall(function()
+    local hunks = p.hunks
+    for i = #hunks, 1, -1 do
+      local h = hunks[i]
+      if i < #hunks then
+        -- One undo step for the whole write.
+        api.nvim_buf_call(buf, function()
+          vim.cmd('silent! undojoin')
+        end)
+      end
+      api.nvim_buf_set_lines(buf, h.old_start, h.old_end, false, h.lines)
+    end
+  end)
+  if not ok then
+    return c.call_done(call, { error = tostring(err) })
+  end
+  local saved = false
+  if p.save and vim.bo[buf].modified then
+    saved = pcall(api.nvim_buf_call, buf, function()
+      vim.cmd('silent keepalt write')
+    end)
+    saved = saved and not vim.bo[buf].modified
+  end
+  c.call_done(call, { saved = saved, modified = vim.bo[buf].modified })
+end
+
+return M

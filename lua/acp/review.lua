@@ -1,0 +1,210 @@
+--- Reviewing agent edits in Neovim's diff mode.
+--- * A diff from a tool card (or a permission request) opens old | new in a
+---   new tab; from a permission, the option keys answer it from there.
+--- * `:AcpReview` walks every file the session changed: the pre-session
+---   text | the file itself, with keys to revert one hunk or the whole file.
+local api = vim.api
+
+local M = {}
+
+local function scratch(name, text, ft)
+  local buf = api.nvim_create_buf(false, true)
+  pcall(api.nvim_buf_set_name, buf, name)
+  vim.bo[buf].bufhidden = 'wipe'
+  local lines = vim.split(text or '', '\n', { plain = true })
+  if lines[#lines] == '' and #lines > 1 then
+    lines[#lines] = nil
+  end
+  api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  vim.bo[buf].modifiable = false
+  if ft then
+    vim.bo[buf].filetype = ft
+  end
+  return buf
+end
+
+local function map(buf, lhs, fn, desc)
+  vim.keymap.set('n', lhs, fn, { buffer = buf, nowait = true, silent = true, desc = desc })
+end
+
+local counter = 0
+
+--- Puts the cursor on the first hunk (line 1 may already be one).
+local function first_hunk()
+  vim.cmd('diffupdate')
+  vim.cmd('normal! gg')
+  if vim.fn.diff_hlID(1, 1) == 0 then
+    pcall(vim.cmd, 'normal! ]c')
+  end
+end
+
+--- Opens `old` | `new` of `path` side by side in a new tab. Returns the
+--- tab and the two buffers.
+function M.open_diff(path, old_text, new_text, opts)
+  opts = opts or {}
+  counter = counter + 1
+  local ft = vim.filetype.match({ filename = path })
+  local label = old_text == nil and 'new file' or 'before'
+  vim.cmd('stopinsert')
+  vim.cmd('tabnew')
+  local tab = api.nvim_get_current_tabpage()
+  local left = scratch(('acp://review/%d/%s (%s)'):format(counter, path, label), old_text or '', ft)
+  local right = scratch(('acp://review/%d/%s (proposed)'):format(counter, path), new_text, ft)
+  api.nvim_win_set_buf(0, left)
+  vim.cmd('diffthis')
+  vim.cmd('rightbelow vsplit')
+  api.nvim_win_set_buf(0, right)
+  vim.cmd('diffthis')
+  for _, b in ipairs({ left, right }) do
+    map(b, 'q', function()
+      M.close(tab)
+    end, 'Close the review')
+    map(b, ']h', ']c', 'Next hunk')
+    map(b, '[h', '[c', 'Previous hunk')
+  end
+  vim.wo.winbar = ('%%#AcpTitle# Review %%* %s · ]c/[c hunks · q close%s'):format(path, opts.hint or '')
+  first_hunk()
+  return tab, left, right
+end
+
+function M.close(tab)
+  if tab and api.nvim_tabpage_is_valid(tab) and #api.nvim_list_tabpages() > 1 then
+    vim.cmd(('tabclose %d'):format(api.nvim_tabpage_get_number(tab)))
+  end
+end
+
+--- The diff items of a tool card entry (from `core.entry`).
+function M.diffs_of(entry)
+  local out = {}
+  for _, c in ipairs((entry or {}).content or {}) do
+    if c.type == 'diff' then
+      out[#out + 1] = c
+    end
+  end
+  return out
+end
+
+--- Opens the first diff of a tool card.
+function M.open_entry(entry, opts)
+  local d = M.diffs_of(entry)[1]
+  if not d then
+    vim.notify('acp.nvim: this card has no diff', vim.log.levels.INFO)
+    return
+  end
+  return M.open_diff(d.path, d.old_text, d.new_text, opts)
+end
+
+-- :AcpReview -----------------------------------------------------------------
+
+--- Files the session changed with their pre-session text: fs writes first
+--- (their first recorded original), then diff contents of tool cards.
+function M.changed_files(view)
+  local core = package.loaded.acp_core
+  local files, seen = {}, {}
+  for _, w in ipairs(core.writes(view.thread)) do
+    if not seen[w.path] then
+      seen[w.path] = true
+      files[#files + 1] = { path = w.path, original = w.original, new_file = w.original == nil }
+    end
+  end
+  local i = 0
+  while true do
+    local e = core.entry(view.thread, i)
+    if e == nil then
+      break
+    end
+    if e.entry == 'tool_call' then
+      for _, d in ipairs(M.diffs_of(e)) do
+        if not seen[d.path] then
+          seen[d.path] = true
+          files[#files + 1] = { path = d.path, original = d.old_text, new_file = d.old_text == nil }
+        end
+      end
+    end
+    i = i + 1
+  end
+  return files
+end
+
+local function file_window(path)
+  vim.cmd('edit ' .. vim.fn.fnameescape(path))
+  return api.nvim_get_current_buf()
+end
+
+--- Shows file `idx` of the review: the pre-session text | the file.
+function M.show_file(state, idx)
+  local f = state.files[idx]
+  if not f then
+    return
+  end
+  state.idx = idx
+  if not api.nvim_tabpage_is_valid(state.tab) then
+    return
+  end
+  api.nvim_set_current_tabpage(state.tab)
+  vim.cmd('silent! diffoff!')
+  vim.cmd('silent! only')
+  local ft = vim.filetype.match({ filename = f.path })
+  local left = scratch(('acp://review/%d/%s (before the session)'):format(state.id, f.path), f.original or '', ft)
+  api.nvim_win_set_buf(0, left)
+  vim.cmd('diffthis')
+  local left_win = api.nvim_get_current_win()
+  vim.cmd('rightbelow vsplit')
+  local file_buf = file_window(f.path)
+  vim.cmd('diffthis')
+  api.nvim_set_current_win(left_win)
+  local function revert_hunk()
+    -- Put the original hunk under the cursor into the file.
+    api.nvim_set_current_win(left_win)
+    local ok, err = pcall(vim.cmd, 'diffput')
+    if not ok then
+      vim.notify('acp.nvim: ' .. tostring(err), vim.log.levels.WARN)
+    end
+  end
+  local function revert_file()
+    if f.new_file then
+      vim.fn.delete(f.path)
+      pcall(api.nvim_buf_delete, file_buf, { force = true })
+      vim.notify(('acp.nvim: deleted %s (the agent created it)'):format(f.path))
+      return M.show_file(state, math.min(idx + 1, #state.files))
+    end
+    api.nvim_buf_set_lines(file_buf, 0, -1, false, api.nvim_buf_get_lines(left, 0, -1, false))
+    vim.cmd('diffupdate')
+    vim.notify(('acp.nvim: %s reverted in its buffer (write it to keep)'):format(f.path))
+  end
+  map(left, 'r', revert_hunk, 'Revert the hunk under the cursor')
+  map(left, 'R', revert_file, 'Revert the whole file')
+  map(left, ']f', function()
+    M.show_file(state, math.min(idx + 1, #state.files))
+  end, 'Next changed file')
+  map(left, '[f', function()
+    M.show_file(state, math.max(idx - 1, 1))
+  end, 'Previous changed file')
+  map(left, 'q', function()
+    M.close(state.tab)
+  end, 'Close the review')
+  vim.wo[left_win].winbar = ('%%#AcpTitle# Review %d/%d %%* %s · ]c/[c hunks · r revert hunk · R revert file · ]f/[f files · q'):format(
+    idx,
+    #state.files,
+    f.new_file and (f.path .. ' (new)') or f.path
+  )
+  first_hunk()
+  return left, file_buf
+end
+
+function M.review(view)
+  local files = M.changed_files(view)
+  if #files == 0 then
+    vim.notify('acp.nvim: the agent changed no files in this session')
+    return
+  end
+  counter = counter + 1
+  vim.cmd('stopinsert')
+  vim.cmd('tabnew')
+  local state = { files = files, tab = api.nvim_get_current_tabpage(), id = counter }
+  M.last = state
+  M.show_file(state, 1)
+  return state
+end
+
+return M

@@ -1,0 +1,242 @@
+//! Frame pacing of the bridge: when the main thread may be woken next, and
+//! how much one drain may take. Pure policy on explicit instants (the bridge
+//! feeds it the clock), so it is unit-tested without Neovim.
+//!
+//! - The first event after a quiet period wakes Neovim at once (low latency).
+//! - While a stream lasts, Neovim is woken at most once per frame; everything
+//!   that arrived in between is drained in one go, so a view makes one edit
+//!   per message per frame.
+//! - A frame lasts at least `MIN_FRAME`. It stretches (up to `MAX_FRAME`)
+//!   when rendering the previous frame cost the main thread more than
+//!   `RENDER_SHARE` of the frame: the redraw, Tree-sitter re-parsing of the
+//!   transcript and the UI all run between two drains, and re-parsing grows
+//!   with the size of the document, not with the size of the edit.
+//! - One drain takes at most `budget()` bytes, sized from the measured
+//!   throughput of earlier drains to stay near `DRAIN_TARGET`; the rest waits
+//!   for the next frame (never dropped), so Neovim redraws between slices.
+
+use std::time::{Duration, Instant};
+
+/// Shortest frame (about one 60 Hz refresh).
+pub const MIN_FRAME: Duration = Duration::from_millis(16);
+/// Longest frame: the screen is updated at least this often while a stream lasts.
+pub const MAX_FRAME: Duration = Duration::from_millis(50);
+/// Main-thread time one drain aims to stay under.
+pub const DRAIN_TARGET: Duration = Duration::from_millis(8);
+/// Share of the main thread that rendering between two drains may use
+/// before frames get longer.
+pub const RENDER_SHARE: f64 = 0.10;
+
+const MIN_BUDGET: usize = 32 * 1024;
+const MAX_BUDGET: usize = 8 * 1024 * 1024;
+const START_BUDGET: usize = 256 * 1024;
+/// Drains smaller than this say little about throughput.
+const MIN_SAMPLE_BYTES: usize = 16 * 1024;
+
+/// What to do about an event queued while no drain is scheduled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wake {
+    /// Wake the main thread now.
+    Now,
+    /// Wake it at this instant (the start of the next frame).
+    At(Instant),
+    /// A wake-up is already on its way.
+    Pending,
+}
+
+#[derive(Debug)]
+pub struct Pacer {
+    frame: Duration,
+    /// Start of the last drain.
+    last_start: Option<Instant>,
+    /// End of the last drain, with the main thread's CPU clock then.
+    last_end: Option<(Instant, Duration)>,
+    /// A wake-up was requested (now or at a deadline) and no drain has
+    /// started since.
+    pending: bool,
+    /// Smoothed main-thread CPU spent between two drains (rendering).
+    render: Duration,
+    /// Smoothed drain throughput, bytes per millisecond.
+    bytes_per_ms: Option<f64>,
+}
+
+impl Default for Pacer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Pacer {
+    pub fn new() -> Self {
+        Self {
+            frame: MIN_FRAME,
+            last_start: None,
+            last_end: None,
+            pending: false,
+            render: Duration::ZERO,
+            bytes_per_ms: None,
+        }
+    }
+
+    pub fn frame(&self) -> Duration {
+        self.frame
+    }
+
+    /// An event was queued and no drain is scheduled.
+    pub fn on_event(&mut self, now: Instant) -> Wake {
+        if self.pending {
+            return Wake::Pending;
+        }
+        self.pending = true;
+        match self.last_start {
+            Some(start) if now < start + self.frame => Wake::At(start + self.frame),
+            _ => Wake::Now,
+        }
+    }
+
+    /// A drain starts. `cpu` is the main thread's CPU clock. Returns the
+    /// byte budget of this drain.
+    pub fn begin(&mut self, now: Instant, cpu: Duration) -> usize {
+        // Main-thread CPU since the previous drain ended: the redraw and
+        // highlighting of that frame (and whatever else ran). Only counted
+        // while a stream lasts; after a pause frames start short again.
+        let streaming = self.last_end.filter(|(end, _)| now.saturating_duration_since(*end) <= 2 * MAX_FRAME);
+        self.render = match streaming {
+            Some((_, cpu_end)) => {
+                let sample = cpu.saturating_sub(cpu_end);
+                // Rises at once (protect the main thread), decays slowly.
+                if sample > self.render {
+                    sample
+                } else {
+                    (self.render * 3 + sample) / 4
+                }
+            }
+            None => Duration::ZERO,
+        };
+        self.frame = self.render.div_f64(RENDER_SHARE).clamp(MIN_FRAME, MAX_FRAME);
+        self.last_start = Some(now);
+        self.pending = false;
+        self.budget()
+    }
+
+    /// Bytes one drain may take.
+    pub fn budget(&self) -> usize {
+        match self.bytes_per_ms {
+            Some(rate) => ((rate * DRAIN_TARGET.as_secs_f64() * 1000.0) as usize).clamp(MIN_BUDGET, MAX_BUDGET),
+            None => START_BUDGET,
+        }
+    }
+
+    /// A drain delivered `bytes` in `elapsed`; `remaining` says whether the
+    /// queue still holds events. Returns the instant of the next wake-up
+    /// when one is needed and none is pending.
+    pub fn end(&mut self, now: Instant, cpu: Duration, bytes: usize, elapsed: Duration, remaining: bool) -> Option<Instant> {
+        if bytes >= MIN_SAMPLE_BYTES {
+            let ms = (elapsed.as_secs_f64() * 1000.0).max(0.05);
+            let rate = bytes as f64 / ms;
+            self.bytes_per_ms = Some(match self.bytes_per_ms {
+                // Slower drains count at once, faster ones gradually.
+                Some(old) if rate > old => (old * 3.0 + rate) / 4.0,
+                _ => rate,
+            });
+        }
+        self.last_end = Some((now, cpu));
+        if remaining && !self.pending {
+            self.pending = true;
+            let start = self.last_start.unwrap_or(now);
+            return Some(start + self.frame);
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    #[test]
+    fn first_event_wakes_at_once_then_once_per_frame() {
+        let t0 = Instant::now();
+        let mut p = Pacer::new();
+        assert_eq!(p.on_event(t0), Wake::Now);
+        // Until the drain starts, further events ride on that wake-up.
+        assert_eq!(p.on_event(t0 + ms(1)), Wake::Pending);
+        p.begin(t0 + ms(1), ms(0));
+        assert_eq!(p.end(t0 + ms(2), ms(1), 100, ms(1), false), None);
+        // An event 5 ms later waits for the next frame.
+        assert_eq!(p.on_event(t0 + ms(6)), Wake::At(t0 + ms(1) + MIN_FRAME));
+        assert_eq!(p.on_event(t0 + ms(7)), Wake::Pending);
+        p.begin(t0 + ms(17), ms(1));
+        p.end(t0 + ms(18), ms(2), 100, ms(1), false);
+        // After a quiet period the next event goes at once again.
+        assert_eq!(p.on_event(t0 + ms(500)), Wake::Now);
+    }
+
+    #[test]
+    fn leftovers_wait_for_the_next_frame() {
+        let t0 = Instant::now();
+        let mut p = Pacer::new();
+        p.on_event(t0);
+        p.begin(t0, ms(0));
+        assert_eq!(p.end(t0 + ms(8), ms(8), 1 << 20, ms(8), true), Some(t0 + MIN_FRAME));
+        // The wake-up for the rest is pending: events do not add another.
+        assert_eq!(p.on_event(t0 + ms(9)), Wake::Pending);
+    }
+
+    #[test]
+    fn budget_follows_measured_throughput() {
+        let t0 = Instant::now();
+        let mut p = Pacer::new();
+        assert_eq!(p.budget(), START_BUDGET);
+        p.begin(t0, ms(0));
+        // 1 MB in 4 ms: 250 KB/ms, so 8 ms is about 2 MB.
+        p.end(t0 + ms(4), ms(4), 1_000_000, ms(4), false);
+        assert_eq!(p.budget(), 2_000_000);
+        // A slow drain lowers the budget at once.
+        p.begin(t0 + ms(20), ms(5));
+        p.end(t0 + ms(40), ms(25), 100_000, ms(20), false);
+        assert_eq!(p.budget(), 40_000);
+        // Tiny drains are no evidence.
+        p.begin(t0 + ms(60), ms(26));
+        p.end(t0 + ms(61), ms(27), 10, ms(1), false);
+        assert_eq!(p.budget(), 40_000);
+        // Never below the floor.
+        p.begin(t0 + ms(80), ms(28));
+        p.end(t0 + ms(180), ms(128), MIN_SAMPLE_BYTES, ms(100), false);
+        assert_eq!(p.budget(), MIN_BUDGET);
+    }
+
+    #[test]
+    fn expensive_rendering_stretches_frames_up_to_the_maximum() {
+        let t0 = Instant::now();
+        let mut p = Pacer::new();
+        p.begin(t0, ms(0));
+        p.end(t0 + ms(1), ms(1), 100, ms(1), false);
+        // 3 ms of main-thread CPU between drains: 3 / 0.10 = 30 ms frames.
+        p.begin(t0 + ms(16), ms(4));
+        assert_eq!(p.frame(), ms(30));
+        p.end(t0 + ms(17), ms(5), 100, ms(1), false);
+        // 20 ms between drains: capped.
+        p.begin(t0 + ms(47), ms(25));
+        assert_eq!(p.frame(), MAX_FRAME);
+        p.end(t0 + ms(48), ms(26), 100, ms(1), false);
+        // Cheap frames bring it down gradually, never below the minimum.
+        let mut t = t0 + ms(48);
+        let mut cpu = ms(26);
+        for _ in 0..20 {
+            t += ms(50);
+            p.begin(t, cpu);
+            t += ms(1);
+            cpu += ms(1);
+            p.end(t, cpu, 100, ms(1), false);
+        }
+        assert_eq!(p.frame(), MIN_FRAME);
+        // After a pause, rendering cost starts from zero.
+        p.begin(t + ms(1000), cpu + ms(500));
+        assert_eq!(p.frame(), MIN_FRAME);
+    }
+}

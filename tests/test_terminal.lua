@@ -1,0 +1,213 @@
+-- terminal/*: Neovim jobs in their own process group; output in arrival
+-- order within a byte limit; kill, release during wait, exit status.
+local T = require('tests.helpers.expect')
+local H = require('tests.helpers.acp')
+
+local function create(params, extra)
+  return H.req('terminal/create', params, extra)
+end
+local function call(method, id, extra)
+  return H.req('terminal/' .. method, { terminalId = id }, extra)
+end
+
+local function project()
+  local dir = vim.fn.resolve(T.tmpdir('proj'))
+  vim.fn.mkdir(dir .. '/.git', 'p')
+  vim.fn.mkdir(dir .. '/sub', 'p')
+  return dir
+end
+
+local function start(dir, steps, config)
+  local child, paths = H.start({ cwd = dir, turns = { { match = 'go', steps = steps } }, config = config })
+  H.open(child)
+  H.turn(child, 'go', 15000)
+  return child, paths, H.responses(paths)
+end
+
+local function alive(pid)
+  return H.pid_alive(pid)
+end
+
+return {
+  { 'a shell line runs through sh; output in order; exit code', function()
+    local _, _, r = start(project(), {
+      create({ command = 'printf "a\\n"; echo err >&2; sleep 0.05; printf b; exit 3' }),
+      call('wait_for_exit', 'term-1'),
+      call('output', 'term-1'),
+    })
+    T.eq(r[1].result, { terminalId = 'term-1' })
+    T.eq(r[2].result, { exitCode = 3 })
+    T.eq(r[3].result.output, 'a\nerr\nb')
+    T.eq(r[3].result.truncated, false)
+    T.eq(r[3].result.exitStatus, { exitCode = 3 })
+  end },
+
+  { 'with args the program runs directly (no shell)', function()
+    local _, _, r = start(project(), {
+      create({ command = 'printf', args = { '%s|%s', 'x y', '$HOME' } }),
+      call('wait_for_exit', 'term-1'),
+      call('output', 'term-1'),
+    })
+    T.eq(r[3].result.output, 'x y|$HOME')
+  end },
+
+  { 'env and cwd are honoured; a missing cwd means the session cwd', function()
+    local dir = project()
+    local _, _, r = start(dir, {
+      create({ command = 'echo "$FOO"; pwd', env = { { name = 'FOO', value = 'bar baz' } }, cwd = dir .. '/sub' }),
+      call('wait_for_exit', 'term-1'),
+      call('output', 'term-1'),
+      create({ command = 'pwd' }),
+      call('wait_for_exit', 'term-2'),
+      call('output', 'term-2'),
+    })
+    T.eq(r[3].result.output, 'bar baz\n' .. dir .. '/sub\n')
+    T.eq(r[6].result.output, dir .. '\n')
+  end },
+
+  { 'output over the byte limit drops from the start on a character boundary', function()
+    local _, _, r = start(project(), {
+      create({ command = "printf 'ééééé'", outputByteLimit = 5 }),
+      call('wait_for_exit', 'term-1'),
+      call('output', 'term-1'),
+    })
+    -- 10 bytes; keeping the last 5 would start inside an é: only 4 are kept.
+    T.eq(r[3].result.output, 'éé')
+    T.eq(r[3].result.truncated, true)
+  end },
+
+  { 'kill ends the whole process group; the exit reports the signal', function()
+    local dir = project()
+    local marker = dir .. '/pids'
+    local _, _, r = start(dir, {
+      create({ command = ('sleep 30 & echo $! > %s; echo $$ >> %s; wait'):format(marker, marker) }),
+      { sleep_ms = 300 },
+      call('kill', 'term-1'),
+      call('wait_for_exit', 'term-1'),
+      call('output', 'term-1'),
+    })
+    T.eq(r[2].result, vim.empty_dict())
+    T.eq(r[3].result, { signal = 'SIGTERM' })
+    T.eq(r[4].result.exitStatus, { signal = 'SIGTERM' })
+    for pid in T.read_file(marker):gmatch('%d+') do
+      T.wait(function()
+        return not alive(tonumber(pid))
+      end, 2000, 'process ' .. pid .. ' is gone')
+    end
+  end },
+
+  { 'a process that ignores SIGTERM gets SIGKILL after the grace period', function()
+    local _, _, r = start(project(), {
+      create({ command = "trap '' TERM; echo ready; sleep 30 & wait; sleep 30" }),
+      { sleep_ms = 200 },
+      call('kill', 'term-1'),
+      call('wait_for_exit', 'term-1'),
+    }, { terminal = { kill_grace_ms = 300 } })
+    T.eq(r[3].result, { signal = 'SIGKILL' })
+  end },
+
+  { 'release while wait_for_exit is pending answers the wait and frees the id', function()
+    local dir = project()
+    local marker = dir .. '/pid'
+    local child, paths, r = start(dir, {
+      create({ command = ('echo $$ > %s; exec sleep 30'):format(marker) }),
+      call('wait_for_exit', 'term-1', { background = true }),
+      { sleep_ms = 200 },
+      call('release', 'term-1'),
+      { sleep_ms = 200 },
+      call('output', 'term-1'),
+    })
+    T.eq(r[1].result.terminalId, 'term-1')
+    -- Order of answers: release, then the pending wait, then output's error.
+    local by = {}
+    for _, x in ipairs(r) do
+      by[x.method] = x
+    end
+    T.eq(by['terminal/release'].result, vim.empty_dict())
+    T.eq(by['terminal/wait_for_exit'].result, { signal = 'SIGTERM' })
+    T.match(by['terminal/output'].error.message, 'unknown terminal id `term%-1`')
+    local pid = tonumber(T.read_file(marker))
+    T.wait(function()
+      return not alive(pid)
+    end, 3000, 'the released process is killed')
+    T.eq(#H.events_of(paths, 'check_failed'), 0)
+    T.eq(child:lua('return 1'), 1)
+  end },
+
+  { 'unknown ids, bad commands and a cwd outside the roots are errors', function()
+    local dir = project()
+    local _, _, r = start(dir, {
+      call('output', 'nope'),
+      call('wait_for_exit', 'nope'),
+      call('kill', 'nope'),
+      call('release', 'nope'),
+      create({ command = 'definitely-not-a-program-xyz', args = { 'a' } }),
+      create({ command = 'pwd', cwd = '/' }),
+      create({ command = 'pwd', cwd = 'relative' }),
+    })
+    for i = 1, 4 do
+      T.match(r[i].error.message, 'unknown terminal id `nope`')
+    end
+    T.match(r[5].error.message, 'cannot run `definitely%-not%-a%-program%-xyz a`')
+    T.match(r[6].error.message, "outside the session's roots")
+    T.match(r[7].error.message, 'must be absolute')
+  end },
+
+  { 'terminal output shows live in the tool card and opens in a buffer', function()
+    local dir = project()
+    local child = start(dir, {
+      { update = { sessionUpdate = 'tool_call', toolCallId = 'c1', title = 'Run tests', kind = 'execute', status = 'in_progress' } },
+      create({ command = 'for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15; do echo line$i; done; exit 2' }),
+      { update = { sessionUpdate = 'tool_call_update', toolCallId = 'c1', content = { { type = 'terminal', terminalId = 'term-1' } } } },
+      call('wait_for_exit', 'term-1'),
+      { update = { sessionUpdate = 'tool_call_update', toolCallId = 'c1', status = 'failed' } },
+    })
+    child:wait_for([[return require('acp').current():lines()[#require('acp').current():lines()]:match('exit code 2')]])
+    local text = H.transcript_text(child)
+    T.match(text, '%*%*%[execute%]%*%* Run tests · _failed_')
+    T.match(text, '… 3 more lines %(:AcpTerminal term%-1%)')
+    T.match(text, '  line4\n')
+    T.match(text, '  line15\n')
+    T.no_match(text, '  line3\n')
+    T.match(text, '_exit code 2_ · `term%-1`')
+    child:cmd('AcpTerminal term-1')
+    local buf = child:lua([[return vim.api.nvim_buf_get_lines(0, 0, -1, false)]])
+    T.eq(buf[1], 'line1')
+    T.eq(buf[15], 'line15')
+  end },
+
+  { "the agent's own display terminal (_meta.terminal_*) renders the same way", function()
+    local child = start(project(), {
+      { update = { sessionUpdate = 'tool_call', toolCallId = 'b1', title = 'ls', kind = 'execute', status = 'in_progress',
+        _meta = { terminal_info = { terminal_id = 'b1' } } } },
+      { update = { sessionUpdate = 'tool_call_update', toolCallId = 'b1', _meta = { terminal_output = { terminal_id = 'b1', data = 'README.md\n' } } } },
+      { update = { sessionUpdate = 'tool_call_update', toolCallId = 'b1', _meta = { terminal_output = { terminal_id = 'b1', data = 'src\n' } } } },
+      { update = { sessionUpdate = 'tool_call_update', toolCallId = 'b1', status = 'completed',
+        _meta = { terminal_exit = { terminal_id = 'b1', exit_code = 0, signal = vim.NIL } } } },
+    })
+    local text = H.transcript_text(child)
+    T.match(text, '```console\n  README%.md\n  src\n  ```\n  _exit code 0_ · `b1`')
+    child:cmd('AcpTerminal b1')
+    T.eq(child:lua([[return vim.api.nvim_buf_get_lines(0, 0, 2, false)]]), { 'README.md', 'src' })
+  end },
+
+  { 'running terminals are killed when Neovim quits', function()
+    local dir = project()
+    local marker = dir .. '/pid'
+    local child = H.start({ cwd = dir, turns = { { match = 'go', steps = {
+      create({ command = ('echo $$ > %s; exec sleep 60'):format(marker) }),
+      { hang = true },
+    } } } })
+    H.open(child)
+    child:lua([[require('acp').send('go')]])
+    T.wait(function()
+      return vim.uv.fs_stat(marker) ~= nil and T.read_file(marker):match('%d+')
+    end, 5000)
+    local pid = tonumber(T.read_file(marker))
+    T.truthy(alive(pid))
+    child:stop()
+    T.wait(function()
+      return not alive(pid)
+    end, 2000, 'the job is gone after quit')
+  end },
+}
