@@ -17,6 +17,6 @@ vim.api.nvim_create_autocmd('VimEnter', {
   once = true,
   callback = function()
     vim.cmd('AcpChat')
-    vim.notify('acp.nvim demo: type hello, then <C-s> (or <Esc> and <CR>). Also try: permission, slow, crash.')
+    vim.notify('acp.nvim demo: type hello, then <C-s> (or <Esc> and <CR>). Also try: edit, run, permission, slow, crash.')
   end,
 })
