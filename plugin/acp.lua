@@ -103,3 +103,7 @@ end, {
   end,
   desc = 'Show (or reset) the permission decisions remembered this session',
 })
+
+cmd('AcpDiff', function()
+  require('acp').diff()
+end, { desc = 'Review the diff of the card under the cursor (or the newest one)' })

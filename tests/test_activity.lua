@@ -220,6 +220,24 @@ return {
     T.eq(child:lua('return #vim.api.nvim_list_tabpages()'), 1)
   end },
 
+  { ':AcpDiff reviews the newest card with a diff', function()
+    local child = run({
+      tc({ toolCallId = 'd1', title = 'Edit a', kind = 'edit', status = 'completed', content = {
+        { type = 'diff', path = '/p/a.txt', oldText = 'a\n', newText = 'A\n' } } }),
+      tc({ toolCallId = 'd2', title = 'Edit b', kind = 'edit', status = 'completed', content = {
+        { type = 'diff', path = '/p/b.txt', oldText = 'b\n', newText = 'B\n' } } }),
+      { message = 'done' },
+    })
+    child:feed('<Esc>')
+    child:cmd('AcpDiff')
+    local r = child:lua([[
+      local a, b = unpack(vim.api.nvim_tabpage_list_wins(0))
+      return { vim.api.nvim_buf_get_lines(vim.api.nvim_win_get_buf(a), 0, -1, false),
+               vim.api.nvim_buf_get_lines(vim.api.nvim_win_get_buf(b), 0, -1, false), vim.wo[a].diff }
+    ]])
+    T.eq(r, { { 'b' }, { 'B' }, true })
+  end },
+
   { 'an edit inside a permission request is reviewed and answered from the review tab', function()
     local child, paths = run(nil, { no_turn = true, turns = { { match = 'go', steps = {
       H.req('session/request_permission', {

@@ -157,7 +157,8 @@ return {
     child:lua([[
       vim.api.nvim_buf_set_lines(0, 4, 5, false, { 'FIVE (user)' })
       vim.api.nvim_buf_set_mark(0, 'a', 6, 1, {})
-      vim.cmd('undojoin | normal! zE')
+      vim.wo.foldmethod = 'manual'
+      vim.cmd('5,6fold')
       vim.api.nvim_win_set_cursor(0, { 6, 2 })
     ]])
     child:lua([[vim.cmd('let &undolevels = &undolevels')]]) -- close the user's undo block
@@ -168,6 +169,7 @@ return {
     -- The mark and the cursor moved with their text.
     T.eq(child:lua([[return vim.api.nvim_buf_get_mark(0, 'a')]]), { 7, 1 })
     T.eq(child:lua([[return vim.api.nvim_win_get_cursor(0)]]), { 7, 2 })
+    T.eq(child:lua([[return { vim.fn.foldclosed(6), vim.fn.foldclosedend(6) }]]), { 6, 7 }, 'the fold moved with its lines')
     -- Modified before the write: left unsaved, and the card says so.
     T.eq(child:lua('return vim.bo.modified'), true)
     T.eq(T.read_file(dir .. '/m.txt'), 'one\ntwo\nthree\nfour\nfive\nsix\n')

@@ -248,6 +248,35 @@ function M.review()
   return require('acp.review').review(view)
 end
 
+--- `:AcpDiff`: reviews the diff of the card under the cursor (in the
+--- transcript), else of the newest card that has one.
+function M.diff()
+  local view = M.current()
+  local core = package.loaded.acp_core
+  if not (view and core) then
+    vim.notify('acp.nvim: no chat in this tab')
+    return
+  end
+  local review = require('acp.review')
+  if vim.api.nvim_get_current_buf() == view.buf then
+    local index, kind = view:entry_at(vim.api.nvim_win_get_cursor(0)[1] - 1)
+    local e = kind == 'tool_call' and core.entry(view.thread, index)
+    if e and #review.diffs_of(e) > 0 then
+      return review.open_entry(e)
+    end
+  end
+  for index = view.last_index or -1, 0, -1 do
+    local kind = view.entries[index] and view.entries[index].kind
+    if kind == 'tool_call' then
+      local e = core.entry(view.thread, index)
+      if e and #review.diffs_of(e) > 0 then
+        return review.open_entry(e)
+      end
+    end
+  end
+  vim.notify('acp.nvim: no tool card with a diff in this chat')
+end
+
 --- `:AcpLocations`: the session's quickfix list of tool-call locations.
 function M.locations()
   local view = M.current()
