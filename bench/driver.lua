@@ -33,6 +33,34 @@ function M.cpu_seconds()
   return ((tonumber(f[12]) or 0) + (tonumber(f[13]) or 0)) / clk_tck
 end
 
+--- CPU seconds per thread name (main thread: "nvim"), from /proc/self/task/*/stat.
+function M.thread_cpu()
+  clk_tck = clk_tck or tonumber(vim.trim(vim.fn.system({ 'getconf', 'CLK_TCK' }))) or 100
+  local out = {}
+  for name in vim.fs.dir('/proc/self/task') do
+    local stat = read_file('/proc/self/task/' .. name .. '/stat') or ''
+    local comm, rest = stat:match('^%d+ %((.-)%) (.*)$')
+    if comm then
+      local f = vim.split(rest, ' ', { plain = true })
+      out[comm] = (out[comm] or 0) + ((tonumber(f[12]) or 0) + (tonumber(f[13]) or 0)) / clk_tck
+    end
+  end
+  return out
+end
+
+--- CPU seconds of the agent processes.
+local function agents_cpu()
+  clk_tck = clk_tck or tonumber(vim.trim(vim.fn.system({ 'getconf', 'CLK_TCK' }))) or 100
+  local total = 0
+  for _, pid in ipairs(package.loaded.acp_core.agent_pids()) do
+    local stat = read_file('/proc/' .. pid .. '/stat') or ''
+    local rest = stat:match('^%d+ %b() (.*)$') or ''
+    local f = vim.split(rest, ' ', { plain = true })
+    total = total + ((tonumber(f[12]) or 0) + (tonumber(f[13]) or 0)) / clk_tck
+  end
+  return total
+end
+
 --- VmRSS and VmHWM in KiB.
 function M.memory()
   local s = read_file('/proc/self/status') or ''
@@ -120,11 +148,9 @@ function M.start(opts)
   local core = package.loaded.acp_core
   local buf = view.buf
   local r = { prompt = opts.prompt, drains = 0, apply_ms_max = 0, apply_ms_total = 0 }
-  if opts.ts == false then
-    vim.treesitter.stop(buf)
-  end
   local n0 = api.nvim_buf_line_count(buf)
   local turns0 = view.turns_ended
+  local threads0
   local stats0 = core.stats()
 
   -- Main-loop lateness: a one-shot 5 ms libuv timer, re-armed from its own callback.
@@ -149,6 +175,10 @@ function M.start(opts)
     local now = uv.hrtime()
     local dt = ms(now - t)
     r.drains = r.drains + 1
+    if opts.trace then
+      r.apply_at = r.apply_at or {}
+      r.apply_at[#r.apply_at + 1] = ('%.1f+%.1f'):format(ms(t - r.t0), dt)
+    end
     r.apply_ms_total = r.apply_ms_total + dt
     r.apply_ms_max = math.max(r.apply_ms_max, dt)
     if tail and not r.t_text then
@@ -176,6 +206,11 @@ function M.start(opts)
     r.text_ms = ms(r.t_text - r.t0)
     r.done_ms = ms(r.t_done - r.t0)
     r.cpu_s = cpu1 - r.cpu0
+    r.agent_cpu_s = agents_cpu() - r.agent_cpu0
+    r.thread_cpu_s = {}
+    for name, v in pairs(M.thread_cpu()) do
+      r.thread_cpu_s[name] = v - (threads0[name] or 0)
+    end
     r.rss_kb_after, r.hwm_kb = rss1, hwm1
     r.peak_growth_mb = (hwm1 - r.rss_kb_before) / 1024
     r.late_n = #late
@@ -212,32 +247,16 @@ function M.start(opts)
   r.peak_reset = reset_peak()
   r.rss_kb_before = (M.memory())
   r.cpu0 = M.cpu_seconds()
+  threads0 = M.thread_cpu()
+  r.agent_cpu0 = agents_cpu()
   r.t0 = uv.hrtime()
   assert(require('acp').send(opts.prompt))
   return true
 end
 
-function M.lite()
-  if M._lite then return end
-  M._lite = true
-  local so = api.nvim_get_runtime_file('parser/markdown.so', false)[1]
-  vim.treesitter.language.add('mdlite', { path = so, symbol_name = 'markdown' })
-  local function read(kind)
-    local out = {}
-    for _, f in ipairs(vim.treesitter.query.get_files('markdown', kind)) do
-      out[#out + 1] = table.concat(vim.fn.readfile(f), '\n')
-    end
-    return table.concat(out, '\n')
-  end
-  local hl = read('highlights'):gsub('%(#set! conceal_lines ""%)', '')
-  local inj = read('injections'):gsub('%(#set! injection%.combined%)', '')
-  vim.treesitter.query.set('mdlite', 'highlights', hl)
-  vim.treesitter.query.set('mdlite', 'injections', inj)
-end
-
 --- The floor of the paced run: the same chunks, arriving at the same times, appended by a plain
---- loop once per frame with nvim_buf_set_text into a markdown buffer with Tree-sitter
---- highlighting, shown in the chat window and followed to its end. Reports CPU seconds.
+--- loop once per 16 ms frame with nvim_buf_set_text into a buffer with the chat's Tree-sitter
+--- markdown highlighting, shown in the chat window and followed to its end. Reports CPU seconds.
 function M.paced_floor(opts)
   local view = M.view()
   local text, size = opts.text, opts.chunk_size
@@ -246,17 +265,10 @@ function M.paced_floor(opts)
     chunks[#chunks + 1] = text:sub(i, i + size - 1)
   end
   local buf = api.nvim_create_buf(false, true)
-  vim.bo[buf].filetype = 'markdown'
-  if opts.lite then
-    M.lite()
-    vim.treesitter.start(buf, 'mdlite')
-  elseif opts.ts ~= false then
-    vim.treesitter.start(buf, 'markdown')
-  end
+  vim.bo[buf].undolevels = -1
+  -- The chat's own highlighting (see lua/acp/markdown.lua), in the chat's window.
+  assert(require('acp.markdown').start(buf))
   api.nvim_win_set_buf(view.win, buf)
-  if opts.cole then
-    vim.wo[view.win].conceallevel = opts.cole
-  end
   local r = {}
   local sent = 0
   local frame = uv.new_timer()
@@ -268,6 +280,7 @@ function M.paced_floor(opts)
     end
     local due = math.min(#chunks, math.floor(ms(uv.hrtime() - r.t0) / opts.interval_ms) + 1)
     if due > sent then
+      r.frames = (r.frames or 0) + 1
       local add = table.concat(chunks, '', sent + 1, due)
       sent = due
       local row = api.nvim_buf_line_count(buf) - 1

@@ -4,6 +4,8 @@
 --   nvim -l bench/run.lua         (env ACP_NVIM, ACP_ROOT, ACP_TEST_AGENT; `make bench` sets them)
 --   BENCH_RUNS=5                  runs per benchmark (medians are reported; at least 5 by default)
 --   BENCH_ONLY=stream50k,paced    run only these (startup, stream50k, ui, paced, big5mb, tools)
+--   BENCH_OUT=path                also write the report there
+--   BENCH_VERBOSE=1               print every run's raw measurements (stderr)
 --
 -- Every run starts a fresh `nvim --embed` with the plugin, opens the chat against the scripted
 -- test agent (bench/scenarios/bench.json), plays one warm-up turn, then the measured turn.
@@ -90,6 +92,8 @@ local function start_child(ui)
   -- A warm-up turn: the measured turn is not the first thing this Neovim ever rendered.
   c:lua([[return require('acp').send('hello')]])
   c:wait_for([[return require('bench.driver').idle(1)]], 10000)
+  -- The measured turn starts from a quiet chat, as when a user types the next prompt.
+  vim.wait(100)
   return c
 end
 
@@ -110,18 +114,32 @@ end
 
 local function measured_turn(name, ui, extra)
   local c = start_child(ui)
-  local opts = vim.tbl_extend('force', TURNS[name], extra or {}, { chan = c.chan })
-  if vim.env.BENCH_TS == '0' then
-    opts.ts = false
-  end
+  local opts = vim.tbl_extend('force', TURNS[name], extra or {}, { chan = c.chan, trace = vim.env.BENCH_VERBOSE ~= nil })
   c.flushes = {}
   c:lua([[return require('bench.driver').start(...)]], opts)
   local r = c:wait_notification('bench_done', 120000)[1]
   if ui then
     r.flush_gap_ms = longest_gap(c.flushes, r.t0, r.t_text)
-    r.flushes = #c.flushes
+    r.flushes = 0
+    for _, f in ipairs(c.flushes) do
+      if f > r.t0 and f <= r.t_text then
+        r.flushes = r.flushes + 1
+      end
+    end
+    if vim.env.BENCH_VERBOSE then
+      local rel = {}
+      for _, f in ipairs(c.flushes) do
+        if f > r.t0 and f < r.t_text + 50e6 then
+          rel[#rel + 1] = ('%.0f'):format((f - r.t0) / 1e6)
+        end
+      end
+      r.flush_at = table.concat(rel, ' ')
+    end
   end
   c:stop()
+  if vim.env.BENCH_VERBOSE then
+    log('%s', vim.inspect(r))
+  end
   assert(r.text_ok, name .. ': the transcript is not the expected text')
   return r
 end
@@ -139,6 +157,15 @@ local function med(list, key)
   local xs = {}
   for _, r in ipairs(list) do
     xs[#xs + 1] = r[key]
+  end
+  return median(xs)
+end
+
+--- Median CPU seconds of the threads called `name` ("nvim" is the main thread).
+local function thread(list, name)
+  local xs = {}
+  for _, x in ipairs(list) do
+    xs[#xs + 1] = x.thread_cpu_s[name] or 0
   end
   return median(xs)
 end
@@ -236,6 +263,9 @@ if want('stream50k') then
     return measured_turn('stream50k', false, { lateness = true })
   end)
   results.stream50k = {
+    main_cpu_s = thread(rs, 'nvim'),
+    core_cpu_s = thread(rs, 'acp-core'),
+    agent_cpu_s = med(rs, 'agent_cpu_s'),
     text_ms = med(rs, 'text_ms'),
     late_max_ms = med(rs, 'late_max_ms'),
     late_p99_ms = med(rs, 'late_p99_ms'),
@@ -260,25 +290,30 @@ end
 
 if want('paced') then
   local text = vim.json.decode(table.concat(vim.fn.readfile(scenario), '\n')).turns[3].steps[1]
-  assert(text.chunk_size == 24 and text.delay_ms == 5, 'bench.json: unexpected paced turn')
+  assert(text.chunk_size == 24 and text.delay_ms == 4, 'bench.json: unexpected paced turn')
   local rs = runs('paced', RUNS, function()
     return measured_turn('paced', true, {})
   end)
+  -- The floor loop gets the chunks at the rate the agent really sent them.
+  local interval_ms = med(rs, 'done_ms') / math.ceil(#text.message / text.chunk_size)
   local floors = runs('paced floor', RUNS, function()
     local c = start_child(true)
     c:lua([[return require('bench.driver').paced_floor(...)]],
-      { chan = c.chan, text = text.message, chunk_size = text.chunk_size, interval_ms = 5, frame_ms = 16 })
+      { chan = c.chan, text = text.message, chunk_size = text.chunk_size, interval_ms = interval_ms, frame_ms = 16 })
     local r = c:wait_notification('bench_done', 60000)[1]
     c:stop()
     assert(r.text_ok, 'paced floor: wrong text')
     return r
   end)
   results.paced = {
+    main_cpu_s = thread(rs, 'nvim'),
+    core_cpu_s = thread(rs, 'acp-core'),
     cpu_s = med(rs, 'cpu_s'),
     done_ms = med(rs, 'done_ms'),
     drains = med(rs, 'drains'),
     floor_cpu_s = med(floors, 'cpu_s'),
     floor_wall_ms = med(floors, 'wall_ms'),
+    floor_frames = med(floors, 'frames'),
   }
 end
 
@@ -291,6 +326,7 @@ if want('big5mb') then
     late_max_ms = med(rs, 'late_max_ms'),
     late_p99_ms = med(rs, 'late_p99_ms'),
     peak_growth_mb = med(rs, 'peak_growth_mb'),
+    peak_reset = rs[1].peak_reset,
     drains = med(rs, 'drains'),
     floor_settext_ms = med(rs, 'floor_settext_ms'),
     pipe = pipe_row('big5mb'),
@@ -361,16 +397,33 @@ if r then
   row('tools: submit to complete text', f1(r.text_ms), 'ms',
     { { r.pipe.ms, 'pipe' }, { r.floor_settext_ms, 'set_text' } }, nil, '<= 30', r.text_ms <= 30)
 end
-row('fs10mb', 'pending', '', nil, nil, nil, nil)
 
-print(('nvim: %s'):format(vim.trim(vim.fn.system({ nvim, '--version' }):match('[^\n]+'))))
-print(('machine: %d cores, %s, %s %s'):format(#uv.cpu_info(), uv.cpu_info()[1].model, uv.os_uname().sysname,
+local out = {}
+local function emit(line)
+  out[#out + 1] = line
+  io.stdout:write(line, '\n')
+end
+
+local function version_of(crate)
+  local lock = table.concat(vim.fn.readfile(root .. '/Cargo.lock'), '\n')
+  return lock:match('name = "' .. crate:gsub('%-', '%%-') .. '"\nversion = "([^"]+)"') or '?'
+end
+local function first_line(cmd)
+  local res = vim.system(cmd, { cwd = root }):wait()
+  return res.code == 0 and vim.trim((res.stdout or ''):match('[^\n]*')) or '?'
+end
+local cpu = uv.cpu_info()
+emit(('nvim: %s'):format(first_line({ nvim, '--version' })))
+emit(('rustc: %s; agent-client-protocol %s, nvim-oxi %s, mlua %s, tokio %s'):format(first_line({ 'rustc', '--version' }),
+  version_of('agent-client-protocol'), version_of('nvim-oxi'), version_of('mlua'), version_of('tokio')))
+emit(('machine: %d cores, %s, %s %s %s'):format(#cpu, cpu[1].model, uv.os_uname().sysname, uv.os_uname().release,
   uv.os_uname().machine))
-print(('runs per benchmark: %d (medians)'):format(RUNS))
-print('')
+emit(('source: %s'):format(first_line({ 'git', 'describe', '--always', '--dirty' })))
+emit(('runs per benchmark: %d (medians); ratios are result / floor'):format(RUNS))
+emit('')
 local hdr = '| %-44s | %10s | %-26s | %-26s | %-8s | %-4s |'
-print(hdr:format('benchmark', 'median', 'floor 1 (ratio)', 'floor 2 (ratio)', 'target', 'met'))
-print(('|%s|%s|%s|%s|%s|%s|'):format(('-'):rep(46), ('-'):rep(12), ('-'):rep(28), ('-'):rep(28), ('-'):rep(10),
+emit(hdr:format('benchmark', 'median', 'floor 1 (ratio)', 'floor 2 (ratio)', 'target', 'met'))
+emit(('|%s|%s|%s|%s|%s|%s|'):format(('-'):rep(46), ('-'):rep(12), ('-'):rep(28), ('-'):rep(28), ('-'):rep(10),
   ('-'):rep(6)))
 for _, x in ipairs(rows) do
   local fl = { '', '' }
@@ -379,26 +432,25 @@ for _, x in ipairs(rows) do
     fl[i] = ('%s %s %s (x%.1f)'):format(f[2], (f[1] < 10 and f2 or f1)(f[1]), x.unit, v / f[1])
   end
   local met = x.met == nil and '' or (x.met and 'yes' or 'NO')
-  if x.name == 'fs10mb' then
-    x.value = 'pending (fs/read_text_file not implemented yet)'
-    print(('| %-44s | %s |'):format(x.name, x.value))
-  else
-    print(hdr:format(x.name, x.value .. ' ' .. x.unit, fl[1], fl[2], x.target or '', met))
-  end
+  emit(hdr:format(x.name, x.value .. ' ' .. x.unit, fl[1], fl[2], x.target or '', met))
 end
-print('')
+emit(hdr:format('fs10mb', 'pending', '(fs/read_text_file not implemented yet)', '', '', ''))
+emit('')
 local notes = {}
 if results.stream50k then
   local p = results.stream50k.pipe
   notes[#notes + 1] = ('stream50k: %d drains, slowest drain %.1f ms; wire bytes %.1f MB; the test agent alone (pipe to a reader) %.0f ms')
     :format(results.stream50k.drains, results.stream50k.apply_ms_max, p.bytes / 1e6, p.agent_ms)
+  notes[#notes + 1] = ('stream50k CPU: main thread %.2f s, core runtime threads %.2f s, agent process %.2f s')
+    :format(results.stream50k.main_cpu_s, results.stream50k.core_cpu_s, results.stream50k.agent_cpu_s)
 end
 if results.ui then
   notes[#notes + 1] = ('stream50k+UI: %d flushes, %d drains'):format(results.ui.flushes, results.ui.drains)
 end
 if results.paced then
-  notes[#notes + 1] = ('paced: turn %.0f ms, %d drains; floor loop %.0f ms'):format(results.paced.done_ms,
-    results.paced.drains, results.paced.floor_wall_ms)
+  notes[#notes + 1] = ('paced: turn %.0f ms, %d drains (frames); CPU: main thread %.2f s, core runtime threads %.2f s; floor loop %.0f ms, %d frames')
+    :format(results.paced.done_ms, results.paced.drains, results.paced.main_cpu_s, results.paced.core_cpu_s,
+      results.paced.floor_wall_ms, results.paced.floor_frames or 0)
 end
 if results.big5mb then
   notes[#notes + 1] = ('big5mb: %d drains; the test agent alone %.0f ms'):format(results.big5mb.drains,
@@ -408,6 +460,12 @@ if results.tools then
   notes[#notes + 1] = ('tools: %d drains; the test agent alone %.0f ms'):format(results.tools.drains,
     results.tools.pipe.agent_ms)
 end
+if results.big5mb and not results.big5mb.peak_reset then
+  notes[#notes + 1] = 'big5mb: /proc/self/clear_refs was not writable, so the peak includes earlier peaks'
+end
 for _, n in ipairs(notes) do
-  print(n)
+  emit('- ' .. n)
+end
+if vim.env.BENCH_OUT and vim.env.BENCH_OUT ~= '' then
+  vim.fn.writefile(out, vim.env.BENCH_OUT)
 end

@@ -64,7 +64,7 @@ local scenario = {
   turns = {
     { match = 'stream50k', steps = { { flood = { count = 50000, size = 40 } } } },
     { match = 'big5mb', steps = { { big = { size = 5000000 } } } },
-    { match = 'paced', steps = { { message = paced_text(24000), chunk_size = 24, delay_ms = 5 } } },
+    { match = 'paced', steps = { { message = paced_text(24000), chunk_size = 24, delay_ms = 4 } } },
     { match = 'tools', steps = tools_steps(100, 10, 40) },
   },
 }

@@ -54,7 +54,7 @@ function ChatView.new(opts)
   api.nvim_buf_set_name(self.buf, ('acp://chat/%d/%s'):format(self.thread, self.agent))
   set_buf_opts(self.buf, { buftype = 'nofile', bufhidden = 'hide', swapfile = false, modifiable = false })
   vim.bo[self.buf].filetype = 'acpchat'
-  if not pcall(vim.treesitter.start, self.buf, 'markdown') then
+  if not require('acp.markdown').start(self.buf) then
     vim.bo[self.buf].syntax = 'markdown'
   end
 
@@ -118,6 +118,7 @@ function ChatView:show(focus_input)
     wo.wrap, wo.linebreak, wo.number, wo.relativenumber = true, true, false, false
     wo.signcolumn, wo.conceallevel, wo.winfixwidth = 'no', 2, true
     wo.foldmethod, wo.foldenable, wo.foldlevel = 'manual', true, 0
+    wo.foldtext = "v:lua.require'acp.chat'.foldtext()"
     self:_fold_all(self.win)
     self:_update_winbar()
   end
@@ -129,7 +130,7 @@ function ChatView:show(focus_input)
     local wo = vim.wo[self.input_win]
     wo.wrap, wo.number, wo.relativenumber, wo.signcolumn, wo.winfixheight = true, false, false, 'no', true
     vim.wo[self.input_win].winbar =
-      '%#AcpInputTitle# Message  %*%#Comment#<CR> send · <C-s> send (insert) · <C-c> cancel · @ mention · <BS> drop context%*'
+      '%#AcpInputTitle# Message %*%#Comment# <C-s> send · <C-c> cancel · @ mention%<%*'
     require('acp.context').render(self)
   end
   self:scroll_to_end()
@@ -237,25 +238,37 @@ function ChatView:entry_range(index)
   return first, last
 end
 
-function ChatView:_add(ev)
+--- Adds new entries (`{ index, kind, lines }`) at the end with one buffer
+--- edit, each after a blank separator line.
+function ChatView:_add_many(list)
   local buf = self.buf
-  local start
-  if self.count == 0 then
-    api.nvim_buf_set_lines(buf, 0, -1, false, ev.lines)
-    start = 0
-  else
-    local n = api.nvim_buf_line_count(buf)
-    local lines = { '' }
-    for i = 1, #ev.lines do
-      lines[i + 1] = ev.lines[i]
+  local fresh = self.count == 0
+  local base = fresh and 0 or api.nvim_buf_line_count(buf)
+  local lines, starts = {}, {}
+  for i, ev in ipairs(list) do
+    if not (fresh and i == 1) then
+      lines[#lines + 1] = ''
     end
-    api.nvim_buf_set_lines(buf, n, n, false, lines)
-    start = n + 1
+    starts[i] = base + #lines
+    for _, l in ipairs(ev.lines) do
+      lines[#lines + 1] = l
+    end
   end
-  local mark = api.nvim_buf_set_extmark(buf, ns, start, 0, { right_gravity = false })
-  self.entries[ev.index] = { mark = mark, kind = ev.kind }
-  self.count = self.count + 1
-  self.last_index = ev.index
+  if fresh then
+    api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  else
+    api.nvim_buf_set_lines(buf, base, base, false, lines)
+  end
+  for i, ev in ipairs(list) do
+    local mark = api.nvim_buf_set_extmark(buf, ns, starts[i], 0, { right_gravity = false })
+    self.entries[ev.index] = { mark = mark, kind = ev.kind }
+    self.count = self.count + 1
+    self.last_index = ev.index
+  end
+end
+
+function ChatView:_add(ev)
+  self:_add_many({ ev })
 end
 
 function ChatView:_append(ev)
@@ -279,7 +292,40 @@ function ChatView:_replace(ev)
   api.nvim_buf_set_extmark(self.buf, ns, first, 0, { id = e.mark, right_gravity = false })
 end
 
---- Applies a run of events for this thread (one drain's worth).
+-- One drain (one frame) bringing more agent text than this is a flood: far
+-- above any model's token rate (16 KB per 16-40 ms frame is 0.4-1 MB/s).
+-- Tree-sitter re-parses after every frame's edit, in time proportional to
+-- the whole transcript, and until a parse completes Neovim does not flush
+-- the screen; so highlighting pauses during a flood.
+local FLOOD_BYTES = 16 * 1024
+-- It resumes once the turn ended or the stream has been calm this long.
+local CALM_MS = 500
+-- And not on a transcript larger than this (one full parse on resume).
+local HIGHLIGHT_MAX_BYTES = 1024 * 1024
+
+--- Pauses highlighting during a flood and resumes it afterwards.
+function ChatView:_highlight_policy(text_bytes)
+  local md = require('acp.markdown')
+  local now = vim.uv.now()
+  local flood = text_bytes > FLOOD_BYTES and self.state == 'running'
+  if flood then
+    self.flood_at = now
+    if md.active(self.buf) then
+      md.stop(self.buf)
+      self.highlight_paused = true
+    end
+  elseif self.highlight_paused and (self.state ~= 'running' or now - (self.flood_at or 0) >= CALM_MS) then
+    self.highlight_paused = nil
+    local size = api.nvim_buf_get_offset(self.buf, api.nvim_buf_line_count(self.buf))
+    if size <= HIGHLIGHT_MAX_BYTES then
+      md.start(self.buf)
+    end
+  end
+end
+
+--- Applies a run of events for this thread (one drain's worth). Appends to
+--- the same entry are merged, so the buffer gets one edit per message per
+--- drain; the windows follow the end once.
 function ChatView:apply(events)
   local buf = self.buf
   if not api.nvim_buf_is_valid(buf) then
@@ -287,18 +333,60 @@ function ChatView:apply(events)
   end
   local follow = self:_following()
   local touched = {}
+  local bytes, meta = 0, false
+  -- Buffer edits wait until something needs the buffer as the events left
+  -- it: appends to the last entry already shown (`pending`, `parts`), and
+  -- new entries with their own appends and re-renders (`fresh`, `at`).
+  local pending, parts
+  local fresh, at
+  local function flush()
+    if pending then
+      self:_append({ index = pending, text = table.concat(parts) })
+      pending, parts = nil, nil
+    end
+    if fresh then
+      self:_add_many(fresh)
+      fresh, at = nil, nil
+    end
+  end
   vim.bo[buf].modifiable = true
   local ok, err = pcall(function()
     for _, ev in ipairs(events) do
       local t = ev.type
       if t == 'appended' then
-        self:_append(ev)
+        local new = at and at[ev.index]
+        if new then
+          -- Into a new entry's lines: the text continues its last line.
+          local pieces = split_lines(ev.text)
+          local lines = new.lines
+          lines[#lines] = lines[#lines] .. pieces[1]
+          for i = 2, #pieces do
+            lines[#lines + 1] = pieces[i]
+          end
+        else
+          if pending ~= ev.index then
+            flush()
+            pending, parts = ev.index, {}
+          end
+          parts[#parts + 1] = ev.text
+        end
+        if new == nil or new.kind ~= 'user' then
+          bytes = bytes + #ev.text
+        end
         touched[ev.index] = true
       elseif t == 'added' then
-        self:_add(ev)
+        fresh, at = fresh or {}, at or {}
+        local new = { index = ev.index, kind = ev.kind, lines = ev.lines }
+        fresh[#fresh + 1] = new
+        at[ev.index] = new
         touched[ev.index] = true
-      elseif t == 'replaced' then
-        self:_replace(ev)
+        if ev.kind ~= 'user' then
+          for _, l in ipairs(ev.lines) do
+            bytes = bytes + #l + 1
+          end
+        end
+      elseif t == 'replaced' and at and at[ev.index] then
+        at[ev.index].lines = ev.lines
         touched[ev.index] = true
       elseif t == 'status' then
         if ev.state == 'running' then
@@ -308,24 +396,43 @@ function ChatView:apply(events)
         end
         self.state = ev.state
         self.status_detail = ev.detail
+        meta = true
       elseif t == 'info' then
         if ev.key == 'terminal_output' then
           require('acp.terminal').append(self.thread, ev.value.id, ev.value.data)
         else
           self.info[ev.key] = ev.value
+          meta = true
         end
-      elseif t == 'permission' then
-        require('acp.permission').enqueue(self, ev)
-      elseif t == 'permission_done' then
-        require('acp.permission').done(self, ev.request)
+      else
+        -- Everything else sees the buffer as the events so far left it.
+        flush()
+        if t == 'replaced' then
+          self:_replace(ev)
+          touched[ev.index] = true
+        elseif t == 'permission' then
+          require('acp.permission').enqueue(self, ev)
+        elseif t == 'permission_done' then
+          require('acp.permission').done(self, ev.request)
+        end
       end
     end
+    flush()
   end)
+  if not ok then
+    -- Still show what the events before the failing one brought.
+    pcall(flush)
+  end
   vim.bo[buf].modifiable = false
+  self:_highlight_policy(bytes)
   self:_refold(touched)
   -- Tool cards and plan: long-card folds, quickfix, follow mode, pinned plan.
   require('acp.activity').after_apply(self, touched)
-  self:_update_winbar()
+  -- Setting 'winbar' redraws the window: only when its text can change.
+  if meta or not self._winbar_set then
+    self._winbar_set = true
+    self:_update_winbar()
+  end
   if follow then
     self:scroll_to_end(follow)
   end
@@ -382,6 +489,16 @@ function ChatView:lines()
   return api.nvim_buf_get_lines(self.buf, 0, -1, false)
 end
 
+--- The closed-fold line: the first folded line without markdown fences,
+--- and how many lines are hidden.
+function ChatView.foldtext()
+  local first = vim.fn.getline(vim.v.foldstart):gsub('```%w*', ''):gsub('%*%*', '')
+  if vim.trim(first) == '' then
+    first = '  …'
+  end
+  return ('%s  [%d lines, zo opens]'):format(first, vim.v.foldend - vim.v.foldstart + 1)
+end
+
 --- Thoughts fold (closed when new). Folds are manual and kept per window,
 --- updated once per drain for the thoughts that changed: cheaper than a
 --- foldexpr evaluated per line during a flood, and it keeps the folds the
@@ -393,6 +510,12 @@ function ChatView:_fold_entry(win, index, skip)
   end
   -- `skip` leading lines stay visible (a card's header).
   first = first + (skip or 0)
+  -- Markdown conceals code-fence lines whole (`conceal_lines`); a closed
+  -- fold starting on one would be concealed with it, so start below it.
+  local l = api.nvim_buf_get_lines(self.buf, first, first + 1, false)[1]
+  if l and l:match('^%s*```') then
+    first = first + 1
+  end
   if last < first then
     return
   end

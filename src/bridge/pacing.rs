@@ -7,26 +7,36 @@
 //!   that arrived in between is drained in one go, so a view makes one edit
 //!   per message per frame.
 //! - A frame lasts at least `MIN_FRAME`. It stretches (up to `MAX_FRAME`)
-//!   when rendering the previous frame cost the main thread more than
-//!   `RENDER_SHARE` of the frame: the redraw, Tree-sitter re-parsing of the
-//!   transcript and the UI all run between two drains, and re-parsing grows
-//!   with the size of the document, not with the size of the edit.
+//!   when rendering frames costs the main thread more than `RENDER_SHARE` of
+//!   the frame: the redraw, Tree-sitter re-parsing of the transcript and the
+//!   UI all run between two drains, and re-parsing grows with the size of
+//!   the document, not with the size of the edit. The cost is the cheapest
+//!   of the last few frames: one-off work (a command the user ran) does not
+//!   slow the stream down, and frames shorten as soon as rendering gets
+//!   cheap again (e.g. the view paused highlighting during a flood).
 //! - One drain takes at most `budget()` bytes, sized from the measured
 //!   throughput of earlier drains to stay near `DRAIN_TARGET`; the rest waits
 //!   for the next frame (never dropped), so Neovim redraws between slices.
 
+use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 /// Shortest frame (about one 60 Hz refresh).
 pub const MIN_FRAME: Duration = Duration::from_millis(16);
-/// Longest frame: the screen is updated at least this often while a stream lasts.
-pub const MAX_FRAME: Duration = Duration::from_millis(50);
+/// Longest frame: the screen is updated at least this often while a stream
+/// lasts (40 ms plus a drain and a redraw stays under 50 ms between screen
+/// updates).
+pub const MAX_FRAME: Duration = Duration::from_millis(40);
 /// Main-thread time one drain aims to stay under.
 pub const DRAIN_TARGET: Duration = Duration::from_millis(8);
 /// Share of the main thread that rendering between two drains may use
-/// before frames get longer.
-pub const RENDER_SHARE: f64 = 0.10;
+/// before frames get longer. Without highlighting a frame renders in under
+/// 1 ms (16 ms frames); Tree-sitter markdown costs 2-6 ms per frame on a
+/// chat-sized transcript (frames stretch to `MAX_FRAME`).
+pub const RENDER_SHARE: f64 = 0.05;
 
+/// Frames whose rendering cost is remembered (the cheapest counts).
+const RENDER_SAMPLES: usize = 3;
 const MIN_BUDGET: usize = 32 * 1024;
 const MAX_BUDGET: usize = 8 * 1024 * 1024;
 const START_BUDGET: usize = 256 * 1024;
@@ -54,8 +64,8 @@ pub struct Pacer {
     /// A wake-up was requested (now or at a deadline) and no drain has
     /// started since.
     pending: bool,
-    /// Smoothed main-thread CPU spent between two drains (rendering).
-    render: Duration,
+    /// Main-thread CPU spent between two drains (rendering), last frames.
+    render: VecDeque<Duration>,
     /// Smoothed drain throughput, bytes per millisecond.
     bytes_per_ms: Option<f64>,
 }
@@ -73,7 +83,7 @@ impl Pacer {
             last_start: None,
             last_end: None,
             pending: false,
-            render: Duration::ZERO,
+            render: VecDeque::with_capacity(RENDER_SAMPLES),
             bytes_per_ms: None,
         }
     }
@@ -101,22 +111,28 @@ impl Pacer {
         // highlighting of that frame (and whatever else ran). Only counted
         // while a stream lasts; after a pause frames start short again.
         let streaming = self.last_end.filter(|(end, _)| now.saturating_duration_since(*end) <= 2 * MAX_FRAME);
-        self.render = match streaming {
+        match streaming {
             Some((_, cpu_end)) => {
-                let sample = cpu.saturating_sub(cpu_end);
-                // Rises at once (protect the main thread), decays slowly.
-                if sample > self.render {
-                    sample
-                } else {
-                    (self.render * 3 + sample) / 4
+                if self.render.len() == RENDER_SAMPLES {
+                    self.render.pop_front();
                 }
+                self.render.push_back(cpu.saturating_sub(cpu_end));
             }
-            None => Duration::ZERO,
-        };
-        self.frame = self.render.div_f64(RENDER_SHARE).clamp(MIN_FRAME, MAX_FRAME);
+            None => self.render.clear(),
+        }
+        self.frame = self.render_cost().div_f64(RENDER_SHARE).clamp(MIN_FRAME, MAX_FRAME);
         self.last_start = Some(now);
         self.pending = false;
         self.budget()
+    }
+
+    /// Main-thread cost of rendering a frame: the cheapest of the last
+    /// frames (zero until there are enough).
+    pub fn render_cost(&self) -> Duration {
+        if self.render.len() < RENDER_SAMPLES {
+            return Duration::ZERO;
+        }
+        self.render.iter().copied().min().unwrap_or_default()
     }
 
     /// Bytes one drain may take.
@@ -210,33 +226,44 @@ mod tests {
         assert_eq!(p.budget(), MIN_BUDGET);
     }
 
+    /// Runs `n` frames `gap` apart whose rendering costs `cost` each.
+    fn frames(p: &mut Pacer, t: &mut Instant, cpu: &mut Duration, n: usize, gap: Duration, cost: Duration) {
+        for _ in 0..n {
+            *t += gap;
+            *cpu += cost;
+            p.begin(*t, *cpu);
+            *t += ms(1);
+            *cpu += ms(1);
+            p.end(*t, *cpu, 100, ms(1), false);
+        }
+    }
+
     #[test]
     fn expensive_rendering_stretches_frames_up_to_the_maximum() {
-        let t0 = Instant::now();
+        let mut t = Instant::now();
+        let mut cpu = ms(0);
         let mut p = Pacer::new();
-        p.begin(t0, ms(0));
-        p.end(t0 + ms(1), ms(1), 100, ms(1), false);
-        // 3 ms of main-thread CPU between drains: 3 / 0.10 = 30 ms frames.
-        p.begin(t0 + ms(16), ms(4));
-        assert_eq!(p.frame(), ms(30));
-        p.end(t0 + ms(17), ms(5), 100, ms(1), false);
-        // 20 ms between drains: capped.
-        p.begin(t0 + ms(47), ms(25));
-        assert_eq!(p.frame(), MAX_FRAME);
-        p.end(t0 + ms(48), ms(26), 100, ms(1), false);
-        // Cheap frames bring it down gradually, never below the minimum.
-        let mut t = t0 + ms(48);
-        let mut cpu = ms(26);
-        for _ in 0..20 {
-            t += ms(50);
-            p.begin(t, cpu);
-            t += ms(1);
-            cpu += ms(1);
-            p.end(t, cpu, 100, ms(1), false);
-        }
+        frames(&mut p, &mut t, &mut cpu, 1, ms(0), ms(0));
         assert_eq!(p.frame(), MIN_FRAME);
-        // After a pause, rendering cost starts from zero.
-        p.begin(t + ms(1000), cpu + ms(500));
+        // Expensive frames now and then (the user ran something) change nothing.
+        frames(&mut p, &mut t, &mut cpu, 1, ms(16), ms(40));
+        frames(&mut p, &mut t, &mut cpu, 1, ms(16), Duration::from_micros(500));
+        frames(&mut p, &mut t, &mut cpu, 1, ms(16), ms(40));
+        frames(&mut p, &mut t, &mut cpu, 1, ms(16), ms(30));
+        assert_eq!(p.frame(), MIN_FRAME);
+        // Steady 1.5 ms of rendering per frame: 1.5 / 0.05 = 30 ms frames.
+        frames(&mut p, &mut t, &mut cpu, 3, ms(16), Duration::from_micros(1500));
+        assert_eq!(p.frame(), ms(30));
+        // 20 ms per frame: capped.
+        frames(&mut p, &mut t, &mut cpu, 3, ms(30), ms(20));
+        assert_eq!(p.frame(), MAX_FRAME);
+        // One cheap frame brings it back down at once.
+        frames(&mut p, &mut t, &mut cpu, 1, ms(40), Duration::from_micros(500));
+        assert_eq!(p.frame(), MIN_FRAME);
+        // After a pause, the cost is forgotten.
+        frames(&mut p, &mut t, &mut cpu, 3, ms(16), ms(20));
+        assert_eq!(p.frame(), MAX_FRAME);
+        frames(&mut p, &mut t, &mut cpu, 1, ms(1000), ms(20));
         assert_eq!(p.frame(), MIN_FRAME);
     }
 }
