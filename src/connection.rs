@@ -275,7 +275,12 @@ async fn run_protocol(
     let on_notif = conn.clone();
     let on_req = conn.clone();
     let main = conn.clone();
-    let transport = ByteStreams::new(stdin.compat_write(), stdout.compat());
+    // The agent's stdout goes through our own line reader first: the
+    // stream of session/update notifications (nearly all the traffic) is
+    // parsed once and applied here; everything else goes on to the SDK.
+    let (sdk_side, feed) = tokio::io::duplex(1 << 20);
+    tokio::spawn(route_incoming(conn.clone(), stdout, feed));
+    let transport = ByteStreams::new(stdin.compat_write(), sdk_side.compat());
     let result = Client
         .v1()
         .name("acp.nvim")
@@ -324,20 +329,65 @@ async fn run_protocol(
     }
 }
 
+/// Reads the agent's stdout line by line. A `session/update` notification
+/// is applied in arrival order before the next line is read, so a later
+/// response (the end of a turn) can never overtake it; every other line is
+/// passed to the SDK unchanged. Cuts the per-message cost of a stream to a
+/// single JSON parse (the SDK parses, re-serialises and parses again).
+async fn route_incoming(
+    conn: Arc<Connection>,
+    stdout: tokio::process::ChildStdout,
+    mut feed: tokio::io::DuplexStream,
+) {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let mut reader = BufReader::with_capacity(1 << 16, stdout);
+    let mut line = Vec::with_capacity(1024);
+    loop {
+        line.clear();
+        match reader.read_until(b'\n', &mut line).await {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        if let Some(params) = session_update_params(&line) {
+            apply_session_update(&conn, &params).await;
+            continue;
+        }
+        if feed.write_all(&line).await.is_err() {
+            break;
+        }
+    }
+    let _ = feed.shutdown().await;
+}
+
+/// The params of a `session/update` notification (no `id`), else None.
+fn session_update_params(line: &[u8]) -> Option<Value> {
+    // Cheap pre-check before the full parse.
+    if !line.windows(16).any(|w| w == b"\"session/update\"") {
+        return None;
+    }
+    let mut msg: Value = serde_json::from_slice(line).ok()?;
+    if msg.get("method").and_then(Value::as_str) != Some("session/update") || msg.get("id").is_some() {
+        return None;
+    }
+    msg.get_mut("params").map(Value::take)
+}
+
+async fn apply_session_update(conn: &Arc<Connection>, params: &Value) {
+    let Some(sid) = params.get("sessionId").and_then(Value::as_str) else {
+        log::warn("session/update without sessionId");
+        return;
+    };
+    let Some(update) = params.get("update") else { return };
+    match conn.thread_for(sid) {
+        Some(thread) => thread.apply_update(update).await,
+        None => log::warn(format!("session/update for unknown session {sid}")),
+    }
+}
+
 async fn handle_notification(conn: &Arc<Connection>, msg: UntypedMessage) {
     match msg.method() {
-        "session/update" => {
-            let params = msg.params();
-            let Some(sid) = params.get("sessionId").and_then(Value::as_str) else {
-                log::warn("session/update without sessionId");
-                return;
-            };
-            let Some(update) = params.get("update") else { return };
-            match conn.thread_for(sid) {
-                Some(thread) => thread.apply_update(update).await,
-                None => log::warn(format!("session/update for unknown session {sid}")),
-            }
-        }
+        // Normally taken by `route_incoming` before the SDK sees it.
+        "session/update" => apply_session_update(conn, msg.params()).await,
         // Extension notifications (`_auth/status_update`, ...) are optional.
         m if m.starts_with('_') => {}
         m => log::info(format!("ignored notification {m}")),
@@ -376,5 +426,24 @@ fn handle_request(conn: &Arc<Connection>, msg: UntypedMessage, responder: Respon
             log::info(format!("answered -32601 to {method}"));
             let _ = responder.respond_with_error(agent_client_protocol::Error::method_not_found());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_session_update_notifications_take_the_fast_path() {
+        let n = br#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk"}}}"#;
+        assert_eq!(session_update_params(n).unwrap()["sessionId"], "s");
+        // A request that merely mentions the method (e.g. writing a file
+        // that contains the text) goes to the SDK.
+        let req = br#"{"jsonrpc":"2.0","id":3,"method":"fs/write_text_file","params":{"content":"\"session/update\""}}"#;
+        assert!(session_update_params(req).is_none());
+        let with_id = br#"{"jsonrpc":"2.0","id":0,"method":"session/update","params":{}}"#;
+        assert!(session_update_params(with_id).is_none());
+        assert!(session_update_params(b"not json \"session/update\"").is_none());
+        assert!(session_update_params(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#).is_none());
     }
 }

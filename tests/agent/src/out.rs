@@ -42,6 +42,7 @@ struct Shared {
 pub struct Output {
     sent: AtomicU64,
     written: watch::Receiver<u64>,
+    shared: Arc<Shared>,
 }
 
 /// The `AsyncWrite` end given to the SDK transport.
@@ -68,6 +69,7 @@ impl Output {
             Arc::new(Output {
                 sent: AtomicU64::new(0),
                 written,
+                shared: shared.clone(),
             }),
             StdoutWriter { shared },
         )
@@ -89,6 +91,27 @@ impl Output {
         }
         let mut rx = self.written.clone();
         let _ = rx.wait_for(|w| self.in_flight(*w) < MAX_IN_FLIGHT).await;
+    }
+
+    /// Appends ready-made JSON-RPC lines straight to the stdout buffer,
+    /// bypassing the SDK's per-message serialisation (benchmark floods).
+    /// Callers `drain` first so earlier SDK messages keep their order.
+    pub async fn write_raw(&self, bytes: &[u8], lines: u64) {
+        loop {
+            {
+                let mut pending = self.shared.pending.lock().unwrap();
+                if pending.buf.len() < BUFFER_CAP {
+                    pending.buf.extend_from_slice(bytes);
+                    self.sent.fetch_add(lines, Ordering::Relaxed);
+                    self.shared.ready.notify_one();
+                    return;
+                }
+            }
+            // Full: wait for the writer thread to make progress.
+            let mut rx = self.written.clone();
+            rx.borrow_and_update();
+            let _ = tokio::time::timeout(Duration::from_millis(5), rx.changed()).await;
+        }
     }
 
     /// Wait (bounded) until every queued line reached stdout, so that a

@@ -230,10 +230,33 @@ impl Exec<'_> {
                 }
             }
             Step::Flood(flood) => {
+                // Pre-formatted lines written straight to stdout: the flood
+                // measures the client, so the agent must not be the limit.
                 let filler = "x".repeat(flood.size - 8);
+                let out = &self.run.send.out;
+                out.drain(Duration::from_secs(5)).await;
+                let head = format!(
+                    r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":{},"update":{{"sessionUpdate":"{}","content":{{"type":"text","text":""#,
+                    json!(self.run.session_id),
+                    flood.kind.session_update()
+                );
+                let mut batch = Vec::with_capacity(64 * 1024);
+                let mut lines = 0;
                 for i in 0..flood.count {
-                    self.check_cancel()?;
-                    self.chunk(flood.kind, format!("{i:06}:{filler}\n")).await;
+                    if i % 256 == 0 {
+                        self.check_cancel()?;
+                    }
+                    batch.extend_from_slice(head.as_bytes());
+                    batch.extend_from_slice(format!("{i:06}:{filler}\\n\"}}}}}}}}\n").as_bytes());
+                    lines += 1;
+                    if batch.len() >= 32 * 1024 {
+                        out.write_raw(&batch, lines).await;
+                        batch.clear();
+                        lines = 0;
+                    }
+                }
+                if !batch.is_empty() {
+                    out.write_raw(&batch, lines).await;
                 }
             }
             Step::Big { size } => {
