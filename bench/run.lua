@@ -3,7 +3,7 @@
 --
 --   nvim -l bench/run.lua         (env ACP_NVIM, ACP_ROOT, ACP_TEST_AGENT; `make bench` sets them)
 --   BENCH_RUNS=5                  runs per benchmark (medians are reported; at least 5 by default)
---   BENCH_ONLY=stream50k,paced    run only these (startup, stream50k, ui, paced, big5mb, tools)
+--   BENCH_ONLY=stream50k,paced    run only these (startup, stream50k, ui, paced, big5mb, tools, fs10mb)
 --   BENCH_OUT=path                also write the report there
 --   BENCH_VERBOSE=1               print every run's raw measurements (stderr)
 --
@@ -346,6 +346,12 @@ if want('tools') then
   }
 end
 
+if want('fs10mb') then
+  local r = require('bench.fs10mb').run(nvim, root, agent, tmp, math.max(RUNS, 5))
+  results.fs10mb = { rt_ms = median(r.round_trips_ms), late_max_ms = r.lateness_max_ms }
+  log('fs10mb done')
+end
+
 vim.fn.delete(tmp, 'rf')
 
 -- Report ------------------------------------------------------------------------------------
@@ -398,6 +404,12 @@ if r then
     { { r.pipe.ms, 'pipe' }, { r.floor_settext_ms, 'set_text' } }, nil, '<= 30', r.text_ms <= 30)
 end
 
+r = results.fs10mb
+if r then
+  row('fs10mb: read round trip (loaded buffer)', f1(r.rt_ms), 'ms', nil, nil, '<= 100', r.rt_ms <= 100)
+  row('fs10mb: 5 ms timer lateness max', f1(r.late_max_ms), 'ms', nil, nil, '<= 16', r.late_max_ms <= 16)
+end
+
 local out = {}
 local function emit(line)
   out[#out + 1] = line
@@ -434,7 +446,6 @@ for _, x in ipairs(rows) do
   local met = x.met == nil and '' or (x.met and 'yes' or 'NO')
   emit(hdr:format(x.name, x.value .. ' ' .. x.unit, fl[1], fl[2], x.target or '', met))
 end
-emit(hdr:format('fs10mb', 'pending', '(fs/read_text_file not implemented yet)', '', '', ''))
 emit('')
 local notes = {}
 if results.stream50k then

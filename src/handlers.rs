@@ -202,6 +202,7 @@ async fn read_text_file(thread: &ThreadHandle, params: &Value) -> Result<Value, 
     let limit = opt_u32(params, "limit")?;
     let ed = &thread.editor;
     let resolved = ed.roots.check(path, ed.policy.allow_read_outside).map_err(|m| err(INVALID_PARAMS, m))?;
+    let t0 = std::time::Instant::now();
     let text = match buffer_text(thread, path, &resolved).await? {
         Some(b) => b.text,
         None => {
@@ -211,8 +212,15 @@ async fn read_text_file(thread: &ThreadHandle, params: &Value) -> Result<Value, 
                 .map_err(|e| err(INTERNAL, e.to_string()))??
         }
     };
+    let t1 = t0.elapsed();
     let content = fs::slice_lines(&text, line, limit);
     ed.snapshots.lock().insert(resolved, text);
+    crate::log::info(format!(
+        "fs/read_text_file {path}: {} bytes, {:.1} ms to get the text, {:.1} ms in all",
+        content.len(),
+        t1.as_secs_f64() * 1000.0,
+        t0.elapsed().as_secs_f64() * 1000.0
+    ));
     Ok(json!({ "content": content }))
 }
 

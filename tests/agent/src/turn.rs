@@ -352,12 +352,15 @@ impl Exec<'_> {
             });
             return;
         }
+        let started = std::time::Instant::now();
         let answer = sent.block_task().await;
+        // Round trip as the agent sees it (used by the fs10mb benchmark).
+        let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
         let method = &request.method;
         let log = &self.run.log;
         let problem = match &answer {
             Ok(result) => {
-                log.event(json!({"event": "client_response", "method": method, "result": result}));
+                log.event(json!({"event": "client_response", "method": method, "result": result, "elapsed_ms": elapsed_ms}));
                 match (&request.expect, &request.expect_error) {
                     (_, Some(_)) => {
                         Some(format!("{method}: expected an error, got result {result}"))
