@@ -57,7 +57,7 @@ M.defaults = {
     -- Start in insert mode in the input area when the chat opens.
     start_insert = true,
     -- Tool cards taller than this fold their body (`zo` opens it).
-    card_max_lines = 15,
+    card_max_lines = 24,
   },
   -- Context attached to prompts (`:h acp-context`): selections, `@`
   -- mentions, images.
