@@ -339,14 +339,16 @@ impl Exec<'_> {
             params,
         });
         send.out.note_sent();
+        let log = self.run.log.clone();
+        let checked = request.expect.is_some() || request.expect_error.is_some();
         if request.background {
-            let log = self.run.log.clone();
             let request = request.clone();
             tokio::spawn(async move {
+                let started = std::time::Instant::now();
                 let answer = sent.block_task().await;
-                if let Some(detail) = check_answer(&log, &request, &answer) {
+                if let Some(detail) = check_answer(&log, &request, &answer, started) {
                     log.event(json!({"event": "check_failed", "method": request.method, "detail": detail}));
-                } else if request.expect.is_some() || request.expect_error.is_some() {
+                } else if checked {
                     log.event(json!({"event": "check_ok", "method": request.method}));
                 }
             });
@@ -354,57 +356,33 @@ impl Exec<'_> {
         }
         let started = std::time::Instant::now();
         let answer = sent.block_task().await;
-        // Round trip as the agent sees it (used by the fs10mb benchmark).
-        let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
-        let method = &request.method;
-        let log = &self.run.log;
-        let problem = match &answer {
-            Ok(result) => {
-                log.event(json!({"event": "client_response", "method": method, "result": result, "elapsed_ms": elapsed_ms}));
-                match (&request.expect, &request.expect_error) {
-                    (_, Some(_)) => {
-                        Some(format!("{method}: expected an error, got result {result}"))
-                    }
-                    (Some(expect), None) => partial_match(expect, result, "result").err(),
-                    (None, None) => return,
-                }
-            }
-            Err(error) => {
-                let error = serde_json::to_value(error).unwrap_or(Value::Null);
-                log.event(json!({"event": "client_response", "method": method, "error": error}));
-                match (&request.expect, &request.expect_error) {
-                    (_, Some(expect)) => partial_match(expect, &error, "error").err(),
-                    (Some(_), None) => {
-                        Some(format!("{method}: expected a result, got error {error}"))
-                    }
-                    (None, None) => return,
-                }
-            }
-        };
-        match problem {
-            None => log.event(json!({"event": "check_ok", "method": method})),
+        match check_answer(&log, request, &answer, started) {
+            None if checked => log.event(json!({"event": "check_ok", "method": request.method})),
+            None => {}
             Some(detail) => {
-                log.event(json!({"event": "check_failed", "method": method, "detail": detail}));
+                log.event(json!({"event": "check_failed", "method": request.method, "detail": detail}));
                 // Also visible in the client's transcript, for tests that
                 // only look at the buffer.
-                self.chunk(ChunkKind::Message, format!("CHECK FAILED: {detail}\n"))
-                    .await;
+                self.chunk(ChunkKind::Message, format!("CHECK FAILED: {detail}\n")).await;
             }
         }
     }
 }
 
-/// Logs the answer of a background request and checks it; returns the
-/// mismatch, if any.
+/// Logs the client's answer to a request (with the round trip as the agent
+/// sees it, used by the fs10mb benchmark) and checks it against the
+/// scenario's expectation; returns the mismatch, if any.
 fn check_answer(
     log: &Log,
     request: &Request,
     answer: &Result<Value, agent_client_protocol::Error>,
+    started: std::time::Instant,
 ) -> Option<String> {
     let method = &request.method;
+    let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
     match answer {
         Ok(result) => {
-            log.event(json!({"event": "client_response", "method": method, "result": result}));
+            log.event(json!({"event": "client_response", "method": method, "result": result, "elapsed_ms": elapsed_ms}));
             match (&request.expect, &request.expect_error) {
                 (_, Some(_)) => Some(format!("{method}: expected an error, got result {result}")),
                 (Some(expect), None) => partial_match(expect, result, "result").err(),
