@@ -350,6 +350,8 @@ async fn terminal_create(thread: &ThreadHandle, params: &Value) -> Result<Value,
             if let Ok(t) = ed.terminals.lock().get_mut(&id) {
                 t.pid = v.get("pid").and_then(Value::as_u64).map(|p| p as u32);
             }
+            // Known to the chat before the agent can name it in a card.
+            thread.terminal_display(&id, "", None);
             Ok(json!({ "terminalId": id }))
         }
         Ok(v) => {

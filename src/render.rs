@@ -59,7 +59,10 @@ fn tool_call_markdown(tc: &ToolCall) -> String {
             ToolContent::Diff { path, old_text, new_text } => {
                 diff_markdown(&mut out, path, old_text.as_deref(), new_text)
             }
-            ToolContent::Terminal { id, output, exit } => terminal_markdown(&mut out, id, output, exit.as_deref()),
+            ToolContent::Terminal { id, known: false, .. } => {
+                out.push_str(&format!("\n  terminal `{id}` (run by the agent)"))
+            }
+            ToolContent::Terminal { id, output, exit, .. } => terminal_markdown(&mut out, id, output, exit.as_deref()),
         }
     }
     for note in &tc.notes {

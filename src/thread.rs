@@ -66,7 +66,10 @@ pub enum ToolContent {
     Text { text: String },
     Diff { path: String, old_text: Option<String>, new_text: String },
     /// A terminal's output as the card shows it (client-run or agent-owned).
-    Terminal { id: String, output: String, exit: Option<String> },
+    /// `known`: the client runs it, or the agent streams it through
+    /// `_meta.terminal_*`. codex-acp also names terminals it runs itself
+    /// and never shows: those are only listed.
+    Terminal { id: String, output: String, exit: Option<String>, known: bool },
 }
 
 /// States the client adds on top of the agent's status.
@@ -535,7 +538,7 @@ impl Thread {
             if let Some(index) = self.find_tool_call(&tool_id) {
                 if let Entry::ToolCall(tc) = &mut self.entries[index] {
                     if !tc.content.iter().any(|c| matches!(c, ToolContent::Terminal { id: t, .. } if *t == id)) {
-                        tc.content.push(ToolContent::Terminal { id, output: String::new(), exit: None });
+                        tc.content.push(ToolContent::Terminal { id, output: String::new(), exit: None, known: true });
                     }
                 }
             }
@@ -574,11 +577,12 @@ impl Thread {
         let Entry::ToolCall(tc) = &mut self.entries[index] else { return false };
         let mut changed = false;
         for c in &mut tc.content {
-            if let ToolContent::Terminal { id, output, exit } = c {
+            if let ToolContent::Terminal { id, output, exit, known } = c {
                 if let Some(view) = terminals.get(id.as_str()) {
-                    if *output != view.output || *exit != view.exit {
+                    if *output != view.output || *exit != view.exit || !*known {
                         output.clone_from(&view.output);
                         exit.clone_from(&view.exit);
+                        *known = true;
                         changed = true;
                     }
                 }
@@ -601,7 +605,9 @@ impl Thread {
     pub fn terminal_output(&mut self, id: &str, data: &str) -> Vec<ThreadEvent> {
         let mut out = Vec::new();
         self.push_term_output(id, data);
-        out.push(ThreadEvent::Info { key: "terminal_output", value: serde_json::json!({"id": id, "data": data}) });
+        if !data.is_empty() {
+            out.push(ThreadEvent::Info { key: "terminal_output", value: serde_json::json!({"id": id, "data": data}) });
+        }
         self.refresh_terminal_cards(id, &mut out);
         out
     }
@@ -687,7 +693,7 @@ fn tool_content(item: &Value) -> Option<ToolContent> {
             text: field(item, "content").map(render::content_block_text).unwrap_or_default(),
         }),
         "diff" => Some(ToolContent::Diff { path: s("path")?, old_text: s("oldText"), new_text: s("newText").unwrap_or_default() }),
-        "terminal" => Some(ToolContent::Terminal { id: s("terminalId")?, output: String::new(), exit: None }),
+        "terminal" => Some(ToolContent::Terminal { id: s("terminalId")?, output: String::new(), exit: None, known: false }),
         _ => None,
     }
 }
@@ -834,6 +840,17 @@ mod tests {
         assert!(md.contains("building") && md.contains("exit code 0"), "{md}");
         // Output for a terminal no card shows changes no card.
         assert!(!t.terminal_output("term-9", "x").iter().any(|e| matches!(e, ThreadEvent::Replaced { .. })));
+    }
+
+    #[test]
+    fn a_terminal_id_nobody_streams_is_listed_not_shown_as_running() {
+        let mut t = Thread::new("demo");
+        t.begin_turn("q");
+        t.apply_update(&json!({"sessionUpdate":"tool_call","toolCallId":"c","title":"cargo test","kind":"execute",
+            "status":"completed","content":[{"type":"terminal","terminalId":"codex-owned-1"}]}));
+        let md = t.entries()[2].to_markdown();
+        assert!(md.ends_with("\n  terminal `codex-owned-1` (run by the agent)"), "{md}");
+        assert!(!md.contains("running"), "{md}");
     }
 
     #[test]
