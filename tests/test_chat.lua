@@ -252,4 +252,28 @@ return {
     end, 3000)
     T.eq(H.events_of(paths, 'client_response')[1].result, { outcome = { outcome = 'cancelled' } })
   end },
+
+  { 'slash commands announced by the agent complete at the start of the input', function()
+    local child, paths = H.start({ turns = {
+      { match = 'hi', steps = {
+        { update = { sessionUpdate = 'available_commands_update', availableCommands = {
+          { name = 'review', description = 'Review the current changes' },
+          { name = 'init', description = 'Create AGENTS.md', input = { hint = 'project name' } },
+          { name = 'release', description = 'Cut a release' } } } },
+        { message = 'ready' } } },
+    } })
+    H.open(child)
+    H.turn(child, 'hi')
+    child:feed('/re')
+    child:wait_for([[return vim.fn.pumvisible() == 1]])
+    local items = child:lua([[
+      local out = {}
+      for _, it in ipairs(vim.fn.complete_info({ 'items' }).items) do out[#out + 1] = { it.abbr, it.menu } end
+      return out
+    ]])
+    T.eq(items, { { '/release', 'Cut a release' }, { '/review', 'Review the current changes' } })
+    child:feed('<C-n><C-n><C-y>now<C-s>')
+    child:wait_for([[return require('acp').current().turns_ended == 2]])
+    T.eq(H.events_of(paths, 'prompt')[2].prompt, { { type = 'text', text = '/review now' } })
+  end },
 }

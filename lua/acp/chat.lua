@@ -65,6 +65,7 @@ function ChatView.new(opts)
   -- Pending context (shown above the input text) and `@` completion.
   require('acp.context').attach(self)
   require('acp.mention').attach(self)
+  require('acp.commands').attach(self)
   require('acp.activity').attach(self)
 
   self:_keymaps()

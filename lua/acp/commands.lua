@@ -1,0 +1,56 @@
+--- Slash commands: agents announce them with `available_commands_update`
+--- (kept in the chat's `info.commands`); typing `/` at the start of the
+--- input area lists them with their descriptions. Sent as plain text, as
+--- the protocol asks.
+local api = vim.api
+
+local M = {}
+
+--- Menu items for the commands whose name starts with `base`.
+function M.items(view, base)
+  local items = {}
+  for _, c in ipairs(view.info.commands or {}) do
+    if type(c) == 'table' and type(c.name) == 'string' and vim.startswith(c.name, base) then
+      local hint = type(c.input) == 'table' and c.input.hint or nil
+      items[#items + 1] = {
+        word = '/' .. c.name .. ' ',
+        abbr = '/' .. c.name,
+        menu = c.description or '',
+        info = hint and ('input: ' .. hint) or nil,
+      }
+    end
+  end
+  table.sort(items, function(a, b)
+    return a.abbr < b.abbr
+  end)
+  return items
+end
+
+--- The command name being typed: `/` at the very start of the input.
+local function typed_command()
+  local cursor = api.nvim_win_get_cursor(0)
+  if cursor[1] ~= 1 then
+    return nil
+  end
+  return api.nvim_get_current_line():sub(1, cursor[2]):match('^/(%S*)$')
+end
+
+function M.attach(view)
+  local buf = view.input
+  api.nvim_create_autocmd('TextChangedI', {
+    group = api.nvim_create_augroup('acp_commands_' .. buf, { clear = true }),
+    buffer = buf,
+    callback = function()
+      local base = typed_command()
+      if not base or (vim.fn.pumvisible() == 1 and vim.fn.complete_info({ 'selected' }).selected ~= -1) then
+        return
+      end
+      local items = M.items(view, base)
+      if #items > 0 then
+        vim.fn.complete(1, items)
+      end
+    end,
+  })
+end
+
+return M
