@@ -107,3 +107,20 @@ end, {
 cmd('AcpDiff', function()
   require('acp').diff()
 end, { desc = 'Review the diff of the card under the cursor (or the newest one)' })
+
+cmd('AcpMode', function(o)
+  require('acp').mode(o.args)
+end, {
+  nargs = '?',
+  complete = function(lead)
+    local view = package.loaded.acp and require('acp').current()
+    local out = {}
+    for _, m in ipairs(view and (view.info.modes or {}).availableModes or {}) do
+      if vim.startswith(m.id, lead) then
+        out[#out + 1] = m.id
+      end
+    end
+    return out
+  end,
+  desc = "Switch the session's mode (or pick one)",
+})

@@ -257,6 +257,14 @@ pub fn module(lua: &Lua) -> LuaResult<Table> {
     )?;
 
     m.set(
+        "set_mode",
+        lua.create_function(|_, (id, mode): (u64, String)| {
+            registry().thread(id).map_err(lua_err)?.set_mode(mode);
+            Ok(())
+        })?,
+    )?;
+
+    m.set(
         "cancel",
         lua.create_function(|_, id: u64| Ok(registry().thread(id).map_err(lua_err)?.cancel()))?,
     )?;

@@ -295,6 +295,13 @@ impl ThreadHandle {
             }
             ev.extend(m.session_ready(agent));
             ev.push(ThreadEvent::Info { key: "session", value: Value::from(session_id.clone()) });
+            // Session modes (ask, code, plan...): the list, and the current one.
+            if let Some(modes) = response.get("modes").filter(|m| !m.is_null()) {
+                ev.push(ThreadEvent::Info { key: "modes", value: modes.clone() });
+                if let Some(current) = modes.get("currentModeId") {
+                    ev.push(ThreadEvent::Info { key: "mode", value: current.clone() });
+                }
+            }
             ev
         });
         Ok((conn, session_id))
@@ -356,6 +363,30 @@ impl ThreadHandle {
             }
         });
         Ok(())
+    }
+
+    /// Asks the agent to switch the session's mode (`session/set_mode`).
+    /// The view learns the result from the agent's `current_mode_update`
+    /// (or, for agents that send none, from the successful answer).
+    pub fn set_mode(self: &Arc<Self>, mode_id: String) {
+        let this = self.clone();
+        spawn(async move {
+            let result = async {
+                let (conn, session_id) = this.ensure_session().await?;
+                let cx = conn.ready().await?;
+                let req = UntypedMessage::new("session/set_mode", json!({"sessionId": session_id, "modeId": mode_id}))
+                    .map_err(|e| e.to_string())?;
+                cx.send_request(req).block_task().await.map_err(|e| e.to_string())
+            }
+            .await;
+            match result {
+                Ok(_) => this.with_model(|_| vec![ThreadEvent::Info { key: "mode", value: Value::from(mode_id) }]),
+                Err(e) => bridge().push(UiEvent::Notify {
+                    level: "error",
+                    message: format!("acp.nvim: the agent refused mode `{mode_id}`: {e}"),
+                }),
+            }
+        });
     }
 
     pub fn cancel(&self) -> bool {

@@ -4,6 +4,12 @@
 local T = require('tests.helpers.expect')
 local H = require('tests.helpers.acp')
 
+-- Records vim.notify calls in the child in _G.notes.
+local RECORD_NOTIFY = [[
+  _G.notes = {}
+  vim.notify = function(msg, level) table.insert(_G.notes, { msg = msg, level = level }) end
+]]
+
 local STREAM = 'alpha beta gamma delta epsilon zeta eta theta iota kappa'
 
 return {
@@ -275,5 +281,25 @@ return {
     child:feed('<C-n><C-n><C-y>now<C-s>')
     child:wait_for([[return require('acp').current().turns_ended == 2]])
     T.eq(H.events_of(paths, 'prompt')[2].prompt, { { type = 'text', text = '/review now' } })
+  end },
+
+  { 'session modes: shown in the winbar, switched with :AcpMode', function()
+    local child, paths = H.start({ agent_info = { modes = {
+      currentModeId = 'ask',
+      availableModes = {
+        { id = 'ask', name = 'Ask', description = 'Ask before edits' },
+        { id = 'code', name = 'Code', description = 'Edit freely' } } } },
+      turns = { { match = 'x', steps = { { message = 'y' } } } } })
+    H.open(child)
+    local winbar = [[return vim.wo[require('acp').current().win].winbar]]
+    T.match(child:lua(winbar), '%[Ask%]')
+    child:cmd('AcpMode code')
+    child:wait_for([[return require('acp').current().info.mode == 'code']])
+    T.match(child:lua(winbar), '%[Code%]')
+    T.eq(H.events_of(paths, 'set_mode')[1].params.modeId, 'code')
+    child:lua(RECORD_NOTIFY)
+    child:cmd('AcpMode warp')
+    T.match(child:lua('return _G.notes[1].msg'), 'unknown mode "warp" %(modes: ask, code%)')
+    T.eq(#H.events_of(paths, 'set_mode'), 1, 'nothing sent for an unknown mode')
   end },
 }

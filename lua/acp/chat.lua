@@ -473,14 +473,31 @@ local state_label = {
   disconnected = 'disconnected',
 }
 
+--- The session's current mode: its name (or id), or nil without modes.
+function ChatView:mode_name()
+  local id = self.info.mode
+  if type(id) ~= 'string' then
+    return nil
+  end
+  for _, m in ipairs((self.info.modes or {}).availableModes or {}) do
+    if m.id == id then
+      return m.name or id
+    end
+  end
+  return id
+end
+
 function ChatView:_update_winbar()
   if not self:is_visible() then
     return
   end
   local title = self.info.title and (' · ' .. self.info.title:gsub('%%', '%%%%')) or ''
-  vim.wo[self.win].winbar = ('%%#AcpTitle# ACP %%* %s · %s%s'):format(
+  local mode = self:mode_name()
+  mode = mode and (' · [' .. mode:gsub('%%', '%%%%') .. ']') or ''
+  vim.wo[self.win].winbar = ('%%#AcpTitle# ACP %%* %s · %s%s%s'):format(
     self.agent,
     state_label[self.state] or self.state,
+    mode,
     title
   )
 end

@@ -277,6 +277,45 @@ function M.diff()
   vim.notify('acp.nvim: no tool card with a diff in this chat')
 end
 
+--- `:AcpMode [id]`: switches the session's mode (the agent's list, e.g.
+--- ask / code / plan); without an id, pick from the list.
+function M.mode(id)
+  local view = M.current()
+  local core = package.loaded.acp_core
+  if not (view and core) then
+    vim.notify('acp.nvim: no chat in this tab')
+    return
+  end
+  local modes = (view.info.modes or {}).availableModes or {}
+  if #modes == 0 then
+    vim.notify(('acp.nvim: %s offers no session modes'):format(view.agent))
+    return
+  end
+  if id and id ~= '' then
+    for _, m in ipairs(modes) do
+      if m.id == id or m.name == id then
+        core.set_mode(view.thread, m.id)
+        return m.id
+      end
+    end
+    local ids = vim.tbl_map(function(m)
+      return m.id
+    end, modes)
+    vim.notify(('acp.nvim: unknown mode %q (modes: %s)'):format(id, table.concat(ids, ', ')), vim.log.levels.WARN)
+    return
+  end
+  vim.ui.select(modes, {
+    prompt = 'Mode',
+    format_item = function(m)
+      return m.name .. (m.description and (': ' .. m.description) or '')
+    end,
+  }, function(m)
+    if m then
+      core.set_mode(view.thread, m.id)
+    end
+  end)
+end
+
 --- `:AcpLocations`: the session's quickfix list of tool-call locations.
 function M.locations()
   local view = M.current()

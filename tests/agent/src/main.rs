@@ -89,6 +89,13 @@ fn prompt_text(prompt: &Value) -> String {
         .collect()
 }
 
+fn send_update(cx: &ConnectionTo<Client>, params: Value) {
+    let _ = cx.send_notification(UntypedMessage {
+        method: "session/update".into(),
+        params,
+    });
+}
+
 fn handle_request(
     state: &Arc<State>,
     request: UntypedMessage,
@@ -116,7 +123,33 @@ fn handle_request(
                 state.next_session.fetch_add(1, Ordering::Relaxed) + 1
             );
             state.session(&id);
-            send.respond(responder, Ok(json!({ "sessionId": id })));
+            let mut result = json!({ "sessionId": id });
+            if let Some(modes) = &state.agent.modes {
+                result["modes"] = modes.clone();
+            }
+            send.respond(responder, Ok(result));
+        }
+        "session/set_mode" => {
+            state
+                .log
+                .event(json!({"event": "set_mode", "params": params}));
+            let known = state.agent.modes.as_ref().is_some_and(|m| {
+                m["availableModes"]
+                    .as_array()
+                    .is_some_and(|a| a.iter().any(|x| x["id"] == params["modeId"]))
+            });
+            if known {
+                send.respond(responder, Ok(json!({})));
+                // Agents confirm the switch with a session update.
+                let update = json!({
+                    "sessionId": params["sessionId"],
+                    "update": {"sessionUpdate": "current_mode_update", "currentModeId": params["modeId"]},
+                });
+                send_update(&cx, update);
+            } else {
+                let error = agent_client_protocol::Error::invalid_params().data("unknown modeId");
+                send.respond(responder, Err(error));
+            }
         }
         "session/prompt" => {
             let Some(session_id) = params["sessionId"].as_str().map(str::to_owned) else {

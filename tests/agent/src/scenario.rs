@@ -25,6 +25,10 @@ pub struct AgentConfig {
     /// true) and sent verbatim, so tests can advertise odd capabilities.
     #[serde(default)]
     pub prompt_capabilities: Map<String, Value>,
+    /// Session modes returned by `session/new` (`{currentModeId,
+    /// availableModes}`); `session/set_mode` then switches among them.
+    #[serde(default)]
+    pub modes: Option<Value>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
