@@ -124,3 +124,7 @@ end, {
   end,
   desc = "Switch the session's mode (or pick one)",
 })
+
+cmd('AcpAuth', function(o)
+  require('acp').auth(o.args)
+end, { nargs = '?', desc = "Sign in with one of the agent's methods" })

@@ -257,6 +257,21 @@ pub fn module(lua: &Lua) -> LuaResult<Table> {
     )?;
 
     m.set(
+        "authenticate",
+        lua.create_function(|_, (id, method): (u64, String)| {
+            registry().thread(id).map_err(lua_err)?.authenticate(method);
+            Ok(())
+        })?,
+    )?;
+    m.set(
+        "auth_methods",
+        lua.create_function(|lua, id: u64| {
+            let t = registry().thread(id).map_err(lua_err)?;
+            to_lua(lua, &t.auth_methods())
+        })?,
+    )?;
+
+    m.set(
         "set_mode",
         lua.create_function(|_, (id, mode): (u64, String)| {
             registry().thread(id).map_err(lua_err)?.set_mode(mode);

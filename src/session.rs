@@ -273,7 +273,7 @@ impl ThreadHandle {
             .send_request(UntypedMessage::new("session/new", params).map_err(|e| e.to_string())?)
             .block_task()
             .await
-            .map_err(|e| format!("session/new failed: {e}"))?;
+            .map_err(|e| session_new_error(&conn, &self.spec.name, e))?;
         let session_id = response
             .get("sessionId")
             .and_then(Value::as_str)
@@ -365,6 +365,38 @@ impl ThreadHandle {
         Ok(())
     }
 
+    /// The agent's sign-in methods (from `initialize`), once it started.
+    pub fn auth_methods(&self) -> Vec<Value> {
+        registry().live_connection(&self.spec.name).map(|c| auth_methods(&c)).unwrap_or_default()
+    }
+
+    /// `authenticate` with `method_id`, then opens the session again.
+    pub fn authenticate(self: &Arc<Self>, method_id: String) {
+        let this = self.clone();
+        spawn(async move {
+            let result = async {
+                let conn = registry().connection(&this.spec)?;
+                let cx = conn.ready().await?;
+                let req = UntypedMessage::new("authenticate", json!({"methodId": method_id}))
+                    .map_err(|e| e.to_string())?;
+                cx.send_request(req).block_task().await.map_err(|e| e.to_string())
+            }
+            .await;
+            match result {
+                Ok(_) => {
+                    this.with_model(|m| m.notice(NoticeLevel::Info, format!("Signed in with `{method_id}`")));
+                    if let Err(e) = this.ensure_session().await {
+                        this.with_model(|m| m.disconnected(e));
+                    }
+                }
+                Err(e) => bridge().push(UiEvent::Notify {
+                    level: "error",
+                    message: format!("acp.nvim: sign-in with `{method_id}` failed: {e}"),
+                }),
+            }
+        });
+    }
+
     /// Asks the agent to switch the session's mode (`session/set_mode`).
     /// The view learns the result from the agent's `current_mode_update`
     /// (or, for agents that send none, from the successful answer).
@@ -410,6 +442,37 @@ impl ThreadHandle {
         }
         was_running
     }
+}
+
+/// A failed `session/new`; ACP's "auth required" (-32000) becomes a hint
+/// naming the agent's sign-in methods and `:AcpAuth`.
+fn session_new_error(conn: &Connection, agent: &str, e: agent_client_protocol::Error) -> String {
+    let code = serde_json::to_value(&e).ok().and_then(|v| v.get("code").and_then(Value::as_i64));
+    if code != Some(-32000) {
+        return format!("session/new failed: {e}");
+    }
+    let methods = auth_methods(conn);
+    if methods.is_empty() {
+        return format!("Agent `{agent}` needs authentication ({e}); sign in with its own CLI first.");
+    }
+    let list: Vec<String> = methods
+        .iter()
+        .map(|m| {
+            let id = m.get("id").and_then(Value::as_str).unwrap_or("?");
+            let name = m.get("name").and_then(Value::as_str).unwrap_or(id);
+            match m.get("description").and_then(Value::as_str) {
+                Some(d) => format!("  {id}: {name} ({d})"),
+                None => format!("  {id}: {name}"),
+            }
+        })
+        .collect();
+    format!("Agent `{agent}` needs you to sign in: run :AcpAuth {{method}}. Methods:\n{}", list.join("\n"))
+}
+
+fn auth_methods(conn: &Connection) -> Vec<Value> {
+    conn.init_response()
+        .and_then(|v| v.get("authMethods").and_then(Value::as_array).cloned())
+        .unwrap_or_default()
 }
 
 /// The text shown for the user's message: text blocks verbatim, other
@@ -464,6 +527,11 @@ impl Registry {
         let conn = Connection::spawn(spec.clone())?;
         agents.insert(spec.name.clone(), conn.clone());
         Ok(conn)
+    }
+
+    /// The running connection for an agent name, if any.
+    fn live_connection(&self, name: &str) -> Option<Arc<Connection>> {
+        self.agents.lock().get(name).filter(|c| !c.is_closed()).cloned()
     }
 
     pub fn open_thread(&self, spec: AgentSpec, mcp_servers: Value, policy: Policy) -> u64 {

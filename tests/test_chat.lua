@@ -302,4 +302,21 @@ return {
     T.match(child:lua('return _G.notes[1].msg'), 'unknown mode "warp" %(modes: ask, code%)')
     T.eq(#H.events_of(paths, 'set_mode'), 1, 'nothing sent for an unknown mode')
   end },
+
+  { 'an agent that needs sign-in: the chat lists its methods, :AcpAuth signs in and opens the session', function()
+    local child, paths = H.start({ agent_info = { auth_methods = {
+      { id = 'api-key', name = 'API key', description = 'Use GEMINI_API_KEY' },
+      { id = 'oauth', name = 'Browser sign-in' } } },
+      turns = { { match = 'hello', steps = { { message = 'signed in and answering' } } } } })
+    child:cmd('AcpChat')
+    child:wait_for([[return require('acp').current().state == 'disconnected']])
+    local text = H.transcript_text(child)
+    T.match(text, 'Agent `test` needs you to sign in: run :AcpAuth {method}%. Methods:\n  api%-key: API key %(Use GEMINI_API_KEY%)\n  oauth: Browser sign%-in')
+    child:cmd('AcpAuth api-key')
+    child:wait_for([[return require('acp').current().state == 'idle']])
+    T.eq(H.events_of(paths, 'authenticate')[1].params, { methodId = 'api-key' })
+    T.match(H.transcript_text(child), 'ℹ Signed in with `api%-key`')
+    H.turn(child, 'hello')
+    T.match(H.transcript_text(child), 'signed in and answering$')
+  end },
 }

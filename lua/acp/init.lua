@@ -277,6 +277,45 @@ function M.diff()
   vim.notify('acp.nvim: no tool card with a diff in this chat')
 end
 
+--- `:AcpAuth [method]`: signs in with one of the agent's methods (when it
+--- answers the session request with "authentication required").
+function M.auth(method)
+  local view = M.current()
+  local core = package.loaded.acp_core
+  if not (view and core) then
+    vim.notify('acp.nvim: no chat in this tab')
+    return
+  end
+  local methods = core.auth_methods(view.thread) or {}
+  if #methods == 0 then
+    vim.notify(('acp.nvim: %s offers no sign-in methods'):format(view.agent))
+    return
+  end
+  if method and method ~= '' then
+    for _, m in ipairs(methods) do
+      if m.id == method then
+        core.authenticate(view.thread, m.id)
+        return m.id
+      end
+    end
+    local ids = vim.tbl_map(function(m)
+      return m.id
+    end, methods)
+    vim.notify(('acp.nvim: unknown sign-in method %q (methods: %s)'):format(method, table.concat(ids, ', ')), vim.log.levels.WARN)
+    return
+  end
+  vim.ui.select(methods, {
+    prompt = 'Sign in with',
+    format_item = function(m)
+      return (m.name or m.id) .. (m.description and (': ' .. m.description) or '')
+    end,
+  }, function(m)
+    if m then
+      core.authenticate(view.thread, m.id)
+    end
+  end)
+end
+
 --- `:AcpMode [id]`: switches the session's mode (the agent's list, e.g.
 --- ask / code / plan); without an id, pick from the list.
 function M.mode(id)

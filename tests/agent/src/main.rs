@@ -28,6 +28,7 @@ use turn::{Sender, Session, TurnRun};
 
 struct State {
     agent: AgentConfig,
+    authenticated: std::sync::atomic::AtomicBool,
     turns: Mutex<Vec<Turn>>,
     next_session: AtomicU64,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
@@ -74,7 +75,7 @@ impl State {
                 "name": self.agent.name.as_deref().unwrap_or("acp-test-agent"),
                 "version": env!("CARGO_PKG_VERSION"),
             },
-            "authMethods": [],
+            "authMethods": self.agent.auth_methods,
         })
     }
 }
@@ -118,6 +119,11 @@ fn handle_request(
             state
                 .log
                 .event(json!({"event": "session/new", "params": params}));
+            if !state.agent.auth_methods.is_empty() && !state.authenticated.load(Ordering::SeqCst) {
+                let error = agent_client_protocol::Error::new(-32000, "Authentication required");
+                send.respond(responder, Err(error));
+                return Ok(());
+            }
             let id = format!(
                 "sess-{}",
                 state.next_session.fetch_add(1, Ordering::Relaxed) + 1
@@ -128,6 +134,19 @@ fn handle_request(
                 result["modes"] = modes.clone();
             }
             send.respond(responder, Ok(result));
+        }
+        "authenticate" => {
+            state
+                .log
+                .event(json!({"event": "authenticate", "params": params}));
+            let known = state.agent.auth_methods.iter().any(|m| m["id"] == params["methodId"]);
+            if known {
+                state.authenticated.store(true, Ordering::SeqCst);
+                send.respond(responder, Ok(json!({})));
+            } else {
+                let error = agent_client_protocol::Error::invalid_params().data("unknown methodId");
+                send.respond(responder, Err(error));
+            }
         }
         "session/set_mode" => {
             state
@@ -238,6 +257,7 @@ async fn main() {
     let (out, stdout) = Output::start();
     let state = Arc::new(State {
         agent: scenario.agent,
+        authenticated: std::sync::atomic::AtomicBool::new(false),
         turns: Mutex::new(scenario.turns),
         next_session: AtomicU64::new(0),
         sessions: Mutex::default(),

@@ -29,6 +29,10 @@ pub struct AgentConfig {
     /// availableModes}`); `session/set_mode` then switches among them.
     #[serde(default)]
     pub modes: Option<Value>,
+    /// Advertised `authMethods`; when non-empty, `session/new` fails with
+    /// -32000 (auth required) until `authenticate` names one of them.
+    #[serde(default)]
+    pub auth_methods: Vec<Value>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
