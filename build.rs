@@ -6,7 +6,9 @@ use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
 fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
     for entry in entries.flatten() {
         let path = entry.path();
         if path.is_dir() {
@@ -19,13 +21,23 @@ fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
 
 fn main() {
     let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
-    let mut files: Vec<PathBuf> =
-        ["Cargo.toml", "Cargo.lock", "build.rs"].iter().map(|f| root.join(f)).collect();
+    let mut files: Vec<PathBuf> = ["Cargo.toml", "Cargo.lock", "build.rs"]
+        .iter()
+        .map(|f| root.join(f))
+        .collect();
     collect(&root.join("src"), &mut files);
     let mut rel: Vec<(String, PathBuf)> = files
         .into_iter()
         .filter(|p| p.is_file())
-        .map(|p| (p.strip_prefix(&root).unwrap().to_string_lossy().replace('\\', "/"), p))
+        .map(|p| {
+            (
+                p.strip_prefix(&root)
+                    .unwrap()
+                    .to_string_lossy()
+                    .replace('\\', "/"),
+                p,
+            )
+        })
         .collect();
     rel.sort();
     let mut hasher = Sha256::new();

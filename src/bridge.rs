@@ -34,26 +34,57 @@ const HIGH_WATER_BYTES: usize = 16 * 1024 * 1024;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum UiEvent {
-    Thread { thread: u64, event: ThreadEvent },
+    Thread {
+        thread: u64,
+        event: ThreadEvent,
+    },
     /// A permission request waiting for the user's choice.
-    Permission { thread: u64, request: u64, payload: serde_json::Value },
+    Permission {
+        thread: u64,
+        request: u64,
+        payload: serde_json::Value,
+    },
     /// A permission request that no longer needs an answer (turn cancelled).
-    PermissionDone { thread: u64, request: u64 },
-    Notify { level: &'static str, message: String },
+    PermissionDone {
+        thread: u64,
+        request: u64,
+    },
+    Notify {
+        level: &'static str,
+        message: String,
+    },
     /// The answer to `list_files`: how many files `root` has (see `files`).
-    Files { request: u64, root: String, count: usize, truncated: bool, error: Option<String> },
+    Files {
+        request: u64,
+        root: String,
+        count: usize,
+        truncated: bool,
+        error: Option<String>,
+    },
     /// A request for the main thread (see `calls`); `call` 0 wants no answer.
-    Call { call: u64, thread: u64, method: &'static str, payload: serde_json::Value },
+    Call {
+        call: u64,
+        thread: u64,
+        method: &'static str,
+        payload: serde_json::Value,
+    },
 }
 
 impl UiEvent {
     fn weight(&self) -> usize {
         match self {
-            UiEvent::Thread { event: ThreadEvent::Appended { text, .. }, .. } => text.len(),
-            UiEvent::Thread { event: ThreadEvent::Added { lines, .. }, .. }
-            | UiEvent::Thread { event: ThreadEvent::Replaced { lines, .. }, .. } => {
-                lines.iter().map(|l| l.len() + 1).sum()
+            UiEvent::Thread {
+                event: ThreadEvent::Appended { text, .. },
+                ..
+            } => text.len(),
+            UiEvent::Thread {
+                event: ThreadEvent::Added { lines, .. },
+                ..
             }
+            | UiEvent::Thread {
+                event: ThreadEvent::Replaced { lines, .. },
+                ..
+            } => lines.iter().map(|l| l.len() + 1).sum(),
             _ => 64,
         }
     }
@@ -70,8 +101,14 @@ impl Queue {
     fn push(&mut self, ev: UiEvent) {
         self.bytes += ev.weight();
         if let (
-            Some(UiEvent::Thread { thread: t0, event: last }),
-            UiEvent::Thread { thread: t1, event: ThreadEvent::Appended { index: i1, text } },
+            Some(UiEvent::Thread {
+                thread: t0,
+                event: last,
+            }),
+            UiEvent::Thread {
+                thread: t1,
+                event: ThreadEvent::Appended { index: i1, text },
+            },
         ) = (self.events.back_mut(), &ev)
         {
             if t0 == t1 {
@@ -91,8 +128,22 @@ impl Queue {
         // A full re-render supersedes the previous one of the same entry
         // (a card whose terminal output streams in): keep only the newest.
         if let (
-            Some(UiEvent::Thread { thread: t0, event: ThreadEvent::Replaced { index: i0, lines: old } }),
-            UiEvent::Thread { thread: t1, event: ThreadEvent::Replaced { index: i1, lines: new } },
+            Some(UiEvent::Thread {
+                thread: t0,
+                event:
+                    ThreadEvent::Replaced {
+                        index: i0,
+                        lines: old,
+                    },
+            }),
+            UiEvent::Thread {
+                thread: t1,
+                event:
+                    ThreadEvent::Replaced {
+                        index: i1,
+                        lines: new,
+                    },
+            },
         ) = (self.events.back_mut(), &ev)
         {
             if t0 == t1 && i0 == i1 {
@@ -125,14 +176,22 @@ fn split_event(ev: &mut UiEvent, room: usize) -> Option<UiEvent> {
     if room < MIN_SLICE {
         return None;
     }
-    let UiEvent::Thread { thread, event } = ev else { return None };
+    let UiEvent::Thread { thread, event } = ev else {
+        return None;
+    };
     let thread = *thread;
     match event {
         ThreadEvent::Appended { index, text } => {
             let cut = cut_point(text, room)?;
             let tail = text.split_off(cut);
             let head = std::mem::replace(text, tail);
-            Some(UiEvent::Thread { thread, event: ThreadEvent::Appended { index: *index, text: head } })
+            Some(UiEvent::Thread {
+                thread,
+                event: ThreadEvent::Appended {
+                    index: *index,
+                    text: head,
+                },
+            })
         }
         ThreadEvent::Added { index, kind, lines } => {
             // Whole lines first; a single line longer than the room is cut.
@@ -164,7 +223,14 @@ fn split_event(ev: &mut UiEvent, room: usize) -> Option<UiEvent> {
             };
             let kind = *kind;
             *event = ThreadEvent::Appended { index, text: tail };
-            Some(UiEvent::Thread { thread, event: ThreadEvent::Added { index, kind, lines: head } })
+            Some(UiEvent::Thread {
+                thread,
+                event: ThreadEvent::Added {
+                    index,
+                    kind,
+                    lines: head,
+                },
+            })
         }
         _ => None,
     }
@@ -180,7 +246,10 @@ fn cut_point(text: &str, room: usize) -> Option<usize> {
     while cut > 0 && !text.is_char_boundary(cut) {
         cut -= 1;
     }
-    if let Some(nl) = text.as_bytes()[room / 2..cut].iter().rposition(|&b| b == b'\n') {
+    if let Some(nl) = text.as_bytes()[room / 2..cut]
+        .iter()
+        .rposition(|&b| b == b'\n')
+    {
         cut = room / 2 + nl + 1;
     }
     (cut > 0).then_some(cut)
@@ -217,7 +286,10 @@ struct FrameTimer {
 
 impl FrameTimer {
     fn new() -> Self {
-        Self { deadline: Arc::default(), started: Once::new() }
+        Self {
+            deadline: Arc::default(),
+            started: Once::new(),
+        }
     }
 
     fn arm(&self, at: Instant, wake: &WakeFn, stats: &Arc<Stats>) {
@@ -225,25 +297,27 @@ impl FrameTimer {
             let shared = self.deadline.clone();
             let wake = wake.clone();
             let stats = stats.clone();
-            let spawned = std::thread::Builder::new().name("acp-frame".into()).spawn(move || {
-                let (lock, cv) = &*shared;
-                let mut deadline = lock.lock();
-                loop {
-                    match *deadline {
-                        None => cv.wait(&mut deadline),
-                        Some(t) if Instant::now() >= t => {
-                            *deadline = None;
-                            drop(deadline);
-                            stats.timed_wakes.fetch_add(1, Ordering::Relaxed);
-                            wake();
-                            deadline = lock.lock();
-                        }
-                        Some(t) => {
-                            cv.wait_until(&mut deadline, t);
+            let spawned = std::thread::Builder::new()
+                .name("acp-frame".into())
+                .spawn(move || {
+                    let (lock, cv) = &*shared;
+                    let mut deadline = lock.lock();
+                    loop {
+                        match *deadline {
+                            None => cv.wait(&mut deadline),
+                            Some(t) if Instant::now() >= t => {
+                                *deadline = None;
+                                drop(deadline);
+                                stats.timed_wakes.fetch_add(1, Ordering::Relaxed);
+                                wake();
+                                deadline = lock.lock();
+                            }
+                            Some(t) => {
+                                cv.wait_until(&mut deadline, t);
+                            }
                         }
                     }
-                }
-            });
+                });
             if let Err(e) = spawned {
                 crate::log::error(format!("cannot start the frame timer thread: {e}"));
             }
@@ -378,7 +452,9 @@ impl Bridge {
         }
         self.space.notify_waiters();
         self.stats.drains.fetch_add(1, Ordering::Relaxed);
-        self.stats.delivered.fetch_add(events.len() as u64, Ordering::Relaxed);
+        self.stats
+            .delivered
+            .fetch_add(events.len() as u64, Ordering::Relaxed);
         Slice { events, bytes }
     }
 
@@ -397,12 +473,19 @@ impl Bridge {
     /// next frame's wake-up when events are left.
     pub fn end_drain(&self, bytes: usize) {
         let now = Instant::now();
-        let elapsed = self.drain_started.lock().take().map_or(Duration::ZERO, |s| now - s);
+        let elapsed = self
+            .drain_started
+            .lock()
+            .take()
+            .map_or(Duration::ZERO, |s| now - s);
         let remaining = !self.is_empty();
         if remaining {
             self.stats.sliced.fetch_add(1, Ordering::Relaxed);
         }
-        let next = self.pacer.lock().end(now, main_thread_cpu(), bytes, elapsed, remaining);
+        let next = self
+            .pacer
+            .lock()
+            .end(now, main_thread_cpu(), bytes, elapsed, remaining);
         if let Some(at) = next {
             self.wake_at(Wake::At(at));
         }
@@ -422,7 +505,10 @@ impl Bridge {
 /// CPU time used by the calling thread (the main thread, when called from a
 /// drain).
 fn main_thread_cpu() -> Duration {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: clock_gettime writes into the timespec we own.
     let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
     if rc != 0 {
@@ -454,7 +540,13 @@ mod tests {
     use crate::thread::EntryKind;
 
     fn appended(thread: u64, index: usize, text: &str) -> UiEvent {
-        UiEvent::Thread { thread, event: ThreadEvent::Appended { index, text: text.into() } }
+        UiEvent::Thread {
+            thread,
+            event: ThreadEvent::Appended {
+                index,
+                text: text.into(),
+            },
+        }
     }
 
     #[test]
@@ -474,11 +566,19 @@ mod tests {
         let mut q = Queue::default();
         q.push(UiEvent::Thread {
             thread: 1,
-            event: ThreadEvent::Added { index: 0, kind: EntryKind::Agent, lines: vec!["x".into()] },
+            event: ThreadEvent::Added {
+                index: 0,
+                kind: EntryKind::Agent,
+                lines: vec!["x".into()],
+            },
         });
         q.push(appended(1, 0, "y\nz"));
         assert_eq!(q.events.len(), 1);
-        let UiEvent::Thread { event: ThreadEvent::Added { lines, .. }, .. } = &q.events[0] else {
+        let UiEvent::Thread {
+            event: ThreadEvent::Added { lines, .. },
+            ..
+        } = &q.events[0]
+        else {
             panic!()
         };
         assert_eq!(lines, &vec!["xy".to_string(), "z".to_string()]);
@@ -488,7 +588,10 @@ mod tests {
     fn take_empties_queue_and_releases_waiting_producers() {
         let b = Bridge::new();
         b.push(appended(1, 0, &"x".repeat(HIGH_WATER_BYTES + 1)));
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
         rt.block_on(async {
             let waiter = async { b.wait_for_space().await };
             let drainer = async {
@@ -503,7 +606,11 @@ mod tests {
     fn added(thread: u64, index: usize, lines: &[&str]) -> UiEvent {
         UiEvent::Thread {
             thread,
-            event: ThreadEvent::Added { index, kind: EntryKind::Agent, lines: lines.iter().map(|l| l.to_string()).collect() },
+            event: ThreadEvent::Added {
+                index,
+                kind: EntryKind::Agent,
+                lines: lines.iter().map(|l| l.to_string()).collect(),
+            },
         }
     }
 
@@ -513,10 +620,14 @@ mod tests {
         let mut entries: Vec<String> = Vec::new();
         for ev in events {
             match ev {
-                UiEvent::Thread { event: ThreadEvent::Added { lines, .. }, .. } => entries.push(lines.join("\n")),
-                UiEvent::Thread { event: ThreadEvent::Appended { text, .. }, .. } => {
-                    entries.last_mut().expect("append after add").push_str(text)
-                }
+                UiEvent::Thread {
+                    event: ThreadEvent::Added { lines, .. },
+                    ..
+                } => entries.push(lines.join("\n")),
+                UiEvent::Thread {
+                    event: ThreadEvent::Appended { text, .. },
+                    ..
+                } => entries.last_mut().expect("append after add").push_str(text),
                 _ => {}
             }
         }
@@ -532,7 +643,11 @@ mod tests {
                 return (all, drains);
             }
             drains += 1;
-            assert!(slice.bytes <= budget, "a slice of {} bytes exceeds the budget {budget}", slice.bytes);
+            assert!(
+                slice.bytes <= budget,
+                "a slice of {} bytes exceeds the budget {budget}",
+                slice.bytes
+            );
             all.extend(slice.events);
         }
     }
@@ -546,14 +661,24 @@ mod tests {
         for _ in 0..5000 {
             b.push(appended(1, 1, line));
         }
-        b.push(UiEvent::Notify { level: "info", message: "after".into() });
+        b.push(UiEvent::Notify {
+            level: "info",
+            message: "after".into(),
+        });
         let expected = format!("## You\n\nhi\n\n{}", line.repeat(5000));
         let (events, drains) = drain_all(&b, 16 * 1024);
-        assert!(drains >= 12, "200 KB in 16 KB slices takes many drains, got {drains}");
+        assert!(
+            drains >= 12,
+            "200 KB in 16 KB slices takes many drains, got {drains}"
+        );
         assert_eq!(render(&events), expected);
         // Cut at line ends: every slice of the message but the last ends with a newline.
         for ev in &events {
-            if let UiEvent::Thread { event: ThreadEvent::Appended { text, .. }, .. } = ev {
+            if let UiEvent::Thread {
+                event: ThreadEvent::Appended { text, .. },
+                ..
+            } = ev
+            {
                 assert!(text.ends_with('\n'));
             }
         }
@@ -569,8 +694,20 @@ mod tests {
         b.push(added(3, 7, &refs));
         let (events, drains) = drain_all(&b, 64 * 1024);
         assert!(drains > 10);
-        assert!(matches!(&events[0], UiEvent::Thread { event: ThreadEvent::Added { index: 7, .. }, .. }));
-        assert!(events[1..].iter().all(|e| matches!(e, UiEvent::Thread { event: ThreadEvent::Appended { index: 7, .. }, .. })));
+        assert!(matches!(
+            &events[0],
+            UiEvent::Thread {
+                event: ThreadEvent::Added { index: 7, .. },
+                ..
+            }
+        ));
+        assert!(events[1..].iter().all(|e| matches!(
+            e,
+            UiEvent::Thread {
+                event: ThreadEvent::Appended { index: 7, .. },
+                ..
+            }
+        )));
         assert_eq!(render(&events), lines.join("\n"));
     }
 
@@ -588,9 +725,23 @@ mod tests {
     #[test]
     fn unsplittable_events_are_delivered_whole_one_per_drain() {
         let b = Bridge::new();
-        let big: Vec<String> = (0..100).map(|i| format!("line {i} {}", "z".repeat(100))).collect();
-        b.push(UiEvent::Thread { thread: 1, event: ThreadEvent::Replaced { index: 0, lines: big.clone() } });
-        b.push(UiEvent::Thread { thread: 1, event: ThreadEvent::Replaced { index: 1, lines: big } });
+        let big: Vec<String> = (0..100)
+            .map(|i| format!("line {i} {}", "z".repeat(100)))
+            .collect();
+        b.push(UiEvent::Thread {
+            thread: 1,
+            event: ThreadEvent::Replaced {
+                index: 0,
+                lines: big.clone(),
+            },
+        });
+        b.push(UiEvent::Thread {
+            thread: 1,
+            event: ThreadEvent::Replaced {
+                index: 1,
+                lines: big,
+            },
+        });
         assert_eq!(b.take_slice(2048).events.len(), 1);
         assert_eq!(b.take_slice(2048).events.len(), 1);
         assert!(b.take_slice(2048).events.is_empty());
@@ -620,12 +771,20 @@ mod tests {
         }
         let w = wakes.lock().clone();
         assert_eq!(w.len(), 2, "the timer sent the frame's wake-up");
-        assert!(w[1] - t0 >= MIN_FRAME - Duration::from_millis(1), "woken after {:?}", w[1] - t0);
+        assert!(
+            w[1] - t0 >= MIN_FRAME - Duration::from_millis(1),
+            "woken after {:?}",
+            w[1] - t0
+        );
         assert_eq!(b.stats.timed_wakes.load(Ordering::Relaxed), 1);
         assert!(b.claim_schedule());
         b.begin_drain();
         let slice = b.take_slice(budget);
-        assert_eq!(slice.events, VecDeque::from([appended(1, 0, "bc")]), "one append per message per frame");
+        assert_eq!(
+            slice.events,
+            VecDeque::from([appended(1, 0, "bc")]),
+            "one append per message per frame"
+        );
         b.end_drain(slice.bytes);
     }
 

@@ -37,8 +37,19 @@ const TIMEOUT: Duration = Duration::from_secs(60);
 pub async fn call(thread: u64, method: &'static str, payload: Value) -> Result<Reply, String> {
     let id = NEXT.fetch_add(1, Ordering::Relaxed);
     let (tx, rx) = oneshot::channel();
-    PENDING.lock().get_or_insert_with(HashMap::new).insert(id, Pending { parts: Vec::new(), tx });
-    bridge().push(UiEvent::Call { call: id, thread, method, payload });
+    PENDING.lock().get_or_insert_with(HashMap::new).insert(
+        id,
+        Pending {
+            parts: Vec::new(),
+            tx,
+        },
+    );
+    bridge().push(UiEvent::Call {
+        call: id,
+        thread,
+        method,
+        payload,
+    });
     match tokio::time::timeout(TIMEOUT, rx).await {
         Ok(Ok(r)) => r,
         Ok(Err(_)) => Err(format!("the editor dropped the `{method}` request")),
@@ -51,12 +62,20 @@ pub async fn call(thread: u64, method: &'static str, payload: Value) -> Result<R
 
 /// Sends a request that needs no answer.
 pub fn notify(thread: u64, method: &'static str, payload: Value) {
-    bridge().push(UiEvent::Call { call: 0, thread, method, payload });
+    bridge().push(UiEvent::Call {
+        call: 0,
+        thread,
+        method,
+        payload,
+    });
 }
 
 pub fn part(id: u64, text: String) -> Result<(), String> {
     let mut guard = PENDING.lock();
-    let p = guard.get_or_insert_with(HashMap::new).get_mut(&id).ok_or_else(|| format!("no pending call {id}"))?;
+    let p = guard
+        .get_or_insert_with(HashMap::new)
+        .get_mut(&id)
+        .ok_or_else(|| format!("no pending call {id}"))?;
     p.parts.push(text);
     Ok(())
 }
@@ -67,6 +86,9 @@ pub fn finish(id: u64, result: Result<Value, String>) -> Result<(), String> {
         .get_or_insert_with(HashMap::new)
         .remove(&id)
         .ok_or_else(|| format!("no pending call {id}"))?;
-    let _ = p.tx.send(result.map(|value| Reply { parts: p.parts, value }));
+    let _ = p.tx.send(result.map(|value| Reply {
+        parts: p.parts,
+        value,
+    }));
     Ok(())
 }

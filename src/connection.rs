@@ -9,7 +9,9 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use agent_client_protocol::schema::ProtocolVersion;
-use agent_client_protocol::v1::schema::{ClientCapabilities, FileSystemCapabilities, Implementation, InitializeRequest};
+use agent_client_protocol::v1::schema::{
+    ClientCapabilities, FileSystemCapabilities, Implementation, InitializeRequest,
+};
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::Responder;
 use agent_client_protocol::{Agent, ByteStreams, Client, UntypedMessage};
@@ -47,7 +49,11 @@ pub struct Caps {
 
 impl Default for Caps {
     fn default() -> Self {
-        Self { fs_read: true, fs_write: true, terminal: true }
+        Self {
+            fs_read: true,
+            fs_write: true,
+            terminal: true,
+        }
     }
 }
 
@@ -56,7 +62,9 @@ impl Caps {
     /// Claude and Codex adapters for their own display terminals.
     fn client_capabilities(&self) -> ClientCapabilities {
         let mut caps = ClientCapabilities::new()
-            .fs(FileSystemCapabilities::new().read_text_file(self.fs_read).write_text_file(self.fs_write))
+            .fs(FileSystemCapabilities::new()
+                .read_text_file(self.fs_read)
+                .write_text_file(self.fs_write))
             .terminal(self.terminal);
         if self.terminal {
             let mut meta = serde_json::Map::new();
@@ -122,7 +130,10 @@ impl Connection {
             )
         })?;
         let pid = child.id().unwrap_or(0);
-        log::info(format!("agent {} started: pid {pid} {} {:?}", spec.name, spec.cmd, spec.args));
+        log::info(format!(
+            "agent {} started: pid {pid} {} {:?}",
+            spec.name, spec.cmd, spec.args
+        ));
         let (state, _) = watch::channel(ConnState::Starting);
         let conn = Arc::new(Connection {
             spec,
@@ -163,7 +174,11 @@ impl Connection {
         loop {
             match rx.borrow_and_update().clone() {
                 ConnState::Ready => {
-                    return self.cx.lock().clone().ok_or_else(|| "connection lost".to_string())
+                    return self
+                        .cx
+                        .lock()
+                        .clone()
+                        .ok_or_else(|| "connection lost".to_string())
                 }
                 ConnState::Closed(reason) => return Err(reason),
                 ConnState::Starting => {}
@@ -185,7 +200,9 @@ impl Connection {
     }
 
     pub fn route(&self, session_id: &str, thread: &Arc<ThreadHandle>) {
-        self.routes.lock().insert(session_id.to_owned(), Arc::downgrade(thread));
+        self.routes
+            .lock()
+            .insert(session_id.to_owned(), Arc::downgrade(thread));
     }
 
     pub fn unroute(&self, session_id: &str) {
@@ -197,11 +214,20 @@ impl Connection {
     }
 
     fn routed_threads(&self) -> Vec<Arc<ThreadHandle>> {
-        self.routes.lock().values().filter_map(Weak::upgrade).collect()
+        self.routes
+            .lock()
+            .values()
+            .filter_map(Weak::upgrade)
+            .collect()
     }
 
     fn stderr_tail(&self) -> String {
-        self.stderr_tail.lock().iter().cloned().collect::<Vec<_>>().join("\n")
+        self.stderr_tail
+            .lock()
+            .iter()
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
     }
 
     /// Asks the agent's whole process group to stop (SIGTERM).
@@ -292,7 +318,9 @@ async fn run_protocol(
             agent_client_protocol::on_receive_notification!(),
         )
         .on_receive_request(
-            async move |msg: UntypedMessage, responder: Responder<Value>, _cx: ConnectionTo<Agent>| {
+            async move |msg: UntypedMessage,
+                        responder: Responder<Value>,
+                        _cx: ConnectionTo<Agent>| {
                 handle_request(&on_req, msg, responder);
                 Ok(())
             },
@@ -366,7 +394,9 @@ fn session_update_params(line: &[u8]) -> Option<Value> {
         return None;
     }
     let mut msg: Value = serde_json::from_slice(line).ok()?;
-    if msg.get("method").and_then(Value::as_str) != Some("session/update") || msg.get("id").is_some() {
+    if msg.get("method").and_then(Value::as_str) != Some("session/update")
+        || msg.get("id").is_some()
+    {
         return None;
     }
     msg.get_mut("params").map(Value::take)
@@ -377,7 +407,9 @@ async fn apply_session_update(conn: &Arc<Connection>, params: &Value) {
         log::warn("session/update without sessionId");
         return;
     };
-    let Some(update) = params.get("update") else { return };
+    let Some(update) = params.get("update") else {
+        return;
+    };
     match conn.thread_for(sid) {
         Some(thread) => thread.apply_update(update).await,
         None => log::warn(format!("session/update for unknown session {sid}")),
@@ -399,9 +431,14 @@ async fn handle_notification(conn: &Arc<Connection>, msg: UntypedMessage) {
 fn handle_request(conn: &Arc<Connection>, msg: UntypedMessage, responder: Responder<Value>) {
     let (method, params) = msg.into_parts();
     log::info(format!("request {method}"));
-    let thread = params.get("sessionId").and_then(Value::as_str).and_then(|s| conn.thread_for(s));
+    let thread = params
+        .get("sessionId")
+        .and_then(Value::as_str)
+        .and_then(|s| conn.thread_for(s));
     match (method.as_str(), thread) {
-        ("session/request_permission", Some(thread)) => thread.request_permission(params, responder),
+        ("session/request_permission", Some(thread)) => {
+            thread.request_permission(params, responder)
+        }
         (m, Some(thread)) if m.starts_with("fs/") || m.starts_with("terminal/") => {
             // Answered by the handler; a method it does not serve (or one
             // turned off in config) falls through to -32601 below.
@@ -409,18 +446,21 @@ fn handle_request(conn: &Arc<Connection>, msg: UntypedMessage, responder: Respon
             if let Some(responder) = responder {
                 debug_assert!(!handled);
                 log::info(format!("answered -32601 to {m}"));
-                let _ = responder.respond_with_error(agent_client_protocol::Error::method_not_found());
+                let _ =
+                    responder.respond_with_error(agent_client_protocol::Error::method_not_found());
             }
         }
         (m, None) if m.starts_with("fs/") || m.starts_with("terminal/") => {
             let _ = responder.respond_with_error(
-                agent_client_protocol::Error::invalid_params().data(serde_json::json!({"reason": "unknown sessionId"})),
+                agent_client_protocol::Error::invalid_params()
+                    .data(serde_json::json!({"reason": "unknown sessionId"})),
             );
         }
         ("session/request_permission", None) => {
-            let _ = responder.respond_with_error(agent_client_protocol::Error::invalid_params().data(
-                serde_json::json!({"reason": "unknown sessionId"}),
-            ));
+            let _ = responder.respond_with_error(
+                agent_client_protocol::Error::invalid_params()
+                    .data(serde_json::json!({"reason": "unknown sessionId"})),
+            );
         }
         _ => {
             log::info(format!("answered -32601 to {method}"));

@@ -62,7 +62,10 @@ pub fn walk(root: &Path, max: usize) -> Result<Listing, String> {
     let count = AtomicUsize::new(0);
     let truncated = AtomicBool::new(false);
     builder.build_parallel().run(|| {
-        let mut collector = Collector { local: Vec::new(), shared: &shared };
+        let mut collector = Collector {
+            local: Vec::new(),
+            shared: &shared,
+        };
         let count = &count;
         let truncated = &truncated;
         Box::new(move |entry| {
@@ -90,7 +93,10 @@ pub fn walk(root: &Path, max: usize) -> Result<Listing, String> {
     });
     let mut paths = shared.into_inner();
     paths.sort_unstable();
-    Ok(Listing { paths, truncated: truncated.into_inner() })
+    Ok(Listing {
+        paths,
+        truncated: truncated.into_inner(),
+    })
 }
 
 /// A listing ready for queries: lower-cased copies and where each file
@@ -104,8 +110,15 @@ struct Index {
 impl Index {
     fn new(paths: Vec<String>) -> Self {
         let lower = paths.iter().map(|p| p.to_lowercase()).collect();
-        let name_at = paths.iter().map(|p| p.rfind('/').map_or(0, |i| i + 1)).collect();
-        Index { paths, lower, name_at }
+        let name_at = paths
+            .iter()
+            .map(|p| p.rfind('/').map_or(0, |i| i + 1))
+            .collect();
+        Index {
+            paths,
+            lower,
+            name_at,
+        }
     }
 }
 
@@ -117,7 +130,10 @@ static INDEXES: Mutex<Option<HashMap<String, Arc<Index>>>> = Mutex::new(None);
 /// Keeps `paths` as the listing of `root` for `query`.
 pub fn store(root: &str, paths: Vec<String>) {
     let index = Arc::new(Index::new(paths));
-    INDEXES.lock().get_or_insert_with(HashMap::new).insert(root.to_owned(), index);
+    INDEXES
+        .lock()
+        .get_or_insert_with(HashMap::new)
+        .insert(root.to_owned(), index);
 }
 
 /// Rank of a match (lower is better): the file name starts with the
@@ -129,7 +145,9 @@ fn rank(path: &str, name_at: usize, needle: &str) -> Option<usize> {
     }
     let first = path.find(needle)?;
     let at = if first < name_at {
-        path.get(name_at..).and_then(|name| name.find(needle)).map_or(first, |i| name_at + i)
+        path.get(name_at..)
+            .and_then(|name| name.find(needle))
+            .map_or(first, |i| name_at + i)
     } else {
         first
     };
@@ -162,7 +180,14 @@ pub fn query(root: &str, needle: &str, limit: usize) -> Option<Vec<String>> {
             }
         }
     }
-    Some(buckets.iter().flatten().take(limit).map(|&i| index.paths[i].clone()).collect())
+    Some(
+        buckets
+            .iter()
+            .flatten()
+            .take(limit)
+            .map(|&i| index.paths[i].clone())
+            .collect(),
+    )
 }
 
 #[cfg(test)]
@@ -180,7 +205,8 @@ mod tests {
             let nanos = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_nanos());
-            let dir = std::env::temp_dir().join(format!("acp-files-{name}-{}-{nanos}", std::process::id()));
+            let dir = std::env::temp_dir()
+                .join(format!("acp-files-{name}-{}-{nanos}", std::process::id()));
             let _ = fs::remove_dir_all(&dir);
             fs::create_dir_all(&dir).unwrap();
             TempDir(dir)
@@ -248,7 +274,9 @@ mod tests {
         let t = TempDir::new("err");
         t.write("file", "");
         assert!(walk(&t.0.join("nope"), 10).unwrap_err().contains("nope"));
-        assert!(walk(&t.0.join("file"), 10).unwrap_err().contains("not a directory"));
+        assert!(walk(&t.0.join("file"), 10)
+            .unwrap_err()
+            .contains("not a directory"));
     }
 
     #[test]
@@ -256,18 +284,31 @@ mod tests {
         let root = "/query-test-root";
         store(
             root,
-            ["Makefile", "docs/make.md", "make/x.rs", "src/bake.rs", "src/remake.rs", "src/unrelated.rs"]
-                .iter()
-                .map(|s| s.to_string())
-                .collect(),
+            [
+                "Makefile",
+                "docs/make.md",
+                "make/x.rs",
+                "src/bake.rs",
+                "src/remake.rs",
+                "src/unrelated.rs",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
         );
         assert_eq!(
             query(root, "make", 10).unwrap(),
             vec!["Makefile", "docs/make.md", "src/remake.rs", "make/x.rs"]
         );
         assert_eq!(query(root, "Make", 10).unwrap(), vec!["Makefile"]);
-        assert_eq!(query(root, "make", 2).unwrap(), vec!["Makefile", "docs/make.md"]);
-        assert_eq!(query(root, "", 3).unwrap(), vec!["Makefile", "docs/make.md", "make/x.rs"]);
+        assert_eq!(
+            query(root, "make", 2).unwrap(),
+            vec!["Makefile", "docs/make.md"]
+        );
+        assert_eq!(
+            query(root, "", 3).unwrap(),
+            vec!["Makefile", "docs/make.md", "make/x.rs"]
+        );
         assert!(query(root, "zzz", 10).unwrap().is_empty());
         assert!(query("/never-listed", "", 10).is_none());
     }

@@ -18,7 +18,10 @@ pub const INTERNAL: i32 = -32603;
 
 impl FsError {
     pub fn new(code: i32, message: impl Into<String>) -> Self {
-        Self { code, message: message.into() }
+        Self {
+            code,
+            message: message.into(),
+        }
     }
 }
 
@@ -27,21 +30,34 @@ impl FsError {
 pub fn read_text(path: &Path) -> Result<String, FsError> {
     let shown = path.display();
     let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => FsError::new(RESOURCE_NOT_FOUND, format!("{shown}: no such file")),
-        std::io::ErrorKind::PermissionDenied => FsError::new(INTERNAL, format!("{shown}: permission denied")),
+        std::io::ErrorKind::NotFound => {
+            FsError::new(RESOURCE_NOT_FOUND, format!("{shown}: no such file"))
+        }
+        std::io::ErrorKind::PermissionDenied => {
+            FsError::new(INTERNAL, format!("{shown}: permission denied"))
+        }
         _ => FsError::new(INTERNAL, format!("{shown}: {e}")),
     })?;
     if meta.is_dir() {
-        return Err(FsError::new(INVALID_PARAMS, format!("{shown}: is a directory, not a file")));
+        return Err(FsError::new(
+            INVALID_PARAMS,
+            format!("{shown}: is a directory, not a file"),
+        ));
     }
     let bytes = std::fs::read(path).map_err(|e| FsError::new(INTERNAL, format!("{shown}: {e}")))?;
     if bytes.contains(&0) {
-        return Err(FsError::new(INVALID_PARAMS, format!("{shown}: binary file (contains NUL bytes), not text")));
+        return Err(FsError::new(
+            INVALID_PARAMS,
+            format!("{shown}: binary file (contains NUL bytes), not text"),
+        ));
     }
     String::from_utf8(bytes).map_err(|e| {
         FsError::new(
             INVALID_PARAMS,
-            format!("{shown}: not valid UTF-8 text (invalid byte at offset {})", e.utf8_error().valid_up_to()),
+            format!(
+                "{shown}: not valid UTF-8 text (invalid byte at offset {})",
+                e.utf8_error().valid_up_to()
+            ),
         )
     })
 }
@@ -65,14 +81,26 @@ pub fn slice_lines(text: &str, line: Option<u32>, limit: Option<u32>) -> String 
 /// created; an existing file keeps its permission bits.
 pub fn write_atomic(path: &Path, content: &str) -> Result<(), FsError> {
     let shown = path.display();
-    let dir = path.parent().ok_or_else(|| FsError::new(INVALID_PARAMS, format!("{shown}: no parent directory")))?;
-    std::fs::create_dir_all(dir).map_err(|e| FsError::new(INTERNAL, format!("{}: cannot create: {e}", dir.display())))?;
+    let dir = path
+        .parent()
+        .ok_or_else(|| FsError::new(INVALID_PARAMS, format!("{shown}: no parent directory")))?;
+    std::fs::create_dir_all(dir)
+        .map_err(|e| FsError::new(INTERNAL, format!("{}: cannot create: {e}", dir.display())))?;
     if path.is_dir() {
-        return Err(FsError::new(INVALID_PARAMS, format!("{shown}: is a directory, not a file")));
+        return Err(FsError::new(
+            INVALID_PARAMS,
+            format!("{shown}: is a directory, not a file"),
+        ));
     }
     let mode = std::fs::metadata(path).ok().map(|m| m.permissions());
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let nonce = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().subsec_nanos();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let nonce = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .subsec_nanos();
     let tmp = dir.join(format!(".{name}.acp-{}-{nonce}.tmp", std::process::id()));
     let result = (|| -> std::io::Result<()> {
         let mut f = std::fs::File::create(&tmp)?;
@@ -117,13 +145,26 @@ mod tests {
     #[test]
     fn read_errors_name_path_and_reason() {
         let d = tmp("read");
-        assert_eq!(read_text(&d.join("missing")).unwrap_err().code, RESOURCE_NOT_FOUND);
-        assert!(read_text(&d).unwrap_err().message.contains("is a directory"));
+        assert_eq!(
+            read_text(&d.join("missing")).unwrap_err().code,
+            RESOURCE_NOT_FOUND
+        );
+        assert!(read_text(&d)
+            .unwrap_err()
+            .message
+            .contains("is a directory"));
         std::fs::write(d.join("bin"), b"a\0b").unwrap();
-        assert!(read_text(&d.join("bin")).unwrap_err().message.contains("binary"));
+        assert!(read_text(&d.join("bin"))
+            .unwrap_err()
+            .message
+            .contains("binary"));
         std::fs::write(d.join("latin1"), b"caf\xe9").unwrap();
         let e = read_text(&d.join("latin1")).unwrap_err();
-        assert!(e.message.contains("latin1") && e.message.contains("UTF-8"), "{}", e.message);
+        assert!(
+            e.message.contains("latin1") && e.message.contains("UTF-8"),
+            "{}",
+            e.message
+        );
         std::fs::write(d.join("ok"), "fine\n").unwrap();
         assert_eq!(read_text(&d.join("ok")).unwrap(), "fine\n");
     }
@@ -138,9 +179,18 @@ mod tests {
         std::fs::write(&script, "old").unwrap();
         std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o751)).unwrap();
         write_atomic(&script, "#!/bin/sh\n").unwrap();
-        assert_eq!(std::fs::metadata(&script).unwrap().permissions().mode() & 0o777, 0o751);
+        assert_eq!(
+            std::fs::metadata(&script).unwrap().permissions().mode() & 0o777,
+            0o751
+        );
         // No temporary file is left behind.
-        let names: Vec<_> = std::fs::read_dir(&d).unwrap().map(|e| e.unwrap().file_name()).collect();
-        assert!(names.iter().all(|n| !n.to_string_lossy().ends_with(".tmp")), "{names:?}");
+        let names: Vec<_> = std::fs::read_dir(&d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert!(
+            names.iter().all(|n| !n.to_string_lossy().ends_with(".tmp")),
+            "{names:?}"
+        );
     }
 }

@@ -81,7 +81,11 @@ impl EditorState {
     pub fn new(cwd: PathBuf, policy: Policy) -> Self {
         let mut dirs = vec![cwd];
         dirs.extend(policy.roots.iter().cloned());
-        Self { roots: Roots::new(&dirs), policy, ..Default::default() }
+        Self {
+            roots: Roots::new(&dirs),
+            policy,
+            ..Default::default()
+        }
     }
 }
 
@@ -94,7 +98,10 @@ fn rpc_error(e: FsError) -> agent_client_protocol::Error {
 }
 
 fn str_param<'a>(params: &'a Value, key: &str) -> Result<&'a str, FsError> {
-    params.get(key).and_then(Value::as_str).ok_or_else(|| err(INVALID_PARAMS, format!("missing string parameter `{key}`")))
+    params
+        .get(key)
+        .and_then(Value::as_str)
+        .ok_or_else(|| err(INVALID_PARAMS, format!("missing string parameter `{key}`")))
 }
 
 fn opt_u32(params: &Value, key: &str) -> Result<Option<u32>, FsError> {
@@ -104,7 +111,12 @@ fn opt_u32(params: &Value, key: &str) -> Result<Option<u32>, FsError> {
             .as_u64()
             .and_then(|n| u32::try_from(n).ok())
             .map(Some)
-            .ok_or_else(|| err(INVALID_PARAMS, format!("`{key}` must be a non-negative integer"))),
+            .ok_or_else(|| {
+                err(
+                    INVALID_PARAMS,
+                    format!("`{key}` must be a non-negative integer"),
+                )
+            }),
     }
 }
 
@@ -170,10 +182,18 @@ struct BufferText {
 
 /// Asks the main thread for the buffer of `path`, if one is loaded. The
 /// text arrives in slices taken across several ticks.
-async fn buffer_text(thread: &ThreadHandle, path: &str, resolved: &std::path::Path) -> Result<Option<BufferText>, FsError> {
-    let reply = calls::call(thread.id, "buffer_read", json!({"path": path, "resolved": resolved}))
-        .await
-        .map_err(|e| err(INTERNAL, format!("{path}: {e}")))?;
+async fn buffer_text(
+    thread: &ThreadHandle,
+    path: &str,
+    resolved: &std::path::Path,
+) -> Result<Option<BufferText>, FsError> {
+    let reply = calls::call(
+        thread.id,
+        "buffer_read",
+        json!({"path": path, "resolved": resolved}),
+    )
+    .await
+    .map_err(|e| err(INTERNAL, format!("{path}: {e}")))?;
     let v = &reply.value;
     if !v.get("found").and_then(Value::as_bool).unwrap_or(false) {
         return Ok(None);
@@ -201,7 +221,10 @@ async fn read_text_file(thread: &ThreadHandle, params: &Value) -> Result<Value, 
     let line = opt_u32(params, "line")?;
     let limit = opt_u32(params, "limit")?;
     let ed = &thread.editor;
-    let resolved = ed.roots.check(path, ed.policy.allow_read_outside).map_err(|m| err(INVALID_PARAMS, m))?;
+    let resolved = ed
+        .roots
+        .check(path, ed.policy.allow_read_outside)
+        .map_err(|m| err(INVALID_PARAMS, m))?;
     let t0 = std::time::Instant::now();
     let text = match buffer_text(thread, path, &resolved).await? {
         Some(b) => b.text,
@@ -228,7 +251,10 @@ async fn write_text_file(thread: &ThreadHandle, params: &Value) -> Result<Value,
     let path = str_param(params, "path")?;
     let content = str_param(params, "content")?.to_owned();
     let ed = &thread.editor;
-    let resolved = ed.roots.check(path, ed.policy.allow_write_outside).map_err(|m| err(INVALID_PARAMS, m))?;
+    let resolved = ed
+        .roots
+        .check(path, ed.policy.allow_write_outside)
+        .map_err(|m| err(INVALID_PARAMS, m))?;
     let base = ed.snapshots.lock().get(&resolved).cloned();
     let new = Lines::from_text(&content);
     // The buffer may change between reading it and applying the edit;
@@ -267,17 +293,37 @@ async fn write_text_file(thread: &ThreadHandle, params: &Value) -> Result<Value,
         )
         .await
         .map_err(|e| err(INTERNAL, format!("{path}: {e}")))?;
-        if reply.value.get("stale").and_then(Value::as_bool).unwrap_or(false) {
+        if reply
+            .value
+            .get("stale")
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+        {
             continue;
         }
         if let Some(e) = reply.value.get("error").and_then(Value::as_str) {
             return Err(err(INTERNAL, format!("{path}: {e}")));
         }
-        let saved = reply.value.get("saved").and_then(Value::as_bool).unwrap_or(false);
-        record_write(thread, path, &resolved, "buffer", saved, Some(buf.text), &content);
+        let saved = reply
+            .value
+            .get("saved")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        record_write(
+            thread,
+            path,
+            &resolved,
+            "buffer",
+            saved,
+            Some(buf.text),
+            &content,
+        );
         return Ok(json!({}));
     }
-    Err(err(INTERNAL, format!("{path}: the buffer kept changing; try again")))
+    Err(err(
+        INTERNAL,
+        format!("{path}: the buffer kept changing; try again"),
+    ))
 }
 
 fn record_write(
@@ -290,9 +336,13 @@ fn record_write(
     content: &str,
 ) {
     let ed = &thread.editor;
-    ed.snapshots.lock().insert(resolved.to_path_buf(), content.to_owned());
+    ed.snapshots
+        .lock()
+        .insert(resolved.to_path_buf(), content.to_owned());
     let note = match (target, saved) {
-        ("buffer", false) => format!("wrote `{path}` into its buffer, left unsaved (it had unsaved changes)"),
+        ("buffer", false) => {
+            format!("wrote `{path}` into its buffer, left unsaved (it had unsaved changes)")
+        }
         ("buffer", true) => format!("wrote `{path}` (buffer saved)"),
         _ => format!("wrote `{path}`"),
     };
@@ -303,8 +353,18 @@ fn record_write(
         Some(first) => first.original.clone(),
         None => before,
     };
-    let time = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0);
-    writes.push(WriteRecord { path: path.to_owned(), time, tool_call_id, target, saved, original });
+    let time = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0);
+    writes.push(WriteRecord {
+        path: path.to_owned(),
+        time,
+        tool_call_id,
+        target,
+        saved,
+        original,
+    });
 }
 
 // terminal/* ---------------------------------------------------------------
@@ -318,11 +378,24 @@ async fn terminal_create(thread: &ThreadHandle, params: &Value) -> Result<Value,
     let args: Vec<String> = params
         .get("args")
         .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
         .unwrap_or_default();
     let mut env = serde_json::Map::new();
-    for var in params.get("env").and_then(Value::as_array).into_iter().flatten() {
-        if let (Some(n), Some(v)) = (var.get("name").and_then(Value::as_str), var.get("value").and_then(Value::as_str)) {
+    for var in params
+        .get("env")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        if let (Some(n), Some(v)) = (
+            var.get("name").and_then(Value::as_str),
+            var.get("value").and_then(Value::as_str),
+        ) {
             env.insert(n.to_owned(), Value::from(v));
         }
     }
@@ -331,20 +404,40 @@ async fn terminal_create(thread: &ThreadHandle, params: &Value) -> Result<Value,
         Some(c) => c.to_owned(),
         None => thread.spec.cwd.to_string_lossy().into_owned(),
     };
-    let cwd = ed.roots.check(&cwd, ed.policy.allow_terminal_outside).map_err(|m| err(INVALID_PARAMS, m))?;
+    let cwd = ed
+        .roots
+        .check(&cwd, ed.policy.allow_terminal_outside)
+        .map_err(|m| err(INVALID_PARAMS, m))?;
     if !cwd.is_dir() {
-        return Err(err(INVALID_PARAMS, format!("{}: cwd is not a directory", cwd.display())));
+        return Err(err(
+            INVALID_PARAMS,
+            format!("{}: cwd is not a directory", cwd.display()),
+        ));
     }
-    let limit = params.get("outputByteLimit").and_then(Value::as_u64).map(|n| n as usize);
+    let limit = params
+        .get("outputByteLimit")
+        .and_then(Value::as_u64)
+        .map(|n| n as usize);
     // Agents send whole shell lines as `command` when there are no args.
     let argv: Vec<String> = if args.is_empty() {
         vec![ed.policy.shell.clone(), "-c".into(), command.clone()]
     } else {
-        std::iter::once(command.clone()).chain(args.iter().cloned()).collect()
+        std::iter::once(command.clone())
+            .chain(args.iter().cloned())
+            .collect()
     };
-    let shown = if args.is_empty() { command.clone() } else { argv.join(" ") };
+    let shown = if args.is_empty() {
+        command.clone()
+    } else {
+        argv.join(" ")
+    };
     let id = ed.terminals.lock().create(shown.clone(), limit);
-    let reply = calls::call(thread.id, "terminal_start", json!({"id": id, "argv": argv, "env": env, "cwd": cwd, "command": shown})).await;
+    let reply = calls::call(
+        thread.id,
+        "terminal_start",
+        json!({"id": id, "argv": argv, "env": env, "cwd": cwd, "command": shown}),
+    )
+    .await;
     match reply.map(|r| r.value) {
         Ok(v) if v.get("pid").is_some() => {
             if let Ok(t) = ed.terminals.lock().get_mut(&id) {
@@ -355,12 +448,22 @@ async fn terminal_create(thread: &ThreadHandle, params: &Value) -> Result<Value,
             Ok(json!({ "terminalId": id }))
         }
         Ok(v) => {
-            let _ = ed.terminals.lock().release(&id, ExitStatus::from_job_code(127));
-            let why = v.get("error").and_then(Value::as_str).unwrap_or("unknown error").to_owned();
+            let _ = ed
+                .terminals
+                .lock()
+                .release(&id, ExitStatus::from_job_code(127));
+            let why = v
+                .get("error")
+                .and_then(Value::as_str)
+                .unwrap_or("unknown error")
+                .to_owned();
             Err(err(INTERNAL, format!("cannot run `{shown}`: {why}")))
         }
         Err(e) => {
-            let _ = ed.terminals.lock().release(&id, ExitStatus::from_job_code(127));
+            let _ = ed
+                .terminals
+                .lock()
+                .release(&id, ExitStatus::from_job_code(127));
             Err(err(INTERNAL, format!("cannot run `{shown}`: {e}")))
         }
     }
@@ -379,8 +482,15 @@ fn terminal_output(thread: &ThreadHandle, params: &Value) -> Result<Value, FsErr
 
 async fn terminal_wait(thread: &ThreadHandle, params: &Value) -> Result<Value, FsError> {
     let id = term_id(params)?;
-    let rx = thread.editor.terminals.lock().wait(&id).map_err(|m| err(INVALID_PARAMS, m))?;
-    let status = rx.await.map_err(|_| err(INTERNAL, format!("terminal `{id}` went away")))?;
+    let rx = thread
+        .editor
+        .terminals
+        .lock()
+        .wait(&id)
+        .map_err(|m| err(INVALID_PARAMS, m))?;
+    let status = rx
+        .await
+        .map_err(|_| err(INTERNAL, format!("terminal `{id}` went away")))?;
     Ok(serde_json::to_value(status).unwrap_or(Value::Null))
 }
 
@@ -398,8 +508,16 @@ fn terminal_kill(thread: &ThreadHandle, params: &Value) -> Result<Value, FsError
 
 fn terminal_release(thread: &ThreadHandle, params: &Value) -> Result<Value, FsError> {
     let id = term_id(params)?;
-    let killed = ExitStatus { exit_code: None, signal: Some("SIGTERM".into()) };
-    let t = thread.editor.terminals.lock().release(&id, killed).map_err(|m| err(INVALID_PARAMS, m))?;
+    let killed = ExitStatus {
+        exit_code: None,
+        signal: Some("SIGTERM".into()),
+    };
+    let t = thread
+        .editor
+        .terminals
+        .lock()
+        .release(&id, killed)
+        .map_err(|m| err(INVALID_PARAMS, m))?;
     if t.exit.is_none() {
         if let Some(pid) = t.pid {
             calls::notify(thread.id, "terminal_kill", json!({"id": id, "pid": pid}));

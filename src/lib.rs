@@ -50,6 +50,8 @@ fn plugin_body() -> nvim_oxi::Result<()> {
 /// # Safety
 /// Called by Lua with a valid state on Neovim's main thread.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn luaopen_acp_core(state: *mut nvim_oxi::lua::ffi::State) -> core::ffi::c_int {
+pub unsafe extern "C" fn luaopen_acp_core(
+    state: *mut nvim_oxi::lua::ffi::State,
+) -> core::ffi::c_int {
     unsafe { nvim_oxi::entrypoint::entrypoint(state, plugin_body) }
 }

@@ -30,10 +30,17 @@ pub fn path() -> Option<PathBuf> {
 }
 
 pub fn write(level: &str, msg: &str) {
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
     let mut guard = slot().lock();
     if let Some((_, file)) = guard.as_mut() {
-        let _ = writeln!(file, "{}.{:03} {level} {msg}", now.as_secs(), now.subsec_millis());
+        let _ = writeln!(
+            file,
+            "{}.{:03} {level} {msg}",
+            now.as_secs(),
+            now.subsec_millis()
+        );
     }
 }
 

@@ -34,7 +34,12 @@ pub fn set_lua(lua: Lua) {
 /// JSON to Lua with `null` as nil: Lua code then tests fields with plain
 /// truthiness, and the values can cross msgpack-RPC (tests, remote UIs).
 fn to_lua<T: serde::Serialize + ?Sized>(lua: &Lua, v: &T) -> LuaResult<LuaValue> {
-    lua.to_value_with(v, mlua::SerializeOptions::new().serialize_none_to_null(false).serialize_unit_to_null(false))
+    lua.to_value_with(
+        v,
+        mlua::SerializeOptions::new()
+            .serialize_none_to_null(false)
+            .serialize_unit_to_null(false),
+    )
 }
 
 fn lua_err(msg: impl Into<String>) -> mlua::Error {
@@ -90,7 +95,10 @@ fn drain() {
         let Some(lua) = lua.get() else { return };
         let dispatch = DISPATCH.with(|d| d.borrow().clone());
         let Some(dispatch) = dispatch else {
-            log::error(format!("{} events arrived before a dispatcher was set", events.len()));
+            log::error(format!(
+                "{} events arrived before a dispatcher was set",
+                events.len()
+            ));
             return;
         };
         let result = (|| -> LuaResult<()> {
@@ -156,7 +164,11 @@ fn event_table(lua: &Lua, ev: UiEvent) -> LuaResult<Table> {
                 }
             }
         }
-        UiEvent::Permission { thread, request, payload } => {
+        UiEvent::Permission {
+            thread,
+            request,
+            payload,
+        } => {
             t.set("type", "permission")?;
             t.set("thread", thread)?;
             t.set("request", request)?;
@@ -172,14 +184,25 @@ fn event_table(lua: &Lua, ev: UiEvent) -> LuaResult<Table> {
             t.set("level", level)?;
             t.set("message", message)?;
         }
-        UiEvent::Call { call, thread, method, payload } => {
+        UiEvent::Call {
+            call,
+            thread,
+            method,
+            payload,
+        } => {
             t.set("type", "call")?;
             t.set("call", call)?;
             t.set("thread", thread)?;
             t.set("method", method)?;
             t.set("payload", to_lua(lua, &payload)?)?;
         }
-        UiEvent::Files { request, root, count, truncated, error } => {
+        UiEvent::Files {
+            request,
+            root,
+            count,
+            truncated,
+            error,
+        } => {
             t.set("type", "files")?;
             t.set("request", request)?;
             t.set("root", root)?;
@@ -207,7 +230,8 @@ pub fn module(lua: &Lua) -> LuaResult<Table> {
         "init",
         lua.create_function(|_, opts: Table| {
             if let Some(path) = opts.get::<Option<String>>("log_file")? {
-                log::open(PathBuf::from(&path)).map_err(|e| lua_err(format!("cannot open log {path}: {e}")))?;
+                log::open(PathBuf::from(&path))
+                    .map_err(|e| lua_err(format!("cannot open log {path}: {e}")))?;
             }
             log::install_panic_hook();
             if let Some(f) = opts.get::<Option<Function>>("dispatch")? {
@@ -218,8 +242,14 @@ pub fn module(lua: &Lua) -> LuaResult<Table> {
         })?,
     )?;
 
-    m.set("source_stamp", lua.create_function(|_, ()| Ok(env!("ACP_SOURCE_STAMP")))?)?;
-    m.set("version", lua.create_function(|_, ()| Ok(env!("CARGO_PKG_VERSION")))?)?;
+    m.set(
+        "source_stamp",
+        lua.create_function(|_, ()| Ok(env!("ACP_SOURCE_STAMP")))?,
+    )?;
+    m.set(
+        "version",
+        lua.create_function(|_, ()| Ok(env!("CARGO_PKG_VERSION")))?,
+    )?;
     m.set(
         "log_path",
         lua.create_function(|_, ()| Ok(log::path().map(|p| p.to_string_lossy().into_owned())))?,
@@ -246,13 +276,19 @@ pub fn module(lua: &Lua) -> LuaResult<Table> {
         "prompt",
         lua.create_function(|lua, (id, blocks): (u64, LuaValue)| {
             let blocks = match blocks {
-                LuaValue::String(s) => serde_json::json!([{"type": "text", "text": s.to_str()?.to_string()}]),
+                LuaValue::String(s) => {
+                    serde_json::json!([{"type": "text", "text": s.to_str()?.to_string()}])
+                }
                 v => json_list(lua.from_value(v)?),
             };
             if blocks.as_array().is_none_or(|a| a.is_empty()) {
                 return Err(lua_err("prompt needs at least one content block"));
             }
-            registry().thread(id).map_err(lua_err)?.prompt(blocks).map_err(lua_err)
+            registry()
+                .thread(id)
+                .map_err(lua_err)?
+                .prompt(blocks)
+                .map_err(lua_err)
         })?,
     )?;
 
@@ -287,7 +323,11 @@ pub fn module(lua: &Lua) -> LuaResult<Table> {
     m.set(
         "answer_permission",
         lua.create_function(|_, (id, request, option): (u64, u64, Option<String>)| {
-            registry().thread(id).map_err(lua_err)?.answer_permission(request, option).map_err(lua_err)
+            registry()
+                .thread(id)
+                .map_err(lua_err)?
+                .answer_permission(request, option)
+                .map_err(lua_err)
         })?,
     )?;
 
@@ -314,9 +354,15 @@ pub fn module(lua: &Lua) -> LuaResult<Table> {
             info.set("session_id", t.session_id())?;
             info.set("agent", t.spec.name.clone())?;
             if let Some(init) = t.agent_init() {
-                let caps = init.get("agentCapabilities").cloned().unwrap_or(Value::Null);
+                let caps = init
+                    .get("agentCapabilities")
+                    .cloned()
+                    .unwrap_or(Value::Null);
                 info.set("agent_capabilities", to_lua(lua, &caps)?)?;
-                info.set("agent_info", to_lua(lua, &init.get("agentInfo").cloned().unwrap_or(Value::Null))?)?;
+                info.set(
+                    "agent_info",
+                    to_lua(lua, &init.get("agentInfo").cloned().unwrap_or(Value::Null))?,
+                )?;
             }
             Ok(info)
         })?,
@@ -341,8 +387,20 @@ pub fn module(lua: &Lua) -> LuaResult<Table> {
                 .await
                 .unwrap_or_else(|e| Err(format!("the file walk failed: {e}")));
                 let event = match result {
-                    Ok((count, truncated)) => UiEvent::Files { request, root, count, truncated, error: None },
-                    Err(e) => UiEvent::Files { request, root, count: 0, truncated: false, error: Some(e) },
+                    Ok((count, truncated)) => UiEvent::Files {
+                        request,
+                        root,
+                        count,
+                        truncated,
+                        error: None,
+                    },
+                    Err(e) => UiEvent::Files {
+                        request,
+                        root,
+                        count: 0,
+                        truncated: false,
+                        error: Some(e),
+                    },
                 };
                 bridge().push(event);
             });
@@ -354,15 +412,22 @@ pub fn module(lua: &Lua) -> LuaResult<Table> {
     // (nil when it was never listed). Cheap enough for every keystroke.
     m.set(
         "match_files",
-        lua.create_function(|lua, (root, query, limit): (String, String, Option<usize>)| {
-            match crate::files::query(&root, &query, limit.unwrap_or(50)) {
+        lua.create_function(
+            |lua, (root, query, limit): (String, String, Option<usize>)| match crate::files::query(
+                &root,
+                &query,
+                limit.unwrap_or(50),
+            ) {
                 Some(paths) => Ok(LuaValue::Table(lines_table(lua, paths)?)),
                 None => Ok(LuaValue::Nil),
-            }
-        })?,
+            },
+        )?,
     )?;
 
-    m.set("agent_pids", lua.create_function(|_, ()| Ok(registry().agent_pids()))?)?;
+    m.set(
+        "agent_pids",
+        lua.create_function(|_, ()| Ok(registry().agent_pids()))?,
+    )?;
 
     m.set(
         "entry",
@@ -399,13 +464,19 @@ pub fn module(lua: &Lua) -> LuaResult<Table> {
     m.set(
         "call_done",
         lua.create_function(|lua, (id, value): (u64, LuaValue)| {
-            let v: Value = if value.is_nil() { Value::Null } else { lua.from_value(value)? };
+            let v: Value = if value.is_nil() {
+                Value::Null
+            } else {
+                lua.from_value(value)?
+            };
             crate::calls::finish(id, Ok(v)).map_err(lua_err)
         })?,
     )?;
     m.set(
         "call_fail",
-        lua.create_function(|_, (id, msg): (u64, String)| crate::calls::finish(id, Err(msg)).map_err(lua_err))?,
+        lua.create_function(|_, (id, msg): (u64, String)| {
+            crate::calls::finish(id, Err(msg)).map_err(lua_err)
+        })?,
     )?;
 
     // Job events of client terminals (lua/acp/terminal.lua).
@@ -452,7 +523,13 @@ pub fn module(lua: &Lua) -> LuaResult<Table> {
         "roots",
         lua.create_function(|lua, id: u64| {
             let t = registry().thread(id).map_err(lua_err)?;
-            let dirs: Vec<String> = t.editor.roots.dirs().iter().map(|d| d.to_string_lossy().into_owned()).collect();
+            let dirs: Vec<String> = t
+                .editor
+                .roots
+                .dirs()
+                .iter()
+                .map(|d| d.to_string_lossy().into_owned())
+                .collect();
             to_lua(lua, &dirs)
         })?,
     )?;
@@ -485,7 +562,10 @@ pub fn module(lua: &Lua) -> LuaResult<Table> {
     )?;
 
     // Test hook: proves that a panic in the core surfaces as a Lua error.
-    m.set("_panic", lua.create_function(|_, ()| -> LuaResult<()> { panic!("deliberate test panic") })?)?;
+    m.set(
+        "_panic",
+        lua.create_function(|_, ()| -> LuaResult<()> { panic!("deliberate test panic") })?,
+    )?;
 
     Ok(m)
 }

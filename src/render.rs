@@ -36,7 +36,11 @@ pub fn append_fragment(kind: EntryKind, text: &str) -> String {
 }
 
 fn tool_call_markdown(tc: &ToolCall) -> String {
-    let title = if tc.title.is_empty() { tc.id.as_str() } else { tc.title.as_str() };
+    let title = if tc.title.is_empty() {
+        tc.id.as_str()
+    } else {
+        tc.title.as_str()
+    };
     let mut out = format!("**[{}]** {} · _{}_", tc.kind, title, tc.shown_status());
     for (path, line) in &tc.locations {
         // Agents send 0-based rows (0 = top of the file); show 1-based.
@@ -56,13 +60,17 @@ fn tool_call_markdown(tc: &ToolCall) -> String {
                     out.push_str(line);
                 }
             }
-            ToolContent::Diff { path, old_text, new_text } => {
-                diff_markdown(&mut out, path, old_text.as_deref(), new_text)
-            }
-            ToolContent::Terminal { id, known: false, .. } => {
-                out.push_str(&format!("\n  terminal `{id}` (run by the agent)"))
-            }
-            ToolContent::Terminal { id, output, exit, .. } => terminal_markdown(&mut out, id, output, exit.as_deref()),
+            ToolContent::Diff {
+                path,
+                old_text,
+                new_text,
+            } => diff_markdown(&mut out, path, old_text.as_deref(), new_text),
+            ToolContent::Terminal {
+                id, known: false, ..
+            } => out.push_str(&format!("\n  terminal `{id}` (run by the agent)")),
+            ToolContent::Terminal {
+                id, output, exit, ..
+            } => terminal_markdown(&mut out, id, output, exit.as_deref()),
         }
     }
     for note in &tc.notes {
@@ -80,7 +88,11 @@ fn diff_markdown(out: &mut String, path: &str, old: Option<&str>, new: &str) {
     let header = if old.is_none() { "new file" } else { "diff" };
     out.push_str(&format!("\n  {header} `{path}`"));
     let diff = similar::TextDiff::from_lines(old.unwrap_or(""), new);
-    let text = diff.unified_diff().context_radius(3).header("a", "b").to_string();
+    let text = diff
+        .unified_diff()
+        .context_radius(3)
+        .header("a", "b")
+        .to_string();
     let lines: Vec<&str> = text.lines().skip(2).collect(); // the ---/+++ header
     out.push_str("\n  ```diff");
     for line in lines.iter().take(DIFF_MAX_LINES) {
@@ -88,7 +100,10 @@ fn diff_markdown(out: &mut String, path: &str, old: Option<&str>, new: &str) {
         out.push_str(line.trim_end_matches('\r'));
     }
     if lines.len() > DIFF_MAX_LINES {
-        out.push_str(&format!("\n  … {} more lines (review with <CR> on the card)", lines.len() - DIFF_MAX_LINES));
+        out.push_str(&format!(
+            "\n  … {} more lines (review with <CR> on the card)",
+            lines.len() - DIFF_MAX_LINES
+        ));
     }
     out.push_str("\n  ```");
 }
@@ -99,7 +114,11 @@ const TERMINAL_TAIL_LINES: usize = 12;
 
 fn terminal_markdown(out: &mut String, id: &str, output: &str, exit: Option<&str>) {
     let text = output.strip_suffix('\n').unwrap_or(output);
-    let lines: Vec<&str> = if text.is_empty() { Vec::new() } else { text.split('\n').collect() };
+    let lines: Vec<&str> = if text.is_empty() {
+        Vec::new()
+    } else {
+        text.split('\n').collect()
+    };
     let skipped = lines.len().saturating_sub(TERMINAL_TAIL_LINES);
     out.push_str("\n  ```console");
     if skipped > 0 {
@@ -128,7 +147,12 @@ fn plan_markdown(items: &[PlanItem]) -> String {
 
 /// The text a content block contributes to a message.
 pub fn content_block_text(block: &Value) -> String {
-    let s = |k: &str| field(block, k).and_then(Value::as_str).unwrap_or("").to_owned();
+    let s = |k: &str| {
+        field(block, k)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned()
+    };
     match field(block, "type").and_then(Value::as_str).unwrap_or("") {
         "text" => s("text"),
         "image" => format!("[image {}]", s("mimeType")),
@@ -157,10 +181,11 @@ pub fn uri_label(uri: &str) -> String {
         Some((b, f)) => (b, Some(f)),
         None => (uri, None),
     };
-    let scheme = base
-        .split_once(':')
-        .map(|(s, _)| s)
-        .filter(|s| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c)));
+    let scheme = base.split_once(':').map(|(s, _)| s).filter(|s| {
+        !s.is_empty()
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+    });
     let mut label = match base.trim_end_matches('/').rsplit_once('/') {
         Some((_, name)) => {
             let name = percent_decode(name);
@@ -200,14 +225,26 @@ fn percent_decode(s: &str) -> String {
 /// A one-line summary of a tool's raw input: the command or path when there
 /// is one, else compact JSON, cut to 120 characters.
 pub fn one_line_summary(raw: &Value) -> String {
-    let pick = ["command", "cmd", "file_path", "path", "pattern", "query", "url"]
-        .iter()
-        .find_map(|k| field(raw, k))
-        .map(|v| match v {
-            Value::String(s) => s.clone(),
-            Value::Array(a) => a.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(" "),
-            other => other.to_string(),
-        });
+    let pick = [
+        "command",
+        "cmd",
+        "file_path",
+        "path",
+        "pattern",
+        "query",
+        "url",
+    ]
+    .iter()
+    .find_map(|k| field(raw, k))
+    .map(|v| match v {
+        Value::String(s) => s.clone(),
+        Value::Array(a) => a
+            .iter()
+            .filter_map(Value::as_str)
+            .collect::<Vec<_>>()
+            .join(" "),
+        other => other.to_string(),
+    });
     let text = pick.unwrap_or_else(|| raw.to_string()).replace('\n', " ");
     if text.chars().count() > 120 {
         let cut: String = text.chars().take(119).collect();
@@ -224,9 +261,15 @@ mod tests {
 
     #[test]
     fn summary_prefers_command_and_cuts_long_text() {
-        assert_eq!(one_line_summary(&json!({"command": "ls -la\nx", "other": 1})), "ls -la x");
+        assert_eq!(
+            one_line_summary(&json!({"command": "ls -la\nx", "other": 1})),
+            "ls -la x"
+        );
         let long = "a".repeat(300);
-        assert_eq!(one_line_summary(&json!({ "query": long })).chars().count(), 120);
+        assert_eq!(
+            one_line_summary(&json!({ "query": long })).chars().count(),
+            120
+        );
         assert_eq!(one_line_summary(&json!({"n": 1})), r#"{"n":1}"#);
     }
 
@@ -239,32 +282,57 @@ mod tests {
             status: "pending".into(),
             locations: vec![("/p/a.rs".into(), Some(0))],
             content: vec![
-                ToolContent::Diff { path: "/p/a.rs".into(), old_text: Some("a\nb\nc\n".into()), new_text: "a\nB\nc\n".into() },
-                ToolContent::Diff { path: "/p/new.rs".into(), old_text: None, new_text: "x\n".into() },
+                ToolContent::Diff {
+                    path: "/p/a.rs".into(),
+                    old_text: Some("a\nb\nc\n".into()),
+                    new_text: "a\nB\nc\n".into(),
+                },
+                ToolContent::Diff {
+                    path: "/p/new.rs".into(),
+                    old_text: None,
+                    new_text: "x\n".into(),
+                },
             ],
             raw_input: None,
             notes: vec![],
             client_state: Some(crate::thread::ClientState::WaitingForYou),
         };
         let md = entry_markdown(&Entry::ToolCall(tc));
-        assert!(md.starts_with("**[edit]** Edit · _waiting for you_\n  `/p/a.rs:1`"), "{md}");
-        assert!(md.contains("  ```diff\n  @@ -1,3 +1,3 @@\n   a\n  -b\n  +B\n   c\n  ```"), "{md}");
-        assert!(md.contains("new file `/p/new.rs`\n  ```diff\n  @@ -0,0 +1 @@\n  +x\n  ```"), "{md}");
+        assert!(
+            md.starts_with("**[edit]** Edit · _waiting for you_\n  `/p/a.rs:1`"),
+            "{md}"
+        );
+        assert!(
+            md.contains("  ```diff\n  @@ -1,3 +1,3 @@\n   a\n  -b\n  +B\n   c\n  ```"),
+            "{md}"
+        );
+        assert!(
+            md.contains("new file `/p/new.rs`\n  ```diff\n  @@ -0,0 +1 @@\n  +x\n  ```"),
+            "{md}"
+        );
     }
 
     #[test]
     fn content_blocks_render_as_text_or_links() {
-        assert_eq!(content_block_text(&json!({"type":"text","text":"hi"})), "hi");
+        assert_eq!(
+            content_block_text(&json!({"type":"text","text":"hi"})),
+            "hi"
+        );
         assert_eq!(
             content_block_text(&json!({"type":"resource_link","name":"a.rs","uri":"file:///a.rs"})),
             "[a.rs](file:///a.rs)"
         );
         assert_eq!(content_block_text(&json!({"type":"unknown"})), "");
         assert_eq!(
-            content_block_text(&json!({"type":"resource","resource":{"uri":"file:///p/my%20a.lua#L3-L5","text":"x"}})),
+            content_block_text(
+                &json!({"type":"resource","resource":{"uri":"file:///p/my%20a.lua#L3-L5","text":"x"}})
+            ),
             "@my a.lua#L3-L5"
         );
-        assert_eq!(uri_label("untitled:buffer-3#L1-L2"), "untitled:buffer-3#L1-L2");
+        assert_eq!(
+            uri_label("untitled:buffer-3#L1-L2"),
+            "untitled:buffer-3#L1-L2"
+        );
         assert_eq!(uri_label("diagnostics:///p/src/a.lua"), "diagnostics:a.lua");
         assert_eq!(uri_label("file:///p/dir/"), "dir");
         assert_eq!(uri_label("file:///p/100%"), "100%");

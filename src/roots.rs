@@ -31,7 +31,11 @@ impl Roots {
         if allow_outside || self.contains(&resolved) {
             return Ok(resolved);
         }
-        let via_link = if normalize(p) != resolved { " (through a symlink)" } else { "" };
+        let via_link = if normalize(p) != resolved {
+            " (through a symlink)"
+        } else {
+            ""
+        };
         Err(format!(
             "{path}: outside the session's roots{via_link} ({}); the user's configuration does not allow it",
             self.roots.iter().map(|r| r.display().to_string()).collect::<Vec<_>>().join(", ")
@@ -72,7 +76,10 @@ pub fn resolve_lenient(p: &Path) -> PathBuf {
             }
             return out;
         }
-        match (existing.file_name().map(|n| n.to_owned()), existing.parent()) {
+        match (
+            existing.file_name().map(|n| n.to_owned()),
+            existing.parent(),
+        ) {
             (Some(name), Some(parent)) => {
                 rest.push(name);
                 existing = parent.to_path_buf();
@@ -99,12 +106,25 @@ mod tests {
         std::fs::write(root.join("a.txt"), "x").unwrap();
         let roots = Roots::new(&[root.clone()]);
         let real = std::fs::canonicalize(&root).unwrap();
-        assert_eq!(roots.check(root.join("a.txt").to_str().unwrap(), false).unwrap(), real.join("a.txt"));
+        assert_eq!(
+            roots
+                .check(root.join("a.txt").to_str().unwrap(), false)
+                .unwrap(),
+            real.join("a.txt")
+        );
         // New files in new directories are inside too.
-        assert!(roots.check(root.join("new/dir/b.txt").to_str().unwrap(), false).is_ok());
-        assert!(roots.check("relative/path", false).unwrap_err().contains("must be absolute"));
+        assert!(roots
+            .check(root.join("new/dir/b.txt").to_str().unwrap(), false)
+            .is_ok());
+        assert!(roots
+            .check("relative/path", false)
+            .unwrap_err()
+            .contains("must be absolute"));
         let escape = format!("{}/../outside.txt", root.display());
-        assert!(roots.check(&escape, false).unwrap_err().contains("outside the session's roots"));
+        assert!(roots
+            .check(&escape, false)
+            .unwrap_err()
+            .contains("outside the session's roots"));
         assert!(roots.check(&escape, true).is_ok());
     }
 
@@ -115,10 +135,14 @@ mod tests {
         std::fs::write(outside.join("secret.txt"), "s").unwrap();
         std::os::unix::fs::symlink(&outside, root.join("link")).unwrap();
         let roots = Roots::new(&[root.clone()]);
-        let err = roots.check(root.join("link/secret.txt").to_str().unwrap(), false).unwrap_err();
+        let err = roots
+            .check(root.join("link/secret.txt").to_str().unwrap(), false)
+            .unwrap_err();
         assert!(err.contains("through a symlink"), "{err}");
         // A file created through the link would land outside as well.
-        assert!(roots.check(root.join("link/new.txt").to_str().unwrap(), false).is_err());
+        assert!(roots
+            .check(root.join("link/new.txt").to_str().unwrap(), false)
+            .is_err());
     }
 
     #[test]

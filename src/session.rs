@@ -98,7 +98,10 @@ impl ThreadHandle {
     }
 
     pub fn terminal_text(&self, id: &str) -> Option<(String, Option<String>)> {
-        self.model.lock().terminal_text(id).map(|v| (v.output.clone(), v.exit.clone()))
+        self.model
+            .lock()
+            .terminal_text(id)
+            .map(|v| (v.output.clone(), v.exit.clone()))
     }
 
     pub fn markdown(&self) -> String {
@@ -115,7 +118,10 @@ impl ThreadHandle {
 
     /// The agent's `initialize` answer (capabilities, agentInfo, auth).
     pub fn agent_init(&self) -> Option<Value> {
-        self.current.lock().as_ref().and_then(|(c, _)| c.init_response())
+        self.current
+            .lock()
+            .as_ref()
+            .and_then(|(c, _)| c.init_response())
     }
 
     pub fn session_id(&self) -> Option<String> {
@@ -142,7 +148,11 @@ impl ThreadHandle {
 
     pub fn request_permission(&self, params: Value, responder: Responder<Value>) {
         let tool_call = params.get("toolCall").cloned().unwrap_or(Value::Null);
-        let tool_id = tool_call.get("toolCallId").and_then(Value::as_str).unwrap_or("").to_owned();
+        let tool_id = tool_call
+            .get("toolCallId")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
         // The kind may only be known from an earlier tool_call update.
         let kind = self.with_model_value(|m| {
             let ev = m.permission_requested(&tool_call);
@@ -153,16 +163,37 @@ impl ThreadHandle {
                 .unwrap_or_else(|| "other".into());
             (ev, kind)
         });
-        let options = params.get("options").and_then(Value::as_array).cloned().unwrap_or_default();
+        let options = params
+            .get("options")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
         if let Some((option_id, note)) = self.policy_answer(&kind, &options) {
-            let _ = responder.respond(json!({"outcome": {"outcome": "selected", "optionId": option_id}}));
-            let state = if note.starts_with("rejected") { Some(ClientState::Rejected) } else { None };
+            let _ = responder
+                .respond(json!({"outcome": {"outcome": "selected", "optionId": option_id}}));
+            let state = if note.starts_with("rejected") {
+                Some(ClientState::Rejected)
+            } else {
+                None
+            };
             self.with_model(|m| m.permission_answered(&tool_id, state, Some(note)));
             return;
         }
         let request = self.next_request.fetch_add(1, Ordering::Relaxed);
-        self.permissions.lock().insert(request, PendingPermission { responder, tool_id, kind, options });
-        bridge().push(UiEvent::Permission { thread: self.id, request, payload: params });
+        self.permissions.lock().insert(
+            request,
+            PendingPermission {
+                responder,
+                tool_id,
+                kind,
+                options,
+            },
+        );
+        bridge().push(UiEvent::Permission {
+            thread: self.id,
+            request,
+            payload: params,
+        });
     }
 
     /// An answer the user's policy gives without asking: kinds allowed in
@@ -178,13 +209,23 @@ impl ThreadHandle {
         };
         if let Some(remembered) = self.remembered.lock().get(kind).cloned() {
             let allow = remembered.starts_with("allow");
-            let id = if allow { find(&["allow_always", "allow_once"]) } else { find(&["reject_always", "reject_once"]) }?;
+            let id = if allow {
+                find(&["allow_always", "allow_once"])
+            } else {
+                find(&["reject_always", "reject_once"])
+            }?;
             let verb = if allow { "allowed" } else { "rejected" };
-            return Some((id, format!("{verb} by your earlier \"always\" choice for `{kind}`")));
+            return Some((
+                id,
+                format!("{verb} by your earlier \"always\" choice for `{kind}`"),
+            ));
         }
         if self.editor.policy.auto_allow.iter().any(|k| k == kind) {
             let id = find(&["allow_once", "allow_always"])?;
-            return Some((id, format!("auto-allowed (`{kind}` is allowed in your config)")));
+            return Some((
+                id,
+                format!("auto-allowed (`{kind}` is allowed in your config)"),
+            ));
         }
         None
     }
@@ -214,23 +255,34 @@ impl ThreadHandle {
         });
         if option_id.is_some() && option_kind.is_none() {
             self.permissions.lock().insert(request, pending);
-            return Err(format!("`{}` is not one of the agent's options", option_id.unwrap_or_default()));
+            return Err(format!(
+                "`{}` is not one of the agent's options",
+                option_id.unwrap_or_default()
+            ));
         }
         let outcome = match &option_id {
             Some(id) => json!({"outcome": {"outcome": "selected", "optionId": id}}),
             None => json!({"outcome": {"outcome": "cancelled"}}),
         };
-        pending.responder.respond(outcome).map_err(|e| e.to_string())?;
+        pending
+            .responder
+            .respond(outcome)
+            .map_err(|e| e.to_string())?;
         let state = match option_kind.as_deref() {
             None => Some(ClientState::Cancelled),
             Some(k) if k.starts_with("reject") => Some(ClientState::Rejected),
             Some(_) => None,
         };
         if let Some(k) = option_kind.as_deref().filter(|k| k.ends_with("_always")) {
-            self.remembered.lock().insert(pending.kind.clone(), k.to_owned());
+            self.remembered
+                .lock()
+                .insert(pending.kind.clone(), k.to_owned());
         }
         self.with_model(|m| m.permission_answered(&pending.tool_id, state, None));
-        bridge().push(UiEvent::PermissionDone { thread: self.id, request });
+        bridge().push(UiEvent::PermissionDone {
+            thread: self.id,
+            request,
+        });
         Ok(())
     }
 
@@ -238,16 +290,26 @@ impl ThreadHandle {
     fn cancel_permissions(&self) {
         let pending: Vec<_> = self.permissions.lock().drain().collect();
         for (request, p) in pending {
-            let _ = p.responder.respond(json!({"outcome": {"outcome": "cancelled"}}));
-            self.with_model(|m| m.permission_answered(&p.tool_id, Some(ClientState::Cancelled), None));
-            bridge().push(UiEvent::PermissionDone { thread: self.id, request });
+            let _ = p
+                .responder
+                .respond(json!({"outcome": {"outcome": "cancelled"}}));
+            self.with_model(|m| {
+                m.permission_answered(&p.tool_id, Some(ClientState::Cancelled), None)
+            });
+            bridge().push(UiEvent::PermissionDone {
+                thread: self.id,
+                request,
+            });
         }
     }
 
     fn drop_permissions(&self) {
         let pending: Vec<_> = self.permissions.lock().drain().map(|(k, _)| k).collect();
         for request in pending {
-            bridge().push(UiEvent::PermissionDone { thread: self.id, request });
+            bridge().push(UiEvent::PermissionDone {
+                thread: self.id,
+                request,
+            });
         }
     }
 
@@ -280,26 +342,48 @@ impl ThreadHandle {
             .ok_or_else(|| format!("session/new returned no sessionId: {response}"))?
             .to_owned();
         conn.route(&session_id, self);
-        log::info(format!("thread {} bound to session {session_id} of {}", self.id, self.spec.name));
-        *session = Some(Bound { conn: conn.clone(), session_id: session_id.clone() });
+        log::info(format!(
+            "thread {} bound to session {session_id} of {}",
+            self.id, self.spec.name
+        ));
+        *session = Some(Bound {
+            conn: conn.clone(),
+            session_id: session_id.clone(),
+        });
         *self.current.lock() = Some((conn.clone(), session_id.clone()));
         let agent = conn
             .init_response()
-            .and_then(|v| v.pointer("/agentInfo/name").and_then(Value::as_str).map(str::to_owned))
+            .and_then(|v| {
+                v.pointer("/agentInfo/name")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            })
             .unwrap_or_else(|| self.spec.name.clone());
         let restarted = self.lost_session.swap(false, Ordering::SeqCst);
         self.with_model(|m| {
             let mut ev = Vec::new();
             if restarted {
-                ev.extend(m.notice(NoticeLevel::Info, format!("Restarted `{}` with a new session", m.agent_name)));
+                ev.extend(m.notice(
+                    NoticeLevel::Info,
+                    format!("Restarted `{}` with a new session", m.agent_name),
+                ));
             }
             ev.extend(m.session_ready(agent));
-            ev.push(ThreadEvent::Info { key: "session", value: Value::from(session_id.clone()) });
+            ev.push(ThreadEvent::Info {
+                key: "session",
+                value: Value::from(session_id.clone()),
+            });
             // Session modes (ask, code, plan...): the list, and the current one.
             if let Some(modes) = response.get("modes").filter(|m| !m.is_null()) {
-                ev.push(ThreadEvent::Info { key: "modes", value: modes.clone() });
+                ev.push(ThreadEvent::Info {
+                    key: "modes",
+                    value: modes.clone(),
+                });
                 if let Some(current) = modes.get("currentModeId") {
-                    ev.push(ThreadEvent::Info { key: "mode", value: current.clone() });
+                    ev.push(ThreadEvent::Info {
+                        key: "mode",
+                        value: current.clone(),
+                    });
                 }
             }
             ev
@@ -344,7 +428,8 @@ impl ThreadHandle {
                     Err(e) => {
                         // If the agent died, its exit report explains more
                         // than "response never received": let that speak.
-                        let died = tokio::time::timeout(Duration::from_millis(500), conn.closed()).await;
+                        let died =
+                            tokio::time::timeout(Duration::from_millis(500), conn.closed()).await;
                         if died.is_ok() {
                             return Ok(Value::Null);
                         }
@@ -356,7 +441,11 @@ impl ThreadHandle {
             match result {
                 Ok(Value::Null) => {}
                 Ok(v) => {
-                    let stop = v.get("stopReason").and_then(Value::as_str).unwrap_or("end_turn").to_owned();
+                    let stop = v
+                        .get("stopReason")
+                        .and_then(Value::as_str)
+                        .unwrap_or("end_turn")
+                        .to_owned();
                     this.with_model(|m| m.end_turn(turn, &stop));
                 }
                 Err(e) => this.with_model(|m| m.fail_turn(turn, &e)),
@@ -367,7 +456,10 @@ impl ThreadHandle {
 
     /// The agent's sign-in methods (from `initialize`), once it started.
     pub fn auth_methods(&self) -> Vec<Value> {
-        registry().live_connection(&self.spec.name).map(|c| auth_methods(&c)).unwrap_or_default()
+        registry()
+            .live_connection(&self.spec.name)
+            .map(|c| auth_methods(&c))
+            .unwrap_or_default()
     }
 
     /// `authenticate` with `method_id`, then opens the session again.
@@ -379,12 +471,17 @@ impl ThreadHandle {
                 let cx = conn.ready().await?;
                 let req = UntypedMessage::new("authenticate", json!({"methodId": method_id}))
                     .map_err(|e| e.to_string())?;
-                cx.send_request(req).block_task().await.map_err(|e| e.to_string())
+                cx.send_request(req)
+                    .block_task()
+                    .await
+                    .map_err(|e| e.to_string())
             }
             .await;
             match result {
                 Ok(_) => {
-                    this.with_model(|m| m.notice(NoticeLevel::Info, format!("Signed in with `{method_id}`")));
+                    this.with_model(|m| {
+                        m.notice(NoticeLevel::Info, format!("Signed in with `{method_id}`"))
+                    });
                     if let Err(e) = this.ensure_session().await {
                         this.with_model(|m| m.disconnected(e));
                     }
@@ -406,13 +503,24 @@ impl ThreadHandle {
             let result = async {
                 let (conn, session_id) = this.ensure_session().await?;
                 let cx = conn.ready().await?;
-                let req = UntypedMessage::new("session/set_mode", json!({"sessionId": session_id, "modeId": mode_id}))
-                    .map_err(|e| e.to_string())?;
-                cx.send_request(req).block_task().await.map_err(|e| e.to_string())
+                let req = UntypedMessage::new(
+                    "session/set_mode",
+                    json!({"sessionId": session_id, "modeId": mode_id}),
+                )
+                .map_err(|e| e.to_string())?;
+                cx.send_request(req)
+                    .block_task()
+                    .await
+                    .map_err(|e| e.to_string())
             }
             .await;
             match result {
-                Ok(_) => this.with_model(|_| vec![ThreadEvent::Info { key: "mode", value: Value::from(mode_id) }]),
+                Ok(_) => this.with_model(|_| {
+                    vec![ThreadEvent::Info {
+                        key: "mode",
+                        value: Value::from(mode_id),
+                    }]
+                }),
                 Err(e) => bridge().push(UiEvent::Notify {
                     level: "error",
                     message: format!("acp.nvim: the agent refused mode `{mode_id}`: {e}"),
@@ -447,13 +555,17 @@ impl ThreadHandle {
 /// A failed `session/new`; ACP's "auth required" (-32000) becomes a hint
 /// naming the agent's sign-in methods and `:AcpAuth`.
 fn session_new_error(conn: &Connection, agent: &str, e: agent_client_protocol::Error) -> String {
-    let code = serde_json::to_value(&e).ok().and_then(|v| v.get("code").and_then(Value::as_i64));
+    let code = serde_json::to_value(&e)
+        .ok()
+        .and_then(|v| v.get("code").and_then(Value::as_i64));
     if code != Some(-32000) {
         return format!("session/new failed: {e}");
     }
     let methods = auth_methods(conn);
     if methods.is_empty() {
-        return format!("Agent `{agent}` needs authentication ({e}); sign in with its own CLI first.");
+        return format!(
+            "Agent `{agent}` needs authentication ({e}); sign in with its own CLI first."
+        );
     }
     let list: Vec<String> = methods
         .iter()
@@ -466,7 +578,10 @@ fn session_new_error(conn: &Connection, agent: &str, e: agent_client_protocol::E
             }
         })
         .collect();
-    format!("Agent `{agent}` needs you to sign in: run :AcpAuth {{method}}. Methods:\n{}", list.join("\n"))
+    format!(
+        "Agent `{agent}` needs you to sign in: run :AcpAuth {{method}}. Methods:\n{}",
+        list.join("\n")
+    )
 }
 
 fn auth_methods(conn: &Connection) -> Vec<Value> {
@@ -498,7 +613,10 @@ where
         Ok(h) => {
             h.spawn(fut);
         }
-        Err(e) => bridge().push(UiEvent::Notify { level: "error", message: e }),
+        Err(e) => bridge().push(UiEvent::Notify {
+            level: "error",
+            message: e,
+        }),
     }
 }
 
@@ -531,7 +649,11 @@ impl Registry {
 
     /// The running connection for an agent name, if any.
     fn live_connection(&self, name: &str) -> Option<Arc<Connection>> {
-        self.agents.lock().get(name).filter(|c| !c.is_closed()).cloned()
+        self.agents
+            .lock()
+            .get(name)
+            .filter(|c| !c.is_closed())
+            .cloned()
     }
 
     pub fn open_thread(&self, spec: AgentSpec, mcp_servers: Value, policy: Policy) -> u64 {
@@ -555,7 +677,11 @@ impl Registry {
     }
 
     pub fn thread(&self, id: u64) -> Result<Arc<ThreadHandle>, String> {
-        self.threads.lock().get(&id).cloned().ok_or_else(|| format!("no chat thread {id}"))
+        self.threads
+            .lock()
+            .get(&id)
+            .cloned()
+            .ok_or_else(|| format!("no chat thread {id}"))
     }
 
     pub fn close_thread(&self, id: u64) {
@@ -585,6 +711,11 @@ impl Registry {
     }
 
     pub fn agent_pids(&self) -> Vec<u32> {
-        self.agents.lock().values().filter(|c| !c.is_closed()).map(|c| c.pid).collect()
+        self.agents
+            .lock()
+            .values()
+            .filter(|c| !c.is_closed())
+            .map(|c| c.pid)
+            .collect()
     }
 }

@@ -21,9 +21,15 @@ impl ExitStatus {
     /// Neovim reports a job killed by signal N as exit code 128 + N.
     pub fn from_job_code(code: i64) -> Self {
         if code > 128 && code <= 128 + 64 {
-            Self { exit_code: None, signal: Some(signal_name((code - 128) as i32)) }
+            Self {
+                exit_code: None,
+                signal: Some(signal_name((code - 128) as i32)),
+            }
         } else {
-            Self { exit_code: Some(code.max(0) as u32), signal: None }
+            Self {
+                exit_code: Some(code.max(0) as u32),
+                signal: None,
+            }
         }
     }
 
@@ -61,7 +67,11 @@ pub struct OutputBuffer {
 
 impl OutputBuffer {
     pub fn new(limit: Option<usize>) -> Self {
-        Self { bytes: Vec::new(), limit, truncated: false }
+        Self {
+            bytes: Vec::new(),
+            limit,
+            truncated: false,
+        }
     }
 
     pub fn push(&mut self, data: &[u8]) {
@@ -104,17 +114,27 @@ impl Terminals {
         let id = format!("term-{}", self.next);
         self.map.insert(
             id.clone(),
-            Terminal { command_line, output: OutputBuffer::new(limit), exit: None, pid: None, waiters: Vec::new() },
+            Terminal {
+                command_line,
+                output: OutputBuffer::new(limit),
+                exit: None,
+                pid: None,
+                waiters: Vec::new(),
+            },
         );
         id
     }
 
     pub fn get(&self, id: &str) -> Result<&Terminal, String> {
-        self.map.get(id).ok_or_else(|| format!("unknown terminal id `{id}`"))
+        self.map
+            .get(id)
+            .ok_or_else(|| format!("unknown terminal id `{id}`"))
     }
 
     pub fn get_mut(&mut self, id: &str) -> Result<&mut Terminal, String> {
-        self.map.get_mut(id).ok_or_else(|| format!("unknown terminal id `{id}`"))
+        self.map
+            .get_mut(id)
+            .ok_or_else(|| format!("unknown terminal id `{id}`"))
     }
 
     pub fn output(&mut self, id: &str, data: &[u8]) {
@@ -149,7 +169,10 @@ impl Terminals {
     /// Forgets the terminal. Waiters still pending get `status` (the caller
     /// kills the process): a release never leaves a wait hanging.
     pub fn release(&mut self, id: &str, status: ExitStatus) -> Result<Terminal, String> {
-        let mut t = self.map.remove(id).ok_or_else(|| format!("unknown terminal id `{id}`"))?;
+        let mut t = self
+            .map
+            .remove(id)
+            .ok_or_else(|| format!("unknown terminal id `{id}`"))?;
         for w in t.waiters.drain(..) {
             let _ = w.send(t.exit.clone().unwrap_or_else(|| status.clone()));
         }
@@ -157,7 +180,11 @@ impl Terminals {
     }
 
     pub fn running_pids(&self) -> Vec<u32> {
-        self.map.values().filter(|t| t.exit.is_none()).filter_map(|t| t.pid).collect()
+        self.map
+            .values()
+            .filter(|t| t.exit.is_none())
+            .filter_map(|t| t.pid)
+            .collect()
     }
 
     pub fn ids(&self) -> Vec<String> {
@@ -194,10 +221,22 @@ mod tests {
 
     #[test]
     fn exit_codes_and_signals() {
-        assert_eq!(ExitStatus::from_job_code(0), ExitStatus { exit_code: Some(0), signal: None });
+        assert_eq!(
+            ExitStatus::from_job_code(0),
+            ExitStatus {
+                exit_code: Some(0),
+                signal: None
+            }
+        );
         assert_eq!(ExitStatus::from_job_code(3).describe(), "exit code 3");
-        assert_eq!(ExitStatus::from_job_code(143).signal.as_deref(), Some("SIGTERM"));
-        assert_eq!(ExitStatus::from_job_code(137).describe(), "killed by SIGKILL");
+        assert_eq!(
+            ExitStatus::from_job_code(143).signal.as_deref(),
+            Some("SIGTERM")
+        );
+        assert_eq!(
+            ExitStatus::from_job_code(137).describe(),
+            "killed by SIGKILL"
+        );
     }
 
     #[tokio::test]
@@ -205,7 +244,10 @@ mod tests {
         let mut t = Terminals::default();
         let id = t.create("sleep 10".into(), None);
         let rx = t.wait(&id).unwrap();
-        let killed = ExitStatus { exit_code: None, signal: Some("SIGTERM".into()) };
+        let killed = ExitStatus {
+            exit_code: None,
+            signal: Some("SIGTERM".into()),
+        };
         t.release(&id, killed.clone()).unwrap();
         assert_eq!(rx.await.unwrap(), killed);
         assert!(t.get(&id).is_err());

@@ -64,11 +64,22 @@ pub fn hunks(old: &[String], new: &[String]) -> Vec<Hunk> {
     for op in capture_diff_slices(Algorithm::Myers, old, new) {
         let (old_start, old_len, new_start, new_len) = match op {
             DiffOp::Equal { .. } => continue,
-            DiffOp::Delete { old_index, old_len, new_index } => (old_index, old_len, new_index, 0),
-            DiffOp::Insert { old_index, new_index, new_len } => (old_index, 0, new_index, new_len),
-            DiffOp::Replace { old_index, old_len, new_index, new_len } => {
-                (old_index, old_len, new_index, new_len)
-            }
+            DiffOp::Delete {
+                old_index,
+                old_len,
+                new_index,
+            } => (old_index, old_len, new_index, 0),
+            DiffOp::Insert {
+                old_index,
+                new_index,
+                new_len,
+            } => (old_index, 0, new_index, new_len),
+            DiffOp::Replace {
+                old_index,
+                old_len,
+                new_index,
+                new_len,
+            } => (old_index, old_len, new_index, new_len),
         };
         let lines = new[new_start..new_start + new_len].to_vec();
         // Adjacent operations (delete then insert) form one hunk.
@@ -79,7 +90,11 @@ pub fn hunks(old: &[String], new: &[String]) -> Vec<Hunk> {
                 continue;
             }
         }
-        out.push(Hunk { old_start, old_end: old_start + old_len, lines });
+        out.push(Hunk {
+            old_start,
+            old_end: old_start + old_len,
+            lines,
+        });
     }
     out
 }
@@ -119,12 +134,19 @@ fn conflicts(a: &Hunk, b: &Hunk) -> bool {
 /// Three-way merge: the agent's change (`base` → `ours`) applied on top of
 /// the buffer's current lines (`base` → `theirs`). Returns the first
 /// conflicting region (1-based lines of `base`) when both changed it.
-pub fn merge3(base: &[String], ours: &[String], theirs: &[String]) -> Result<Vec<String>, (usize, usize)> {
+pub fn merge3(
+    base: &[String],
+    ours: &[String],
+    theirs: &[String],
+) -> Result<Vec<String>, (usize, usize)> {
     let a = hunks(base, ours);
     let b = hunks(base, theirs);
     for x in &a {
         if let Some(y) = b.iter().find(|y| conflicts(x, y)) {
-            return Err((x.old_start.min(y.old_start) + 1, x.old_end.max(y.old_end).max(x.old_start + 1)));
+            return Err((
+                x.old_start.min(y.old_start) + 1,
+                x.old_end.max(y.old_end).max(x.old_start + 1),
+            ));
         }
     }
     let mut all: Vec<Hunk> = a;
@@ -143,7 +165,10 @@ mod tests {
     use super::*;
 
     fn l(s: &str) -> Vec<String> {
-        s.split(',').filter(|x| !x.is_empty()).map(str::to_owned).collect()
+        s.split(',')
+            .filter(|x| !x.is_empty())
+            .map(str::to_owned)
+            .collect()
     }
 
     #[test]
@@ -154,8 +179,16 @@ mod tests {
         assert_eq!(
             h,
             vec![
-                Hunk { old_start: 1, old_end: 2, lines: l("B") },
-                Hunk { old_start: 5, old_end: 5, lines: l("f") }
+                Hunk {
+                    old_start: 1,
+                    old_end: 2,
+                    lines: l("B")
+                },
+                Hunk {
+                    old_start: 5,
+                    old_end: 5,
+                    lines: l("f")
+                }
             ]
         );
         assert_eq!(apply(&old, &h), new);
@@ -167,7 +200,10 @@ mod tests {
         let base = l("1,2,3,4,5,6");
         let agent = l("1,TWO,3,4,5,6");
         let user = l("1,2,3,4,five,6,7");
-        assert_eq!(merge3(&base, &agent, &user).unwrap(), l("1,TWO,3,4,five,6,7"));
+        assert_eq!(
+            merge3(&base, &agent, &user).unwrap(),
+            l("1,TWO,3,4,five,6,7")
+        );
     }
 
     #[test]
@@ -196,6 +232,9 @@ mod tests {
             assert_eq!(Lines::from_text(t).to_text(), t, "{t:?}");
         }
         let crlf = Lines::from_text("a\r\nb\r\n");
-        assert_eq!((crlf.lines.clone(), crlf.eol, crlf.crlf), (vec!["a".into(), "b".into()], true, true));
+        assert_eq!(
+            (crlf.lines.clone(), crlf.eol, crlf.crlf),
+            (vec!["a".into(), "b".into()], true, true)
+        );
     }
 }

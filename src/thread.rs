@@ -15,7 +15,11 @@ use crate::render;
 #[derive(Debug, Clone, PartialEq)]
 pub enum ThreadEvent {
     /// A new entry at the end of the transcript.
-    Added { index: usize, kind: EntryKind, lines: Vec<String> },
+    Added {
+        index: usize,
+        kind: EntryKind,
+        lines: Vec<String>,
+    },
     /// Rendered text appended to the last line of the last entry (may hold
     /// newlines). Only ever emitted for the last entry.
     Appended { index: usize, text: String },
@@ -63,13 +67,24 @@ pub enum NoticeLevel {
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ToolContent {
-    Text { text: String },
-    Diff { path: String, old_text: Option<String>, new_text: String },
+    Text {
+        text: String,
+    },
+    Diff {
+        path: String,
+        old_text: Option<String>,
+        new_text: String,
+    },
     /// A terminal's output as the card shows it (client-run or agent-owned).
     /// `known`: the client runs it, or the agent streams it through
     /// `_meta.terminal_*`. codex-acp also names terminals it runs itself
     /// and never shows: those are only listed.
-    Terminal { id: String, output: String, exit: Option<String>, known: bool },
+    Terminal {
+        id: String,
+        output: String,
+        exit: Option<String>,
+        known: bool,
+    },
 }
 
 /// States the client adds on top of the agent's status.
@@ -137,14 +152,27 @@ pub struct PlanItem {
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 #[serde(tag = "entry", rename_all = "snake_case")]
 pub enum Entry {
-    User { text: String },
+    User {
+        text: String,
+    },
     /// Opens the agent's reply in a turn (the agent's name as a heading).
-    Heading { text: String },
-    Agent { text: String },
-    Thought { text: String },
+    Heading {
+        text: String,
+    },
+    Agent {
+        text: String,
+    },
+    Thought {
+        text: String,
+    },
     ToolCall(ToolCall),
-    Plan { items: Vec<PlanItem> },
-    Notice { level: NoticeLevel, text: String },
+    Plan {
+        items: Vec<PlanItem>,
+    },
+    Notice {
+        level: NoticeLevel,
+        text: String,
+    },
 }
 
 impl Entry {
@@ -236,7 +264,11 @@ impl Thread {
     /// The whole transcript as markdown, entries separated by a blank line,
     /// exactly as the view lays it out.
     pub fn to_markdown(&self) -> String {
-        self.entries.iter().map(Entry::to_markdown).collect::<Vec<_>>().join("\n\n")
+        self.entries
+            .iter()
+            .map(Entry::to_markdown)
+            .collect::<Vec<_>>()
+            .join("\n\n")
     }
 
     fn push(&mut self, entry: Entry, out: &mut Vec<ThreadEvent>) -> usize {
@@ -258,12 +290,23 @@ impl Thread {
     }
 
     fn replace(&mut self, index: usize, out: &mut Vec<ThreadEvent>) {
-        out.push(ThreadEvent::Replaced { index, lines: self.entries[index].lines() });
+        out.push(ThreadEvent::Replaced {
+            index,
+            lines: self.entries[index].lines(),
+        });
     }
 
-    fn set_state(&mut self, state: TurnState, detail: impl Into<String>, out: &mut Vec<ThreadEvent>) {
+    fn set_state(
+        &mut self,
+        state: TurnState,
+        detail: impl Into<String>,
+        out: &mut Vec<ThreadEvent>,
+    ) {
         self.state = state;
-        out.push(ThreadEvent::Status { state, detail: detail.into() });
+        out.push(ThreadEvent::Status {
+            state,
+            detail: detail.into(),
+        });
     }
 
     pub fn notice(&mut self, level: NoticeLevel, text: impl Into<String>) -> Vec<ThreadEvent> {
@@ -294,7 +337,12 @@ impl Thread {
         self.turn += 1;
         self.cancelled = false;
         self.reply_started = false;
-        self.push(Entry::User { text: user_text.to_owned() }, &mut out);
+        self.push(
+            Entry::User {
+                text: user_text.to_owned(),
+            },
+            &mut out,
+        );
         self.set_state(TurnState::Running, "", &mut out);
         (self.turn, out)
     }
@@ -307,7 +355,10 @@ impl Thread {
         }
         self.cancelled = true;
         self.cancel_open_tool_calls(&mut out);
-        self.push(notice_entry(NoticeLevel::Warn, "Cancelled".into()), &mut out);
+        self.push(
+            notice_entry(NoticeLevel::Warn, "Cancelled".into()),
+            &mut out,
+        );
         self.set_state(TurnState::Idle, "cancelled", &mut out);
         (true, out)
     }
@@ -352,9 +403,19 @@ impl Thread {
         out
     }
 
-    fn set_client_state(&mut self, tool_call: &Value, state: Option<ClientState>, note: Option<String>, out: &mut Vec<ThreadEvent>) {
-        let Some(id) = field(tool_call, "toolCallId").and_then(Value::as_str) else { return };
-        let Some(index) = self.find_tool_call(id) else { return };
+    fn set_client_state(
+        &mut self,
+        tool_call: &Value,
+        state: Option<ClientState>,
+        note: Option<String>,
+        out: &mut Vec<ThreadEvent>,
+    ) {
+        let Some(id) = field(tool_call, "toolCallId").and_then(Value::as_str) else {
+            return;
+        };
+        let Some(index) = self.find_tool_call(id) else {
+            return;
+        };
         if let Entry::ToolCall(tc) = &mut self.entries[index] {
             tc.client_state = state;
             if let Some(n) = note {
@@ -363,7 +424,10 @@ impl Thread {
         }
         // Replace the last event for this entry rather than adding another.
         out.retain(|e| !matches!(e, ThreadEvent::Replaced { index: i, .. } if *i == index));
-        match out.iter_mut().find(|e| matches!(e, ThreadEvent::Added { index: i, .. } if *i == index)) {
+        match out
+            .iter_mut()
+            .find(|e| matches!(e, ThreadEvent::Added { index: i, .. } if *i == index))
+        {
             Some(ThreadEvent::Added { lines, .. }) => *lines = self.entries[index].lines(),
             _ => self.replace(index, out),
         }
@@ -372,7 +436,9 @@ impl Thread {
     /// The entry as JSON (for the view's keys: review a diff, open a
     /// terminal, reopen a permission).
     pub fn entry_json(&self, index: usize) -> Option<Value> {
-        self.entries.get(index).and_then(|e| serde_json::to_value(e).ok())
+        self.entries
+            .get(index)
+            .and_then(|e| serde_json::to_value(e).ok())
     }
 
     pub fn tool_call_index(&self, id: &str) -> Option<usize> {
@@ -389,10 +455,16 @@ impl Thread {
             "end_turn" => {}
             "cancelled" => {
                 self.cancelled = true;
-                self.push(notice_entry(NoticeLevel::Warn, "Cancelled by the agent".into()), &mut out);
+                self.push(
+                    notice_entry(NoticeLevel::Warn, "Cancelled by the agent".into()),
+                    &mut out,
+                );
             }
             other => {
-                self.push(notice_entry(NoticeLevel::Warn, format!("Stopped: {other}")), &mut out);
+                self.push(
+                    notice_entry(NoticeLevel::Warn, format!("Stopped: {other}")),
+                    &mut out,
+                );
             }
         }
         self.set_state(TurnState::Idle, stop_reason, &mut out);
@@ -405,7 +477,10 @@ impl Thread {
         if turn != self.turn || self.state != TurnState::Running {
             return out;
         }
-        self.push(notice_entry(NoticeLevel::Error, format!("Error: {message}")), &mut out);
+        self.push(
+            notice_entry(NoticeLevel::Error, format!("Error: {message}")),
+            &mut out,
+        );
         self.set_state(TurnState::Idle, "error", &mut out);
         out
     }
@@ -413,7 +488,10 @@ impl Thread {
     /// Applies one `session/update` payload (the `update` object).
     pub fn apply_update(&mut self, update: &Value) -> Vec<ThreadEvent> {
         let mut out = Vec::new();
-        let kind = update.get("sessionUpdate").and_then(Value::as_str).unwrap_or("");
+        let kind = update
+            .get("sessionUpdate")
+            .and_then(Value::as_str)
+            .unwrap_or("");
         match kind {
             "agent_message_chunk" => self.chunk(EntryKind::Agent, update, &mut out),
             "agent_thought_chunk" => self.chunk(EntryKind::Thought, update, &mut out),
@@ -423,21 +501,33 @@ impl Thread {
             "session_info_update" => {
                 if let Some(title) = field(update, "title").and_then(Value::as_str) {
                     self.title = Some(title.to_owned());
-                    out.push(ThreadEvent::Info { key: "title", value: Value::from(title) });
+                    out.push(ThreadEvent::Info {
+                        key: "title",
+                        value: Value::from(title),
+                    });
                 }
             }
             "current_mode_update" => {
                 if let Some(mode) = field(update, "currentModeId") {
-                    out.push(ThreadEvent::Info { key: "mode", value: mode.clone() });
+                    out.push(ThreadEvent::Info {
+                        key: "mode",
+                        value: mode.clone(),
+                    });
                 }
             }
             "available_commands_update" => {
                 if let Some(cmds) = field(update, "availableCommands") {
-                    out.push(ThreadEvent::Info { key: "commands", value: cmds.clone() });
+                    out.push(ThreadEvent::Info {
+                        key: "commands",
+                        value: cmds.clone(),
+                    });
                 }
             }
             "usage_update" | "config_option_update" => {
-                out.push(ThreadEvent::Info { key: "usage", value: update.clone() });
+                out.push(ThreadEvent::Info {
+                    key: "usage",
+                    value: update.clone(),
+                });
             }
             _ => {}
         }
@@ -465,7 +555,10 @@ impl Thread {
                 }
                 _ => unreachable!("kind checked above"),
             }
-            out.push(ThreadEvent::Appended { index, text: fragment });
+            out.push(ThreadEvent::Appended {
+                index,
+                text: fragment,
+            });
             return;
         }
         if kind != EntryKind::User {
@@ -517,8 +610,15 @@ impl Thread {
         let index = self.find_tool_call(id).expect("just merged");
         self.fill_terminals(index);
         // The card was rendered before its terminal text was filled in.
-        if let Some(ThreadEvent::Added { index: i, lines, .. } | ThreadEvent::Replaced { index: i, lines }) =
-            out.iter_mut().rev().find(|e| matches!(e, ThreadEvent::Added { .. } | ThreadEvent::Replaced { .. }))
+        if let Some(
+            ThreadEvent::Added {
+                index: i, lines, ..
+            }
+            | ThreadEvent::Replaced { index: i, lines },
+        ) = out
+            .iter_mut()
+            .rev()
+            .find(|e| matches!(e, ThreadEvent::Added { .. } | ThreadEvent::Replaced { .. }))
         {
             if *i == index {
                 *lines = self.entries[index].lines();
@@ -529,7 +629,9 @@ impl Thread {
     /// The agent-owned display terminal of the Claude and Codex adapters:
     /// `_meta.terminal_info` / `terminal_output` / `terminal_exit`.
     fn meta_terminals(&mut self, update: &Value, out: &mut Vec<ThreadEvent>) {
-        let Some(meta) = field(update, "_meta") else { return };
+        let Some(meta) = field(update, "_meta") else {
+            return;
+        };
         let tool_id = str_field(update, "toolCallId").unwrap_or_default();
         let term_id = |v: &Value| str_field(v, "terminal_id").unwrap_or_else(|| tool_id.clone());
         if let Some(info) = field(meta, "terminal_info") {
@@ -537,8 +639,17 @@ impl Thread {
             self.terminals.entry(id.clone()).or_default();
             if let Some(index) = self.find_tool_call(&tool_id) {
                 if let Entry::ToolCall(tc) = &mut self.entries[index] {
-                    if !tc.content.iter().any(|c| matches!(c, ToolContent::Terminal { id: t, .. } if *t == id)) {
-                        tc.content.push(ToolContent::Terminal { id, output: String::new(), exit: None, known: true });
+                    if !tc
+                        .content
+                        .iter()
+                        .any(|c| matches!(c, ToolContent::Terminal { id: t, .. } if *t == id))
+                    {
+                        tc.content.push(ToolContent::Terminal {
+                            id,
+                            output: String::new(),
+                            exit: None,
+                            known: true,
+                        });
                     }
                 }
             }
@@ -547,10 +658,16 @@ impl Thread {
             let data = str_field(o, "data").unwrap_or_default();
             let id = term_id(o);
             self.push_term_output(&id, &data);
-            out.push(ThreadEvent::Info { key: "terminal_output", value: serde_json::json!({"id": id, "data": data}) });
+            out.push(ThreadEvent::Info {
+                key: "terminal_output",
+                value: serde_json::json!({"id": id, "data": data}),
+            });
         }
         if let Some(x) = field(meta, "terminal_exit") {
-            let status = match (field(x, "exit_code").and_then(Value::as_i64), str_field(x, "signal")) {
+            let status = match (
+                field(x, "exit_code").and_then(Value::as_i64),
+                str_field(x, "signal"),
+            ) {
                 (_, Some(sig)) => format!("killed by {sig}"),
                 (Some(c), None) => format!("exit code {c}"),
                 _ => "exited".into(),
@@ -574,10 +691,18 @@ impl Thread {
     /// Copies terminal output into the terminal items of entry `index`.
     fn fill_terminals(&mut self, index: usize) -> bool {
         let terminals = &self.terminals;
-        let Entry::ToolCall(tc) = &mut self.entries[index] else { return false };
+        let Entry::ToolCall(tc) = &mut self.entries[index] else {
+            return false;
+        };
         let mut changed = false;
         for c in &mut tc.content {
-            if let ToolContent::Terminal { id, output, exit, known } = c {
+            if let ToolContent::Terminal {
+                id,
+                output,
+                exit,
+                known,
+            } = c
+            {
                 if let Some(view) = terminals.get(id.as_str()) {
                     if *output != view.output || *exit != view.exit || !*known {
                         output.clone_from(&view.output);
@@ -606,7 +731,10 @@ impl Thread {
         let mut out = Vec::new();
         self.push_term_output(id, data);
         if !data.is_empty() {
-            out.push(ThreadEvent::Info { key: "terminal_output", value: serde_json::json!({"id": id, "data": data}) });
+            out.push(ThreadEvent::Info {
+                key: "terminal_output",
+                value: serde_json::json!({"id": id, "data": data}),
+            });
         }
         self.refresh_terminal_cards(id, &mut out);
         out
@@ -636,7 +764,9 @@ impl Thread {
             .iter()
             .rposition(|e| unfinished(e) && names_path(e))
             .or_else(|| self.entries.iter().rposition(unfinished));
-        let Some(index) = index else { return (None, out) };
+        let Some(index) = index else {
+            return (None, out);
+        };
         let id = match &mut self.entries[index] {
             Entry::ToolCall(tc) => {
                 tc.notes.push(note);
@@ -662,7 +792,11 @@ impl Thread {
             })
             .unwrap_or_default();
         // One plan block per thread, replaced in place on every update.
-        if let Some(index) = self.entries.iter().rposition(|e| matches!(e, Entry::Plan { .. })) {
+        if let Some(index) = self
+            .entries
+            .iter()
+            .rposition(|e| matches!(e, Entry::Plan { .. }))
+        {
             self.entries[index] = Entry::Plan { items };
             self.replace(index, out);
         } else {
@@ -671,7 +805,6 @@ impl Thread {
         }
     }
 }
-
 
 fn notice_entry(level: NoticeLevel, text: String) -> Entry {
     Entry::Notice { level, text }
@@ -690,18 +823,41 @@ fn tool_content(item: &Value) -> Option<ToolContent> {
     let s = |k: &str| str_field(item, k);
     match s("type")?.as_str() {
         "content" => Some(ToolContent::Text {
-            text: field(item, "content").map(render::content_block_text).unwrap_or_default(),
+            text: field(item, "content")
+                .map(render::content_block_text)
+                .unwrap_or_default(),
         }),
-        "diff" => Some(ToolContent::Diff { path: s("path")?, old_text: s("oldText"), new_text: s("newText").unwrap_or_default() }),
-        "terminal" => Some(ToolContent::Terminal { id: s("terminalId")?, output: String::new(), exit: None, known: false }),
+        "diff" => Some(ToolContent::Diff {
+            path: s("path")?,
+            old_text: s("oldText"),
+            new_text: s("newText").unwrap_or_default(),
+        }),
+        "terminal" => Some(ToolContent::Terminal {
+            id: s("terminalId")?,
+            output: String::new(),
+            exit: None,
+            known: false,
+        }),
         _ => None,
     }
 }
 
-const KNOWN_KINDS: &[&str] =
-    &["read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other"];
+const KNOWN_KINDS: &[&str] = &[
+    "read",
+    "edit",
+    "delete",
+    "move",
+    "search",
+    "execute",
+    "think",
+    "fetch",
+    "switch_mode",
+    "other",
+];
 
-const GENERIC_TITLES: &[&str] = &["Bash", "Read", "Write", "Edit", "Search", "Fetch", "Terminal", "Tool"];
+const GENERIC_TITLES: &[&str] = &[
+    "Bash", "Read", "Write", "Edit", "Search", "Fetch", "Terminal", "Tool",
+];
 
 /// Merge rules seen in real traffic: absent/null fields keep their value,
 /// `content`/`locations` replace when present (an empty content list means
@@ -714,7 +870,11 @@ pub fn merge_tool_call(tc: &mut ToolCall, update: &Value) {
         }
     }
     if let Some(kind) = str_field(update, "kind") {
-        tc.kind = if KNOWN_KINDS.contains(&kind.as_str()) { kind } else { "other".into() };
+        tc.kind = if KNOWN_KINDS.contains(&kind.as_str()) {
+            kind
+        } else {
+            "other".into()
+        };
     }
     if let Some(status) = str_field(update, "status") {
         tc.status = status;
@@ -722,7 +882,12 @@ pub fn merge_tool_call(tc: &mut ToolCall, update: &Value) {
     if let Some(locs) = field(update, "locations").and_then(Value::as_array) {
         tc.locations = locs
             .iter()
-            .filter_map(|l| Some((str_field(l, "path")?, field(l, "line").and_then(Value::as_u64))))
+            .filter_map(|l| {
+                Some((
+                    str_field(l, "path")?,
+                    field(l, "line").and_then(Value::as_u64),
+                ))
+            })
             .collect();
     }
     if let Some(content) = field(update, "content").and_then(Value::as_array) {
@@ -749,11 +914,36 @@ mod tests {
         let mut t = Thread::new("demo");
         t.begin_turn("hi");
         let ev = t.apply_update(&chunk("agent_message_chunk", "Hel"));
-        assert!(matches!(&ev[0], ThreadEvent::Added { index: 1, kind: EntryKind::Heading, .. }));
-        assert!(matches!(&ev[1], ThreadEvent::Added { index: 2, kind: EntryKind::Agent, .. }));
+        assert!(matches!(
+            &ev[0],
+            ThreadEvent::Added {
+                index: 1,
+                kind: EntryKind::Heading,
+                ..
+            }
+        ));
+        assert!(matches!(
+            &ev[1],
+            ThreadEvent::Added {
+                index: 2,
+                kind: EntryKind::Agent,
+                ..
+            }
+        ));
         let ev = t.apply_update(&chunk("agent_message_chunk", "lo\nworld"));
-        assert_eq!(ev, vec![ThreadEvent::Appended { index: 2, text: "lo\nworld".into() }]);
-        assert_eq!(t.entries()[2], Entry::Agent { text: "Hello\nworld".into() });
+        assert_eq!(
+            ev,
+            vec![ThreadEvent::Appended {
+                index: 2,
+                text: "lo\nworld".into()
+            }]
+        );
+        assert_eq!(
+            t.entries()[2],
+            Entry::Agent {
+                text: "Hello\nworld".into()
+            }
+        );
         assert_eq!(t.to_markdown(), "## You\n\nhi\n\n## demo\n\nHello\nworld");
     }
 
@@ -762,10 +952,14 @@ mod tests {
         let mut t = Thread::new("demo");
         t.begin_turn("q");
         let first = t.apply_update(&chunk("agent_thought_chunk", "a\nb"));
-        let ThreadEvent::Added { lines, .. } = &first[1] else { panic!() };
+        let ThreadEvent::Added { lines, .. } = &first[1] else {
+            panic!()
+        };
         let mut rendered = lines.join("\n");
         for ev in t.apply_update(&chunk("agent_thought_chunk", "c\n\nd")) {
-            let ThreadEvent::Appended { text, .. } = ev else { panic!() };
+            let ThreadEvent::Appended { text, .. } = ev else {
+                panic!()
+            };
             rendered.push_str(&text);
         }
         assert_eq!(rendered, t.entries()[2].to_markdown());
@@ -778,12 +972,22 @@ mod tests {
         t.apply_update(&chunk("agent_message_chunk", "partial"));
         let (was_running, ev) = t.cancel();
         assert!(was_running);
-        assert!(ev.iter().any(|e| matches!(e, ThreadEvent::Added { kind: EntryKind::Notice, .. })));
-        assert!(t.apply_update(&chunk("agent_message_chunk", " late")).is_empty());
+        assert!(ev.iter().any(|e| matches!(
+            e,
+            ThreadEvent::Added {
+                kind: EntryKind::Notice,
+                ..
+            }
+        )));
+        assert!(t
+            .apply_update(&chunk("agent_message_chunk", " late"))
+            .is_empty());
         // The agent's own "cancelled" answer must not add a second notice.
         assert!(t.end_turn(turn, "cancelled").is_empty());
         t.begin_turn("again");
-        assert!(!t.apply_update(&chunk("agent_message_chunk", "new")).is_empty());
+        assert!(!t
+            .apply_update(&chunk("agent_message_chunk", "new"))
+            .is_empty());
     }
 
     #[test]
@@ -792,7 +996,13 @@ mod tests {
         let (turn, _) = t.begin_turn("q");
         let ev = t.end_turn(turn, "max_tokens");
         assert!(t.to_markdown().contains("Stopped: max_tokens"));
-        assert!(matches!(ev.last(), Some(ThreadEvent::Status { state: TurnState::Idle, .. })));
+        assert!(matches!(
+            ev.last(),
+            Some(ThreadEvent::Status {
+                state: TurnState::Idle,
+                ..
+            })
+        ));
         let (turn, _) = t.begin_turn("q2");
         t.end_turn(turn, "end_turn");
         assert!(!t.to_markdown().contains("Stopped: end_turn"));
@@ -814,16 +1024,33 @@ mod tests {
         t.begin_turn("q");
         // An update for an id never announced creates the entry.
         let ev = t.apply_update(&json!({"sessionUpdate":"tool_call_update","toolCallId":"t1","title":"Bash","kind":"weird","status":null}));
-        assert!(matches!(ev[1], ThreadEvent::Added { index: 2, kind: EntryKind::ToolCall, .. }));
+        assert!(matches!(
+            ev[1],
+            ThreadEvent::Added {
+                index: 2,
+                kind: EntryKind::ToolCall,
+                ..
+            }
+        ));
         // A second tool_call with the same id updates it.
         let ev = t.apply_update(&json!({"sessionUpdate":"tool_call","toolCallId":"t1","title":"ls -la","status":"in_progress","content":[]}));
         assert!(matches!(ev[0], ThreadEvent::Replaced { index: 2, .. }));
-        let Entry::ToolCall(tc) = &t.entries()[2] else { panic!() };
-        assert_eq!((tc.title.as_str(), tc.kind.as_str(), tc.status.as_str()), ("ls -la", "other", "in_progress"));
+        let Entry::ToolCall(tc) = &t.entries()[2] else {
+            panic!()
+        };
+        assert_eq!(
+            (tc.title.as_str(), tc.kind.as_str(), tc.status.as_str()),
+            ("ls -la", "other", "in_progress")
+        );
         // A generic title does not downgrade the real one.
         t.apply_update(&json!({"sessionUpdate":"tool_call_update","toolCallId":"t1","title":"Bash","status":"completed"}));
-        let Entry::ToolCall(tc) = &t.entries()[2] else { panic!() };
-        assert_eq!((tc.title.as_str(), tc.status.as_str()), ("ls -la", "completed"));
+        let Entry::ToolCall(tc) = &t.entries()[2] else {
+            panic!()
+        };
+        assert_eq!(
+            (tc.title.as_str(), tc.status.as_str()),
+            ("ls -la", "completed")
+        );
         assert_eq!(t.entries().len(), 3);
     }
 
@@ -831,15 +1058,25 @@ mod tests {
     fn terminal_output_updates_the_cards_that_show_it() {
         let mut t = Thread::new("demo");
         t.begin_turn("q");
-        t.apply_update(&json!({"sessionUpdate":"tool_call","toolCallId":"c1","title":"make","kind":"execute",
-            "content":[{"type":"terminal","terminalId":"term-1"}]}));
+        t.apply_update(
+            &json!({"sessionUpdate":"tool_call","toolCallId":"c1","title":"make","kind":"execute",
+            "content":[{"type":"terminal","terminalId":"term-1"}]}),
+        );
         let ev = t.terminal_output("term-1", "building\n");
-        assert!(ev.iter().any(|e| matches!(e, ThreadEvent::Replaced { index: 2, .. })));
+        assert!(ev
+            .iter()
+            .any(|e| matches!(e, ThreadEvent::Replaced { index: 2, .. })));
         t.terminal_exit("term-1", "exit code 0");
         let md = t.entries()[2].to_markdown();
-        assert!(md.contains("building") && md.contains("exit code 0"), "{md}");
+        assert!(
+            md.contains("building") && md.contains("exit code 0"),
+            "{md}"
+        );
         // Output for a terminal no card shows changes no card.
-        assert!(!t.terminal_output("term-9", "x").iter().any(|e| matches!(e, ThreadEvent::Replaced { .. })));
+        assert!(!t
+            .terminal_output("term-9", "x")
+            .iter()
+            .any(|e| matches!(e, ThreadEvent::Replaced { .. })));
     }
 
     #[test]
@@ -849,7 +1086,10 @@ mod tests {
         t.apply_update(&json!({"sessionUpdate":"tool_call","toolCallId":"c","title":"cargo test","kind":"execute",
             "status":"completed","content":[{"type":"terminal","terminalId":"codex-owned-1"}]}));
         let md = t.entries()[2].to_markdown();
-        assert!(md.ends_with("\n  terminal `codex-owned-1` (run by the agent)"), "{md}");
+        assert!(
+            md.ends_with("\n  terminal `codex-owned-1` (run by the agent)"),
+            "{md}"
+        );
         assert!(!md.contains("running"), "{md}");
     }
 
@@ -857,14 +1097,23 @@ mod tests {
     fn agent_owned_meta_terminal_renders_like_a_client_terminal() {
         let mut t = Thread::new("demo");
         t.begin_turn("q");
-        t.apply_update(&json!({"sessionUpdate":"tool_call","toolCallId":"c1","title":"ls","kind":"execute",
-            "_meta":{"terminal_info":{"terminal_id":"c1"}}}));
-        t.apply_update(&json!({"sessionUpdate":"tool_call_update","toolCallId":"c1",
-            "_meta":{"terminal_output":{"terminal_id":"c1","data":"README.md\nsrc\n"}}}));
-        t.apply_update(&json!({"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed",
-            "_meta":{"terminal_exit":{"terminal_id":"c1","exit_code":0,"signal":null}}}));
+        t.apply_update(
+            &json!({"sessionUpdate":"tool_call","toolCallId":"c1","title":"ls","kind":"execute",
+            "_meta":{"terminal_info":{"terminal_id":"c1"}}}),
+        );
+        t.apply_update(
+            &json!({"sessionUpdate":"tool_call_update","toolCallId":"c1",
+            "_meta":{"terminal_output":{"terminal_id":"c1","data":"README.md\nsrc\n"}}}),
+        );
+        t.apply_update(
+            &json!({"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed",
+            "_meta":{"terminal_exit":{"terminal_id":"c1","exit_code":0,"signal":null}}}),
+        );
         let md = t.entries()[2].to_markdown();
-        assert!(md.contains("README.md\n  src") || md.contains("README.md"), "{md}");
+        assert!(
+            md.contains("README.md\n  src") || md.contains("README.md"),
+            "{md}"
+        );
         assert!(md.contains("exit code 0"), "{md}");
     }
 
@@ -896,8 +1145,12 @@ mod tests {
     fn unknown_updates_and_null_content_are_harmless() {
         let mut t = Thread::new("demo");
         t.begin_turn("q");
-        assert!(t.apply_update(&json!({"sessionUpdate":"something_new","x":1})).is_empty());
-        assert!(t.apply_update(&json!({"sessionUpdate":"agent_message_chunk","content":null})).is_empty());
+        assert!(t
+            .apply_update(&json!({"sessionUpdate":"something_new","x":1}))
+            .is_empty());
+        assert!(t
+            .apply_update(&json!({"sessionUpdate":"agent_message_chunk","content":null}))
+            .is_empty());
         assert!(t.apply_update(&json!({"no":"kind"})).is_empty());
     }
 }

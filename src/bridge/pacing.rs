@@ -110,7 +110,9 @@ impl Pacer {
         // Main-thread CPU since the previous drain ended: the redraw and
         // highlighting of that frame (and whatever else ran). Only counted
         // while a stream lasts; after a pause frames start short again.
-        let streaming = self.last_end.filter(|(end, _)| now.saturating_duration_since(*end) <= 2 * MAX_FRAME);
+        let streaming = self
+            .last_end
+            .filter(|(end, _)| now.saturating_duration_since(*end) <= 2 * MAX_FRAME);
         match streaming {
             Some((_, cpu_end)) => {
                 if self.render.len() == RENDER_SAMPLES {
@@ -120,7 +122,10 @@ impl Pacer {
             }
             None => self.render.clear(),
         }
-        self.frame = self.render_cost().div_f64(RENDER_SHARE).clamp(MIN_FRAME, MAX_FRAME);
+        self.frame = self
+            .render_cost()
+            .div_f64(RENDER_SHARE)
+            .clamp(MIN_FRAME, MAX_FRAME);
         self.last_start = Some(now);
         self.pending = false;
         self.budget()
@@ -138,7 +143,8 @@ impl Pacer {
     /// Bytes one drain may take.
     pub fn budget(&self) -> usize {
         match self.bytes_per_ms {
-            Some(rate) => ((rate * DRAIN_TARGET.as_secs_f64() * 1000.0) as usize).clamp(MIN_BUDGET, MAX_BUDGET),
+            Some(rate) => ((rate * DRAIN_TARGET.as_secs_f64() * 1000.0) as usize)
+                .clamp(MIN_BUDGET, MAX_BUDGET),
             None => START_BUDGET,
         }
     }
@@ -146,7 +152,14 @@ impl Pacer {
     /// A drain delivered `bytes` in `elapsed`; `remaining` says whether the
     /// queue still holds events. Returns the instant of the next wake-up
     /// when one is needed and none is pending.
-    pub fn end(&mut self, now: Instant, cpu: Duration, bytes: usize, elapsed: Duration, remaining: bool) -> Option<Instant> {
+    pub fn end(
+        &mut self,
+        now: Instant,
+        cpu: Duration,
+        bytes: usize,
+        elapsed: Duration,
+        remaining: bool,
+    ) -> Option<Instant> {
         if bytes >= MIN_SAMPLE_BYTES {
             let ms = (elapsed.as_secs_f64() * 1000.0).max(0.05);
             let rate = bytes as f64 / ms;
@@ -198,7 +211,10 @@ mod tests {
         let mut p = Pacer::new();
         p.on_event(t0);
         p.begin(t0, ms(0));
-        assert_eq!(p.end(t0 + ms(8), ms(8), 1 << 20, ms(8), true), Some(t0 + MIN_FRAME));
+        assert_eq!(
+            p.end(t0 + ms(8), ms(8), 1 << 20, ms(8), true),
+            Some(t0 + MIN_FRAME)
+        );
         // The wake-up for the rest is pending: events do not add another.
         assert_eq!(p.on_event(t0 + ms(9)), Wake::Pending);
     }
@@ -227,7 +243,14 @@ mod tests {
     }
 
     /// Runs `n` frames `gap` apart whose rendering costs `cost` each.
-    fn frames(p: &mut Pacer, t: &mut Instant, cpu: &mut Duration, n: usize, gap: Duration, cost: Duration) {
+    fn frames(
+        p: &mut Pacer,
+        t: &mut Instant,
+        cpu: &mut Duration,
+        n: usize,
+        gap: Duration,
+        cost: Duration,
+    ) {
         for _ in 0..n {
             *t += gap;
             *cpu += cost;
@@ -247,18 +270,39 @@ mod tests {
         assert_eq!(p.frame(), MIN_FRAME);
         // Expensive frames now and then (the user ran something) change nothing.
         frames(&mut p, &mut t, &mut cpu, 1, ms(16), ms(40));
-        frames(&mut p, &mut t, &mut cpu, 1, ms(16), Duration::from_micros(500));
+        frames(
+            &mut p,
+            &mut t,
+            &mut cpu,
+            1,
+            ms(16),
+            Duration::from_micros(500),
+        );
         frames(&mut p, &mut t, &mut cpu, 1, ms(16), ms(40));
         frames(&mut p, &mut t, &mut cpu, 1, ms(16), ms(30));
         assert_eq!(p.frame(), MIN_FRAME);
         // Steady 1.5 ms of rendering per frame: 1.5 / 0.05 = 30 ms frames.
-        frames(&mut p, &mut t, &mut cpu, 3, ms(16), Duration::from_micros(1500));
+        frames(
+            &mut p,
+            &mut t,
+            &mut cpu,
+            3,
+            ms(16),
+            Duration::from_micros(1500),
+        );
         assert_eq!(p.frame(), ms(30));
         // 20 ms per frame: capped.
         frames(&mut p, &mut t, &mut cpu, 3, ms(30), ms(20));
         assert_eq!(p.frame(), MAX_FRAME);
         // One cheap frame brings it back down at once.
-        frames(&mut p, &mut t, &mut cpu, 1, ms(40), Duration::from_micros(500));
+        frames(
+            &mut p,
+            &mut t,
+            &mut cpu,
+            1,
+            ms(40),
+            Duration::from_micros(500),
+        );
         assert_eq!(p.frame(), MIN_FRAME);
         // After a pause, the cost is forgotten.
         frames(&mut p, &mut t, &mut cpu, 3, ms(16), ms(20));

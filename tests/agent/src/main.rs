@@ -139,7 +139,11 @@ fn handle_request(
             state
                 .log
                 .event(json!({"event": "authenticate", "params": params}));
-            let known = state.agent.auth_methods.iter().any(|m| m["id"] == params["methodId"]);
+            let known = state
+                .agent
+                .auth_methods
+                .iter()
+                .any(|m| m["id"] == params["methodId"]);
             if known {
                 state.authenticated.store(true, Ordering::SeqCst);
                 send.respond(responder, Ok(json!({})));

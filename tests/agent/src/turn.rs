@@ -360,10 +360,13 @@ impl Exec<'_> {
             None if checked => log.event(json!({"event": "check_ok", "method": request.method})),
             None => {}
             Some(detail) => {
-                log.event(json!({"event": "check_failed", "method": request.method, "detail": detail}));
+                log.event(
+                    json!({"event": "check_failed", "method": request.method, "detail": detail}),
+                );
                 // Also visible in the client's transcript, for tests that
                 // only look at the buffer.
-                self.chunk(ChunkKind::Message, format!("CHECK FAILED: {detail}\n")).await;
+                self.chunk(ChunkKind::Message, format!("CHECK FAILED: {detail}\n"))
+                    .await;
             }
         }
     }
