@@ -104,7 +104,11 @@ test: deps build
 	if [ $$rc -ne 0 ]; then echo "make test: FAILED (see the summaries above)" >&2; fi; \
 	exit $$rc
 
+# Formatting is checked first when rustfmt is installed (rustup's default profile has it).
 unit-test:
+	@if $(CARGO) fmt --version >/dev/null 2>&1; then \
+	  $(CARGO) fmt --all --check || { echo "unit-test: run cargo fmt --all" >&2; exit 1; }; \
+	else echo "unit-test: rustfmt not installed, format check skipped" >&2; fi
 	$(CARGO) test --release --workspace $(if $(TEST),-- $(TEST))
 
 lua-test: nvim-deps
