@@ -69,8 +69,12 @@ fn tool_call_markdown(tc: &ToolCall) -> String {
                 id, known: false, ..
             } => out.push_str(&format!("\n  terminal `{id}` (run by the agent)")),
             ToolContent::Terminal {
-                id, output, exit, ..
-            } => terminal_markdown(&mut out, id, output, exit.as_deref()),
+                id,
+                tail,
+                more_lines,
+                exit,
+                ..
+            } => terminal_markdown(&mut out, id, tail, *more_lines, exit.as_deref()),
         }
     }
     for note in &tc.notes {
@@ -108,25 +112,25 @@ fn diff_markdown(out: &mut String, path: &str, old: Option<&str>, new: &str) {
     out.push_str("\n  ```");
 }
 
-/// Lines of terminal output shown in a card (the full text opens with
-/// `:AcpTerminal`).
-const TERMINAL_TAIL_LINES: usize = 12;
-
-fn terminal_markdown(out: &mut String, id: &str, output: &str, exit: Option<&str>) {
-    let text = output.strip_suffix('\n').unwrap_or(output);
-    let lines: Vec<&str> = if text.is_empty() {
-        Vec::new()
-    } else {
-        text.split('\n').collect()
-    };
-    let skipped = lines.len().saturating_sub(TERMINAL_TAIL_LINES);
+/// A card's terminal: its last lines (`:AcpTerminal` opens the rest).
+fn terminal_markdown(
+    out: &mut String,
+    id: &str,
+    tail: &str,
+    more_lines: usize,
+    exit: Option<&str>,
+) {
     out.push_str("\n  ```console");
-    if skipped > 0 {
-        out.push_str(&format!("\n  … {skipped} more lines (:AcpTerminal {id})"));
+    if more_lines > 0 {
+        out.push_str(&format!(
+            "\n  … {more_lines} more lines (:AcpTerminal {id})"
+        ));
     }
-    for line in &lines[skipped..] {
-        out.push_str("\n  ");
-        out.push_str(&line.replace('\r', ""));
+    if !tail.is_empty() {
+        for line in tail.split('\n') {
+            out.push_str("\n  ");
+            out.push_str(&line.replace('\r', ""));
+        }
     }
     out.push_str("\n  ```");
     out.push_str(&format!("\n  _{}_ · `{id}`", exit.unwrap_or("running…")));

@@ -424,14 +424,14 @@ impl ThreadHandle {
                 )
                 .map_err(|e| e.to_string())?;
                 match cx.send_request(req).block_task().await {
-                    Ok(v) => Ok(v),
+                    Ok(v) => Ok(Some(v)),
                     Err(e) => {
                         // If the agent died, its exit report explains more
                         // than "response never received": let that speak.
                         let died =
                             tokio::time::timeout(Duration::from_millis(500), conn.closed()).await;
                         if died.is_ok() {
-                            return Ok(Value::Null);
+                            return Ok(None);
                         }
                         Err(format!("{e}"))
                     }
@@ -439,8 +439,8 @@ impl ThreadHandle {
             }
             .await;
             match result {
-                Ok(Value::Null) => {}
-                Ok(v) => {
+                Ok(None) => {}
+                Ok(Some(v)) => {
                     let stop = v
                         .get("stopReason")
                         .and_then(Value::as_str)

@@ -76,12 +76,14 @@ pub enum ToolContent {
         new_text: String,
     },
     /// A terminal's output as the card shows it (client-run or agent-owned).
+    /// The last lines of a terminal's output, as the card shows them.
     /// `known`: the client runs it, or the agent streams it through
     /// `_meta.terminal_*`. codex-acp also names terminals it runs itself
     /// and never shows: those are only listed.
     Terminal {
         id: String,
-        output: String,
+        tail: String,
+        more_lines: usize,
         exit: Option<String>,
         known: bool,
     },
@@ -122,6 +124,21 @@ pub struct ToolCall {
 }
 
 impl ToolCall {
+    /// A card for an id never seen: everything else comes from updates.
+    pub fn new(id: &str) -> Self {
+        Self {
+            id: id.to_owned(),
+            title: String::new(),
+            kind: "other".into(),
+            status: "pending".into(),
+            locations: Vec::new(),
+            content: Vec::new(),
+            raw_input: None,
+            notes: Vec::new(),
+            client_state: None,
+        }
+    }
+
     /// The status shown: a client-side state wins over the agent's.
     pub fn shown_status(&self) -> String {
         match self.client_state {
@@ -131,12 +148,48 @@ impl ToolCall {
     }
 }
 
-/// Output of a terminal shown in the chat, kept to a display tail.
+/// Output of a terminal shown in the chat (capped at `TERM_VIEW_BYTES`).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TermView {
     pub output: String,
     pub exit: Option<String>,
+    /// Line breaks ever received, so the card can say how many lines its
+    /// tail leaves out without counting the whole output again.
+    newlines: usize,
 }
+
+impl TermView {
+    /// The last `n` lines (without the final line break) and how many lines
+    /// came before them. Only the end of the output is scanned.
+    fn tail(&self, n: usize) -> (&str, usize) {
+        let text = self.output.strip_suffix('\n').unwrap_or(&self.output);
+        if text.is_empty() {
+            return ("", 0);
+        }
+        let total = self.newlines + usize::from(!self.output.ends_with('\n'));
+        let mut start = text.len();
+        let mut shown = 0;
+        while shown < n {
+            shown += 1;
+            match text[..start].rfind('\n') {
+                Some(i) => start = i,
+                None => {
+                    start = 0;
+                    break;
+                }
+            }
+        }
+        let tail = if start == 0 && !text.starts_with('\n') {
+            text
+        } else {
+            &text[start + 1..]
+        };
+        (tail, total.saturating_sub(shown))
+    }
+}
+
+/// Lines of terminal output a card shows (`:AcpTerminal` opens the rest).
+pub const TERMINAL_TAIL_LINES: usize = 12;
 
 /// Display output kept per terminal (the agent's own limit applies to
 /// `terminal/output`; this only bounds memory for the chat).
@@ -272,12 +325,19 @@ impl Thread {
     }
 
     fn push(&mut self, entry: Entry, out: &mut Vec<ThreadEvent>) -> usize {
-        let index = self.entries.len();
-        let lines = entry.lines();
-        let kind = entry.kind();
         self.entries.push(entry);
-        out.push(ThreadEvent::Added { index, kind, lines });
+        let index = self.entries.len() - 1;
+        self.emit_added(index, out);
         index
+    }
+
+    fn emit_added(&self, index: usize, out: &mut Vec<ThreadEvent>) {
+        let entry = &self.entries[index];
+        out.push(ThreadEvent::Added {
+            index,
+            kind: entry.kind(),
+            lines: entry.lines(),
+        });
     }
 
     /// The agent's first output in a turn gets a heading with its name.
@@ -382,11 +442,9 @@ impl Thread {
     /// as gemini-cli does): merge it and mark it waiting for the user.
     pub fn permission_requested(&mut self, tool_call: &Value) -> Vec<ThreadEvent> {
         let mut out = Vec::new();
-        if field(tool_call, "toolCallId").is_none() {
-            return out;
-        }
-        self.tool_call(tool_call, &mut out);
-        self.set_client_state(tool_call, Some(ClientState::WaitingForYou), None, &mut out);
+        self.tool_call_with(tool_call, &mut out, |tc| {
+            tc.client_state = Some(ClientState::WaitingForYou)
+        });
         out
     }
 
@@ -398,39 +456,15 @@ impl Thread {
         note: Option<String>,
     ) -> Vec<ThreadEvent> {
         let mut out = Vec::new();
-        let v = serde_json::json!({ "toolCallId": tool_call_id });
-        self.set_client_state(&v, state, note, &mut out);
-        out
-    }
-
-    fn set_client_state(
-        &mut self,
-        tool_call: &Value,
-        state: Option<ClientState>,
-        note: Option<String>,
-        out: &mut Vec<ThreadEvent>,
-    ) {
-        let Some(id) = field(tool_call, "toolCallId").and_then(Value::as_str) else {
-            return;
-        };
-        let Some(index) = self.find_tool_call(id) else {
-            return;
+        let Some(index) = self.find_tool_call(tool_call_id) else {
+            return out;
         };
         if let Entry::ToolCall(tc) = &mut self.entries[index] {
             tc.client_state = state;
-            if let Some(n) = note {
-                tc.notes.push(n);
-            }
+            tc.notes.extend(note);
         }
-        // Replace the last event for this entry rather than adding another.
-        out.retain(|e| !matches!(e, ThreadEvent::Replaced { index: i, .. } if *i == index));
-        match out
-            .iter_mut()
-            .find(|e| matches!(e, ThreadEvent::Added { index: i, .. } if *i == index))
-        {
-            Some(ThreadEvent::Added { lines, .. }) => *lines = self.entries[index].lines(),
-            _ => self.replace(index, out),
-        }
+        self.replace(index, &mut out);
+        out
     }
 
     /// The entry as JSON (for the view's keys: review a diff, open a
@@ -579,50 +613,37 @@ impl Thread {
     }
 
     fn tool_call(&mut self, update: &Value, out: &mut Vec<ThreadEvent>) {
+        self.tool_call_with(update, out, |_| {});
+    }
+
+    /// Merges a tool-call update (creating the card for an unknown id), its
+    /// display-terminal `_meta` and `adjust`, then emits the card once.
+    fn tool_call_with(
+        &mut self,
+        update: &Value,
+        out: &mut Vec<ThreadEvent>,
+        adjust: impl FnOnce(&mut ToolCall),
+    ) {
         let Some(id) = field(update, "toolCallId").and_then(Value::as_str) else {
             return;
         };
-        match self.find_tool_call(id) {
-            Some(index) => {
-                if let Entry::ToolCall(tc) = &mut self.entries[index] {
-                    merge_tool_call(tc, update);
-                }
-                self.replace(index, out);
-            }
-            None => {
-                self.start_reply(out);
-                let mut tc = ToolCall {
-                    id: id.to_owned(),
-                    title: String::new(),
-                    kind: "other".into(),
-                    status: "pending".into(),
-                    locations: Vec::new(),
-                    content: Vec::new(),
-                    raw_input: None,
-                    notes: Vec::new(),
-                    client_state: None,
-                };
-                merge_tool_call(&mut tc, update);
-                self.push(Entry::ToolCall(tc), out);
-            }
+        let existing = self.find_tool_call(id);
+        let index = existing.unwrap_or_else(|| {
+            self.start_reply(out);
+            self.entries.push(Entry::ToolCall(ToolCall::new(id)));
+            self.entries.len() - 1
+        });
+        if let Entry::ToolCall(tc) = &mut self.entries[index] {
+            merge_tool_call(tc, update);
         }
         self.meta_terminals(update, out);
-        let index = self.find_tool_call(id).expect("just merged");
         self.fill_terminals(index);
-        // The card was rendered before its terminal text was filled in.
-        if let Some(
-            ThreadEvent::Added {
-                index: i, lines, ..
-            }
-            | ThreadEvent::Replaced { index: i, lines },
-        ) = out
-            .iter_mut()
-            .rev()
-            .find(|e| matches!(e, ThreadEvent::Added { .. } | ThreadEvent::Replaced { .. }))
-        {
-            if *i == index {
-                *lines = self.entries[index].lines();
-            }
+        if let Entry::ToolCall(tc) = &mut self.entries[index] {
+            adjust(tc);
+        }
+        match existing {
+            Some(_) => self.replace(index, out),
+            None => self.emit_added(index, out),
         }
     }
 
@@ -646,7 +667,8 @@ impl Thread {
                     {
                         tc.content.push(ToolContent::Terminal {
                             id,
-                            output: String::new(),
+                            tail: String::new(),
+                            more_lines: 0,
                             exit: None,
                             known: true,
                         });
@@ -679,6 +701,7 @@ impl Thread {
     fn push_term_output(&mut self, id: &str, data: &str) {
         let view = self.terminals.entry(id.to_owned()).or_default();
         view.output.push_str(data);
+        view.newlines += data.bytes().filter(|&b| b == b'\n').count();
         if view.output.len() > TERM_VIEW_BYTES {
             let mut cut = view.output.len() - TERM_VIEW_BYTES;
             while !view.output.is_char_boundary(cut) {
@@ -698,14 +721,17 @@ impl Thread {
         for c in &mut tc.content {
             if let ToolContent::Terminal {
                 id,
-                output,
+                tail,
+                more_lines,
                 exit,
                 known,
             } = c
             {
                 if let Some(view) = terminals.get(id.as_str()) {
-                    if *output != view.output || *exit != view.exit || !*known {
-                        output.clone_from(&view.output);
+                    let (new_tail, more) = view.tail(TERMINAL_TAIL_LINES);
+                    if *tail != new_tail || *more_lines != more || *exit != view.exit || !*known {
+                        *tail = new_tail.to_owned();
+                        *more_lines = more;
                         exit.clone_from(&view.exit);
                         *known = true;
                         changed = true;
@@ -834,7 +860,8 @@ fn tool_content(item: &Value) -> Option<ToolContent> {
         }),
         "terminal" => Some(ToolContent::Terminal {
             id: s("terminalId")?,
-            output: String::new(),
+            tail: String::new(),
+            more_lines: 0,
             exit: None,
             known: false,
         }),
@@ -1077,6 +1104,21 @@ mod tests {
             .terminal_output("term-9", "x")
             .iter()
             .any(|e| matches!(e, ThreadEvent::Replaced { .. })));
+    }
+
+    #[test]
+    fn terminal_tail_counts_the_lines_it_leaves_out() {
+        let mut v = TermView::default();
+        for data in ["a\nb\nc\n", "d"] {
+            v.output.push_str(data);
+            v.newlines += data.matches('\n').count();
+        }
+        assert_eq!(v.tail(2), ("c\nd", 2));
+        assert_eq!(v.tail(10), ("a\nb\nc\nd", 0));
+        v.output.push('\n');
+        v.newlines += 1;
+        assert_eq!(v.tail(1), ("d", 3));
+        assert_eq!(TermView::default().tail(3), ("", 0));
     }
 
     #[test]
