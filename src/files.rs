@@ -194,36 +194,9 @@ pub fn query(root: &str, needle: &str, limit: usize) -> Option<Vec<String>> {
 mod tests {
     use super::*;
     use std::fs;
-    use std::path::PathBuf;
     use std::time::Instant;
 
-    /// A fresh directory under the system temp dir, removed on drop.
-    struct TempDir(PathBuf);
-
-    impl TempDir {
-        fn new(name: &str) -> Self {
-            let nanos = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos());
-            let dir = std::env::temp_dir()
-                .join(format!("acp-files-{name}-{}-{nanos}", std::process::id()));
-            let _ = fs::remove_dir_all(&dir);
-            fs::create_dir_all(&dir).unwrap();
-            TempDir(dir)
-        }
-
-        fn write(&self, rel: &str, text: &str) {
-            let p = self.0.join(rel);
-            fs::create_dir_all(p.parent().unwrap()).unwrap();
-            fs::write(p, text).unwrap();
-        }
-    }
-
-    impl Drop for TempDir {
-        fn drop(&mut self) {
-            let _ = fs::remove_dir_all(&self.0);
-        }
-    }
+    use crate::testutil::TempDir;
 
     #[test]
     fn gitignore_rules_are_respected_and_vcs_dirs_skipped() {
@@ -241,7 +214,7 @@ mod tests {
         t.write("generated/x.rs", "");
         t.write(".git/config", "");
         t.write(".git/HEAD", "");
-        let listing = walk(&t.0, 1000).unwrap();
+        let listing = walk(&t.path(), 1000).unwrap();
         assert_eq!(
             listing.paths,
             vec![
@@ -263,18 +236,20 @@ mod tests {
         for i in 0..20 {
             t.write(&format!("f{i:02}"), "");
         }
-        let listing = walk(&t.0, 5).unwrap();
+        let listing = walk(&t.path(), 5).unwrap();
         assert_eq!(listing.paths.len(), 5);
         assert!(listing.truncated);
-        assert!(!walk(&t.0, 20).unwrap().truncated);
+        assert!(!walk(&t.path(), 20).unwrap().truncated);
     }
 
     #[test]
     fn a_missing_root_or_a_file_is_an_error() {
         let t = TempDir::new("err");
         t.write("file", "");
-        assert!(walk(&t.0.join("nope"), 10).unwrap_err().contains("nope"));
-        assert!(walk(&t.0.join("file"), 10)
+        assert!(walk(&t.path().join("nope"), 10)
+            .unwrap_err()
+            .contains("nope"));
+        assert!(walk(&t.path().join("file"), 10)
             .unwrap_err()
             .contains("not a directory"));
     }
@@ -322,28 +297,28 @@ mod tests {
         let t = TempDir::new("100k");
         t.write(".gitignore", "build/\n");
         for d in 0..1000 {
-            let dir = t.0.join(format!("pkg{:03}/src", d));
+            let dir = t.path().join(format!("pkg{:03}/src", d));
             fs::create_dir_all(&dir).unwrap();
             for f in 0..100 {
                 fs::File::create(dir.join(format!("file{f:03}.rs"))).unwrap();
             }
         }
         for d in 0..10 {
-            let dir = t.0.join(format!("build/out{d}"));
+            let dir = t.path().join(format!("build/out{d}"));
             fs::create_dir_all(&dir).unwrap();
             for f in 0..1000 {
                 fs::File::create(dir.join(format!("obj{f}.o"))).unwrap();
             }
         }
         let start = Instant::now();
-        let listing = walk(&t.0, 1_000_000).unwrap();
+        let listing = walk(&t.path(), 1_000_000).unwrap();
         let took = start.elapsed();
         eprintln!("walk of {} files: {:?}", listing.paths.len(), took);
         // 100,000 files plus the .gitignore.
         assert_eq!(listing.paths.len(), 100_001);
         assert!(listing.paths.iter().all(|p| !p.starts_with("build/")));
         assert_eq!(listing.paths[1], "pkg000/src/file000.rs");
-        let root = t.0.to_string_lossy().into_owned();
+        let root = t.path().to_string_lossy().into_owned();
         store(&root, listing.paths);
         let start = Instant::now();
         let hits = query(&root, "pkg999/src/file09", 50).unwrap();

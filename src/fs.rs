@@ -120,14 +120,8 @@ pub fn write_atomic(path: &Path, content: &str) -> Result<(), FsError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testutil::TempDir;
     use std::os::unix::fs::PermissionsExt;
-
-    fn tmp(name: &str) -> std::path::PathBuf {
-        let d = std::env::temp_dir().join(format!("acp-fs-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        d
-    }
 
     #[test]
     fn slicing_edges() {
@@ -144,7 +138,8 @@ mod tests {
 
     #[test]
     fn read_errors_name_path_and_reason() {
-        let d = tmp("read");
+        let d_dir = TempDir::new("fs-read");
+        let d = d_dir.path().to_path_buf();
         assert_eq!(
             read_text(&d.join("missing")).unwrap_err().code,
             RESOURCE_NOT_FOUND
@@ -171,7 +166,8 @@ mod tests {
 
     #[test]
     fn atomic_write_creates_dirs_and_keeps_mode() {
-        let d = tmp("write");
+        let d_dir = TempDir::new("fs-write");
+        let d = d_dir.path().to_path_buf();
         let p = d.join("a/b/new.txt");
         write_atomic(&p, "hello").unwrap();
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "hello");

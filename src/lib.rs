@@ -23,6 +23,8 @@ pub mod roots;
 pub mod runtime;
 pub mod session;
 pub mod terminal;
+#[cfg(test)]
+mod testutil;
 pub mod textdiff;
 pub mod thread;
 

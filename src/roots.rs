@@ -92,17 +92,12 @@ pub fn resolve_lenient(p: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn tmp(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("acp-roots-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        d
-    }
+    use crate::testutil::TempDir;
 
     #[test]
     fn inside_outside_relative_and_dotdot() {
-        let root = tmp("basic");
+        let root_dir = TempDir::new("roots-basic");
+        let root = root_dir.path().to_path_buf();
         std::fs::write(root.join("a.txt"), "x").unwrap();
         let roots = Roots::new(&[root.clone()]);
         let real = std::fs::canonicalize(&root).unwrap();
@@ -130,8 +125,10 @@ mod tests {
 
     #[test]
     fn symlink_escape_is_refused() {
-        let root = tmp("link-root");
-        let outside = tmp("link-outside");
+        let root_dir = TempDir::new("roots-link-root");
+        let root = root_dir.path().to_path_buf();
+        let outside_dir = TempDir::new("roots-link-outside");
+        let outside = outside_dir.path().to_path_buf();
         std::fs::write(outside.join("secret.txt"), "s").unwrap();
         std::os::unix::fs::symlink(&outside, root.join("link")).unwrap();
         let roots = Roots::new(&[root.clone()]);
@@ -147,8 +144,10 @@ mod tests {
 
     #[test]
     fn additional_roots_count() {
-        let a = tmp("multi-a");
-        let b = tmp("multi-b");
+        let a_dir = TempDir::new("roots-multi-a");
+        let a = a_dir.path().to_path_buf();
+        let b_dir = TempDir::new("roots-multi-b");
+        let b = b_dir.path().to_path_buf();
         let roots = Roots::new(&[a.clone(), b.clone()]);
         assert!(roots.check(b.join("f").to_str().unwrap(), false).is_ok());
         assert_eq!(roots.dirs().len(), 2);
