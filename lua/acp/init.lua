@@ -174,6 +174,17 @@ function M.current()
   return M.chats[vim.api.nvim_get_current_tabpage()]
 end
 
+--- The current tab's chat and the core, or nil after telling the user.
+local function chat_and_core()
+  local view = M.current()
+  local core = package.loaded.acp_core
+  if not (view and core) then
+    vim.notify('acp.nvim: no chat in this tab')
+    return nil
+  end
+  return view, core
+end
+
 --- Sends `text` to the current tab's chat, opening it (without moving the
 --- cursor) when needed. `opts.context`: items attached to this prompt
 --- only (see `acp.context`), besides the chat's pending ones.
@@ -229,32 +240,22 @@ end
 
 --- Opens a terminal's output (`:AcpTerminal {id}`) of the current chat.
 function M.open_terminal(id)
-  local view = M.current()
-  if not view then
-    vim.notify('acp.nvim: no chat in this tab')
-    return
-  end
-  return require('acp.terminal').open(view, id)
+  local view = chat_and_core()
+  return view and require('acp.terminal').open(view, id)
 end
 
 --- `:AcpReview`: every file the session changed, against its text from
 --- before the session.
 function M.review()
-  local view = M.current()
-  if not view then
-    vim.notify('acp.nvim: no chat in this tab')
-    return
-  end
-  return require('acp.review').review(view)
+  local view = chat_and_core()
+  return view and require('acp.review').review(view)
 end
 
 --- `:AcpDiff`: reviews the diff of the card under the cursor (in the
 --- transcript), else of the newest card that has one.
 function M.diff()
-  local view = M.current()
-  local core = package.loaded.acp_core
-  if not (view and core) then
-    vim.notify('acp.nvim: no chat in this tab')
+  local view, core = chat_and_core()
+  if not view then
     return
   end
   local review = require('acp.review')
@@ -277,92 +278,68 @@ function M.diff()
   vim.notify('acp.nvim: no tool card with a diff in this chat')
 end
 
+--- Picks one of the agent's `items` ({ id, name, description }): the one
+--- named `id`, or one chosen from a list; `apply(core, view, item_id)`.
+--- `what`: { singular, plural } for the messages.
+local function choose_from_agent(what, items, id, apply, view, core)
+  if #items == 0 then
+    vim.notify(('acp.nvim: %s offers no %s'):format(view.agent, what[1] .. 's'))
+    return
+  end
+  if id and id ~= '' then
+    for _, it in ipairs(items) do
+      if it.id == id or it.name == id then
+        apply(core, view, it.id)
+        return it.id
+      end
+    end
+    local ids = vim.tbl_map(function(it)
+      return it.id
+    end, items)
+    vim.notify(
+      ('acp.nvim: unknown %s %q (%s: %s)'):format(what[1], id, what[2], table.concat(ids, ', ')),
+      vim.log.levels.WARN
+    )
+    return
+  end
+  vim.ui.select(items, {
+    prompt = what[1],
+    format_item = function(it)
+      return (it.name or it.id) .. (it.description and (': ' .. it.description) or '')
+    end,
+  }, function(it)
+    if it then
+      apply(core, view, it.id)
+    end
+  end)
+end
+
 --- `:AcpAuth [method]`: signs in with one of the agent's methods (when it
 --- answers the session request with "authentication required").
 function M.auth(method)
-  local view = M.current()
-  local core = package.loaded.acp_core
-  if not (view and core) then
-    vim.notify('acp.nvim: no chat in this tab')
-    return
+  local view, core = chat_and_core()
+  if view then
+    return choose_from_agent({ 'sign-in method', 'methods' }, core.auth_methods(view.thread) or {}, method, function(c, v, id)
+      c.authenticate(v.thread, id)
+    end, view, core)
   end
-  local methods = core.auth_methods(view.thread) or {}
-  if #methods == 0 then
-    vim.notify(('acp.nvim: %s offers no sign-in methods'):format(view.agent))
-    return
-  end
-  if method and method ~= '' then
-    for _, m in ipairs(methods) do
-      if m.id == method then
-        core.authenticate(view.thread, m.id)
-        return m.id
-      end
-    end
-    local ids = vim.tbl_map(function(m)
-      return m.id
-    end, methods)
-    vim.notify(('acp.nvim: unknown sign-in method %q (methods: %s)'):format(method, table.concat(ids, ', ')), vim.log.levels.WARN)
-    return
-  end
-  vim.ui.select(methods, {
-    prompt = 'Sign in with',
-    format_item = function(m)
-      return (m.name or m.id) .. (m.description and (': ' .. m.description) or '')
-    end,
-  }, function(m)
-    if m then
-      core.authenticate(view.thread, m.id)
-    end
-  end)
 end
 
 --- `:AcpMode [id]`: switches the session's mode (the agent's list, e.g.
 --- ask / code / plan); without an id, pick from the list.
 function M.mode(id)
-  local view = M.current()
-  local core = package.loaded.acp_core
-  if not (view and core) then
-    vim.notify('acp.nvim: no chat in this tab')
-    return
+  local view, core = chat_and_core()
+  if view then
+    return choose_from_agent({ 'mode', 'modes' }, (view.info.modes or {}).availableModes or {}, id, function(c, v, mode)
+      c.set_mode(v.thread, mode)
+    end, view, core)
   end
-  local modes = (view.info.modes or {}).availableModes or {}
-  if #modes == 0 then
-    vim.notify(('acp.nvim: %s offers no session modes'):format(view.agent))
-    return
-  end
-  if id and id ~= '' then
-    for _, m in ipairs(modes) do
-      if m.id == id or m.name == id then
-        core.set_mode(view.thread, m.id)
-        return m.id
-      end
-    end
-    local ids = vim.tbl_map(function(m)
-      return m.id
-    end, modes)
-    vim.notify(('acp.nvim: unknown mode %q (modes: %s)'):format(id, table.concat(ids, ', ')), vim.log.levels.WARN)
-    return
-  end
-  vim.ui.select(modes, {
-    prompt = 'Mode',
-    format_item = function(m)
-      return m.name .. (m.description and (': ' .. m.description) or '')
-    end,
-  }, function(m)
-    if m then
-      core.set_mode(view.thread, m.id)
-    end
-  end)
 end
 
 --- `:AcpLocations`: the session's quickfix list of tool-call locations.
 function M.locations()
-  local view = M.current()
-  if not view then
-    vim.notify('acp.nvim: no chat in this tab')
-    return
-  end
-  return require('acp.quickfix').open(view)
+  local view = chat_and_core()
+  return view and require('acp.quickfix').open(view)
 end
 
 --- Files the current chat's agent wrote: { path, time, tool_call_id, ... }.
