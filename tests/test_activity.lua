@@ -12,14 +12,7 @@ local function upd(fields)
   return { update = fields }
 end
 
-local function project(files)
-  local dir = vim.fn.resolve(T.tmpdir('proj'))
-  for name, content in pairs(files or {}) do
-    T.write_file(dir .. '/' .. name, content)
-  end
-  vim.fn.mkdir(dir .. '/.git', 'p')
-  return dir
-end
+local project = H.project
 
 --- Runs one turn ("go") with `steps`; returns child, paths, transcript text.
 local function run(steps, opts)

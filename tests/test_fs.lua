@@ -14,15 +14,7 @@ local write = function(path, content)
   return H.req('fs/write_text_file', { path = path, content = content })
 end
 
---- A project dir (the session root) with files; the child starts in it.
-local function project(files)
-  local dir = vim.fn.resolve(T.tmpdir('proj'))
-  for name, content in pairs(files or {}) do
-    T.write_file(dir .. '/' .. name, content)
-  end
-  vim.fn.mkdir(dir .. '/.git', 'p') -- marks the project root
-  return dir
-end
+local project = H.project
 
 local function start(dir, turns, config)
   local child, paths = H.start({ cwd = dir, turns = turns, config = config })

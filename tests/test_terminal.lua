@@ -11,8 +11,7 @@ local function call(method, id, extra)
 end
 
 local function project()
-  local dir = vim.fn.resolve(T.tmpdir('proj'))
-  vim.fn.mkdir(dir .. '/.git', 'p')
+  local dir = H.project()
   vim.fn.mkdir(dir .. '/sub', 'p')
   return dir
 end

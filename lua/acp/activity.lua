@@ -118,7 +118,10 @@ local function pin_plan(view, touched)
       view.plan_index = index
     end
   end
-  api.nvim_buf_clear_namespace(view.buf, pin_ns, 0, -1)
+  if view.plan_pinned then
+    api.nvim_buf_clear_namespace(view.buf, pin_ns, 0, -1)
+    view.plan_pinned = false
+  end
   local index = view.plan_index
   if not index or view.state ~= 'running' or index == view.last_index then
     return
@@ -133,6 +136,7 @@ local function pin_plan(view, touched)
   end
   local n = api.nvim_buf_line_count(view.buf)
   api.nvim_buf_set_extmark(view.buf, pin_ns, n - 1, 0, { virt_lines = virt })
+  view.plan_pinned = true
 end
 
 api.nvim_set_hl(0, 'AcpPlanPinned', { link = 'Comment', default = true })
@@ -172,13 +176,17 @@ local function highlight_diffs(view, touched)
 end
 
 function M.after_apply(view, touched)
-  if not next(touched) and view.state ~= 'idle' then
+  -- Most drains only append text: nothing to do then, except when a turn
+  -- just ended (unpin the plan; files may have been written without a card).
+  local turn_ended = view.turns_ended ~= view.activity_turns
+  view.activity_turns = view.turns_ended
+  if not next(touched) and not turn_ended then
     return
   end
   fold_long_cards(view, touched)
   highlight_diffs(view, touched)
   local changed, newest = collect_locations(view, touched)
-  if changed or view.state == 'idle' then
+  if changed or turn_ended then
     schedule_quickfix(view)
   end
   if newest then

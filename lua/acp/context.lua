@@ -708,6 +708,17 @@ function M.attach(view)
 end
 
 --- `:'<,'>AcpAdd` / `:AcpAdd [path]`: a selection (with a range), a file
+--- Adds a captured item to the tab's chat, or says why there is none.
+local function add_to_chat(item, err)
+  if not item then
+    return notify(err)
+  end
+  local view = M.view()
+  if view then
+    M.add(view, item)
+  end
+end
+
 --- (with an argument) or the current buffer (neither).
 function M.add_command(o)
   local root = require('acp').project_root()
@@ -732,13 +743,7 @@ function M.add_command(o)
     local src = M.buffer_source(buf, root)
     item = { kind = 'buffer', buf = buf, label = src.label, uri = src.uri }
   end
-  if not item then
-    return notify(err)
-  end
-  local view = M.view()
-  if view then
-    M.add(view, item)
-  end
+  add_to_chat(item, err)
 end
 
 --- `<Plug>(AcpAddSelection)`: adds the live visual selection.
@@ -752,13 +757,7 @@ function M.add_visual()
     return notify('select text in a file or buffer, not in the chat')
   end
   local item, err = capture_region(vim.fn.getpos("'<"), vim.fn.getpos("'>"), mode, require('acp').project_root())
-  if not item then
-    return notify(err)
-  end
-  local view = M.view()
-  if view then
-    M.add(view, item)
-  end
+  add_to_chat(item, err)
 end
 
 --- `:'<,'>AcpSend {text}`: sends `text` with the selection attached.

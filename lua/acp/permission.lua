@@ -44,13 +44,7 @@ local function summary(tool)
 end
 
 local function diffs(tool)
-  local out = {}
-  for _, c in ipairs(tool.content or {}) do
-    if c.type == 'diff' then
-      out[#out + 1] = c
-    end
-  end
-  return out
+  return require('acp.review').diffs_of(tool)
 end
 
 local function count_changes(d)

@@ -73,7 +73,8 @@ function M.close(tab)
   end
 end
 
---- The diff items of a tool card entry (from `core.entry`).
+--- The diff items of a tool card: a core entry or the agent's raw
+--- `toolCall` (both keep them in `content` with `type = 'diff'`).
 function M.diffs_of(entry)
   local out = {}
   for _, c in ipairs((entry or {}).content or {}) do

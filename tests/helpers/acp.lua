@@ -12,6 +12,17 @@ function H.scenario(name)
   return H.root .. '/tests/scenarios/' .. name .. '.json'
 end
 
+--- A project directory (the session root: it has a .git marker) holding
+--- `files` ({ [relative path] = content }), its real path.
+function H.project(files)
+  local dir = vim.fn.resolve(T.tmpdir('proj'))
+  for name, content in pairs(files or {}) do
+    T.write_file(dir .. '/' .. name, content)
+  end
+  vim.fn.mkdir(dir .. '/.git', 'p')
+  return dir
+end
+
 --- Starts a child with acp configured: agent `test` plays `opts.scenario`.
 --- Returns the child and the paths of the core's log and the agent's log.
 function H.start(opts)
