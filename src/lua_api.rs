@@ -543,6 +543,8 @@ pub fn module(lua: &Lua) -> LuaResult<Table> {
             t.set("drains", s.drains.load(Ordering::Relaxed))?;
             t.set("delivered", s.delivered.load(Ordering::Relaxed))?;
             t.set("waits", s.waits.load(Ordering::Relaxed))?;
+            t.set("sliced", s.sliced.load(Ordering::Relaxed))?;
+            t.set("timed_wakes", s.timed_wakes.load(Ordering::Relaxed))?;
             t.set("queued_bytes", bridge().queued_bytes())?;
             Ok(t)
         })?,
