@@ -402,6 +402,21 @@ impl ThreadHandle {
         });
     }
 
+    /// Sends `method` for this chat's session (opening it first if needed):
+    /// `params` plus the sessionId. Returns the connection and the answer.
+    async fn session_request(
+        self: &Arc<Self>,
+        method: &str,
+        mut params: Value,
+    ) -> Result<(Arc<Connection>, Result<Value, agent_client_protocol::Error>), String> {
+        let (conn, session_id) = self.ensure_session().await?;
+        let cx = conn.ready().await?;
+        params["sessionId"] = Value::from(session_id);
+        let req = UntypedMessage::new(method, params).map_err(|e| e.to_string())?;
+        let answer = cx.send_request(req).block_task().await;
+        Ok((conn, answer))
+    }
+
     pub fn prompt(self: &Arc<Self>, blocks: Value) -> Result<(), String> {
         let text = prompt_display_text(&blocks);
         let turn = {
@@ -416,14 +431,10 @@ impl ThreadHandle {
         let this = self.clone();
         spawn(async move {
             let result = async {
-                let (conn, session_id) = this.ensure_session().await?;
-                let cx = conn.ready().await?;
-                let req = UntypedMessage::new(
-                    "session/prompt",
-                    json!({"sessionId": session_id, "prompt": blocks}),
-                )
-                .map_err(|e| e.to_string())?;
-                match cx.send_request(req).block_task().await {
+                let (conn, answer) = this
+                    .session_request("session/prompt", json!({"prompt": blocks}))
+                    .await?;
+                match answer {
                     Ok(v) => Ok(Some(v)),
                     Err(e) => {
                         // If the agent died, its exit report explains more
@@ -501,17 +512,10 @@ impl ThreadHandle {
         let this = self.clone();
         spawn(async move {
             let result = async {
-                let (conn, session_id) = this.ensure_session().await?;
-                let cx = conn.ready().await?;
-                let req = UntypedMessage::new(
-                    "session/set_mode",
-                    json!({"sessionId": session_id, "modeId": mode_id}),
-                )
-                .map_err(|e| e.to_string())?;
-                cx.send_request(req)
-                    .block_task()
-                    .await
-                    .map_err(|e| e.to_string())
+                let (_, answer) = this
+                    .session_request("session/set_mode", json!({"modeId": mode_id}))
+                    .await?;
+                answer.map_err(|e| e.to_string())
             }
             .await;
             match result {
