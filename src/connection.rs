@@ -92,6 +92,13 @@ pub struct Connection {
     cx: Mutex<Option<ConnectionTo<Agent>>>,
     init: Mutex<Option<Value>>,
     routes: Mutex<HashMap<String, Weak<ThreadHandle>>>,
+    /// Updates for a session id nobody routes yet. Agents send updates in the
+    /// same write as the `session/new` answer, and the fast path sees them
+    /// before the SDK resolves that answer: they wait here for `route`.
+    early: Mutex<EarlyUpdates>,
+    /// Held while an update is applied and while `route` replays the early
+    /// ones, so a session's updates reach its thread in arrival order.
+    apply: tokio::sync::Mutex<()>,
     stderr_tail: Mutex<VecDeque<String>>,
     stop: Notify,
 }
@@ -142,6 +149,8 @@ impl Connection {
             cx: Mutex::new(None),
             init: Mutex::new(None),
             routes: Mutex::new(HashMap::new()),
+            early: Mutex::new(EarlyUpdates::default()),
+            apply: tokio::sync::Mutex::new(()),
             stderr_tail: Mutex::new(VecDeque::new()),
             stop: Notify::new(),
         });
@@ -199,10 +208,23 @@ impl Connection {
         }
     }
 
-    pub fn route(&self, session_id: &str, thread: &Arc<ThreadHandle>) {
+    /// Routes `session_id` to `thread`, then applies the updates that came
+    /// for it before the route existed, in arrival order.
+    pub async fn route(&self, session_id: &str, thread: &Arc<ThreadHandle>) {
+        let _order = self.apply.lock().await;
         self.routes
             .lock()
             .insert(session_id.to_owned(), Arc::downgrade(thread));
+        let early = self.early.lock().take(session_id);
+        if !early.is_empty() {
+            log::info(format!(
+                "applying {} update(s) that arrived before session {session_id} was routed",
+                early.len()
+            ));
+        }
+        for update in early {
+            thread.apply_update(&update).await;
+        }
     }
 
     pub fn unroute(&self, session_id: &str) {
@@ -410,9 +432,47 @@ async fn apply_session_update(conn: &Arc<Connection>, params: &Value) {
     let Some(update) = params.get("update") else {
         return;
     };
+    let _order = conn.apply.lock().await;
     match conn.thread_for(sid) {
         Some(thread) => thread.apply_update(update).await,
-        None => log::warn(format!("session/update for unknown session {sid}")),
+        None => {
+            if !conn.early.lock().push(sid, update.clone()) {
+                log::warn(format!(
+                    "session/update for unknown session {sid} (dropped: too many early updates)"
+                ));
+            }
+        }
+    }
+}
+
+/// Updates held for sessions not routed yet, bounded: an agent that sends
+/// updates for sessions that never come cannot grow memory without limit.
+#[derive(Default)]
+struct EarlyUpdates {
+    by_session: HashMap<String, Vec<Value>>,
+    count: usize,
+}
+
+const EARLY_UPDATES_MAX: usize = 4096;
+
+impl EarlyUpdates {
+    /// False when the bound is reached (the update is not kept).
+    fn push(&mut self, session_id: &str, update: Value) -> bool {
+        if self.count >= EARLY_UPDATES_MAX {
+            return false;
+        }
+        self.count += 1;
+        self.by_session
+            .entry(session_id.to_owned())
+            .or_default()
+            .push(update);
+        true
+    }
+
+    fn take(&mut self, session_id: &str) -> Vec<Value> {
+        let taken = self.by_session.remove(session_id).unwrap_or_default();
+        self.count -= taken.len();
+        taken
     }
 }
 
@@ -472,6 +532,25 @@ fn handle_request(conn: &Arc<Connection>, msg: UntypedMessage, responder: Respon
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn early_updates_wait_per_session_and_are_bounded() {
+        let mut early = EarlyUpdates::default();
+        assert!(early.push("a", Value::from(1)));
+        assert!(early.push("b", Value::from(2)));
+        assert!(early.push("a", Value::from(3)));
+        assert_eq!(early.take("a"), vec![Value::from(1), Value::from(3)]);
+        assert!(early.take("a").is_empty());
+        for i in 0..EARLY_UPDATES_MAX - 1 {
+            assert!(early.push("c", Value::from(i)));
+        }
+        assert!(
+            !early.push("d", Value::Null),
+            "the bound holds across sessions"
+        );
+        assert_eq!(early.take("b").len(), 1);
+        assert!(early.push("d", Value::Null), "taking frees room");
+    }
 
     #[test]
     fn only_session_update_notifications_take_the_fast_path() {

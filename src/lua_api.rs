@@ -157,10 +157,38 @@ fn event_table(lua: &Lua, ev: UiEvent) -> LuaResult<Table> {
                     t.set("state", state.as_str())?;
                     t.set("detail", detail)?;
                 }
-                ThreadEvent::Info { key, value } => {
-                    t.set("type", "info")?;
-                    t.set("key", key)?;
-                    t.set("value", to_lua(lua, &value)?)?;
+                ThreadEvent::Session { session_id } => {
+                    t.set("type", "session")?;
+                    t.set("session_id", session_id)?;
+                }
+                ThreadEvent::Title { title } => {
+                    t.set("type", "title")?;
+                    t.set("title", title)?;
+                }
+                ThreadEvent::Mode { mode_id } => {
+                    t.set("type", "mode")?;
+                    t.set("mode_id", mode_id)?;
+                }
+                ThreadEvent::Modes { modes } => {
+                    t.set("type", "modes")?;
+                    t.set("modes", to_lua(lua, &modes)?)?;
+                }
+                ThreadEvent::Commands { commands } => {
+                    t.set("type", "commands")?;
+                    t.set("commands", to_lua(lua, &commands)?)?;
+                }
+                ThreadEvent::ConfigOptions { options } => {
+                    t.set("type", "config_options")?;
+                    t.set("options", to_lua(lua, &options)?)?;
+                }
+                ThreadEvent::Usage { usage } => {
+                    t.set("type", "usage")?;
+                    t.set("usage", to_lua(lua, &usage)?)?;
+                }
+                ThreadEvent::TerminalOutput { id, data } => {
+                    t.set("type", "terminal_output")?;
+                    t.set("id", id)?;
+                    t.set("data", data)?;
                 }
             }
         }

@@ -4,7 +4,10 @@
 
 use serde_json::Value;
 
-use crate::thread::{field, Entry, EntryKind, NoticeLevel, PlanItem, ToolCall, ToolContent};
+use crate::thread::{
+    field, Entry, EntryKind, NoticeLevel, PlanItem, RawOutput, ToolCall, ToolContent,
+    TERMINAL_TAIL_LINES,
+};
 
 const THOUGHT_HEADER: &str = "> **Thinking**";
 
@@ -43,9 +46,9 @@ fn tool_call_markdown(tc: &ToolCall) -> String {
     };
     let mut out = format!("**[{}]** {} · _{}_", tc.kind, title, tc.shown_status());
     for (path, line) in &tc.locations {
-        // Agents send 0-based rows (0 = top of the file); show 1-based.
+        // 1-based, as the agent sent it (the model maps a legacy 0 to 1).
         match line {
-            Some(l) => out.push_str(&format!("\n  `{path}:{}`", l + 1)),
+            Some(l) => out.push_str(&format!("\n  `{path}:{l}`")),
             None => out.push_str(&format!("\n  `{path}`")),
         }
     }
@@ -76,6 +79,15 @@ fn tool_call_markdown(tc: &ToolCall) -> String {
                 ..
             } => terminal_markdown(&mut out, id, tail, *more_lines, exit.as_deref()),
         }
+    }
+    // Output the agent reported only in `rawOutput` (codex-acp): shown when
+    // no content item already shows the output.
+    let shows_output = tc
+        .content
+        .iter()
+        .any(|c| matches!(c, ToolContent::Text { .. } | ToolContent::Terminal { .. }));
+    if let (Some(raw), false) = (&tc.raw_output, shows_output) {
+        raw_output_markdown(&mut out, raw);
     }
     for note in &tc.notes {
         out.push_str(&format!("\n  ✎ {note}"));
@@ -134,6 +146,27 @@ fn terminal_markdown(
     }
     out.push_str("\n  ```");
     out.push_str(&format!("\n  _{}_ · `{id}`", exit.unwrap_or("running…")));
+}
+
+/// `rawOutput` text: its last lines in a console block, then the exit code.
+fn raw_output_markdown(out: &mut String, raw: &RawOutput) {
+    let text = raw.text.trim_end_matches('\n');
+    if !text.is_empty() {
+        let lines: Vec<&str> = text.split('\n').collect();
+        let skip = lines.len().saturating_sub(TERMINAL_TAIL_LINES);
+        out.push_str("\n  ```console");
+        if skip > 0 {
+            out.push_str(&format!("\n  … {skip} more lines"));
+        }
+        for line in &lines[skip..] {
+            out.push_str("\n  ");
+            out.push_str(&line.replace('\r', ""));
+        }
+        out.push_str("\n  ```");
+    }
+    if let Some(code) = raw.exit_code {
+        out.push_str(&format!("\n  _exit code {code}_"));
+    }
 }
 
 fn plan_markdown(items: &[PlanItem]) -> String {
@@ -284,7 +317,7 @@ mod tests {
             title: "Edit".into(),
             kind: "edit".into(),
             status: "pending".into(),
-            locations: vec![("/p/a.rs".into(), Some(0))],
+            locations: vec![("/p/a.rs".into(), Some(1))],
             content: vec![
                 ToolContent::Diff {
                     path: "/p/a.rs".into(),
@@ -298,6 +331,7 @@ mod tests {
                 },
             ],
             raw_input: None,
+            raw_output: None,
             notes: vec![],
             client_state: Some(crate::thread::ClientState::WaitingForYou),
         };

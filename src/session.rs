@@ -341,7 +341,6 @@ impl ThreadHandle {
             .and_then(Value::as_str)
             .ok_or_else(|| format!("session/new returned no sessionId: {response}"))?
             .to_owned();
-        conn.route(&session_id, self);
         log::info(format!(
             "thread {} bound to session {session_id} of {}",
             self.id, self.spec.name
@@ -369,25 +368,25 @@ impl ThreadHandle {
                 ));
             }
             ev.extend(m.session_ready(agent));
-            ev.push(ThreadEvent::Info {
-                key: "session",
-                value: Value::from(session_id.clone()),
+            ev.push(ThreadEvent::Session {
+                session_id: session_id.clone(),
             });
             // Session modes (ask, code, plan...): the list, and the current one.
             if let Some(modes) = response.get("modes").filter(|m| !m.is_null()) {
-                ev.push(ThreadEvent::Info {
-                    key: "modes",
-                    value: modes.clone(),
+                ev.push(ThreadEvent::Modes {
+                    modes: modes.clone(),
                 });
-                if let Some(current) = modes.get("currentModeId") {
-                    ev.push(ThreadEvent::Info {
-                        key: "mode",
-                        value: current.clone(),
+                if let Some(mode_id) = modes.get("currentModeId").and_then(Value::as_str) {
+                    ev.push(ThreadEvent::Mode {
+                        mode_id: mode_id.to_owned(),
                     });
                 }
             }
             ev
         });
+        // After the ready events, so that updates the agent sent with its
+        // answer (commands, mode, title) land on a ready chat.
+        conn.route(&session_id, self).await;
         Ok((conn, session_id))
     }
 
@@ -519,12 +518,7 @@ impl ThreadHandle {
             }
             .await;
             match result {
-                Ok(_) => this.with_model(|_| {
-                    vec![ThreadEvent::Info {
-                        key: "mode",
-                        value: Value::from(mode_id),
-                    }]
-                }),
+                Ok(_) => this.with_model(|_| vec![ThreadEvent::Mode { mode_id }]),
                 Err(e) => bridge().push(UiEvent::Notify {
                     level: "error",
                     message: format!("acp.nvim: the agent refused mode `{mode_id}`: {e}"),

@@ -27,8 +27,22 @@ pub enum ThreadEvent {
     Replaced { index: usize, lines: Vec<String> },
     /// Thread-level status for the view's status line.
     Status { state: TurnState, detail: String },
-    /// Session metadata changed (title, mode, commands).
-    Info { key: &'static str, value: Value },
+    /// The chat is bound to this agent session.
+    Session { session_id: String },
+    /// `session_info_update`: the session's title.
+    Title { title: String },
+    /// The current session mode (`current_mode_update`, `set_mode`).
+    Mode { mode_id: String },
+    /// The modes the agent offers (`session/new`'s `modes`).
+    Modes { modes: Value },
+    /// `available_commands_update`: the slash commands.
+    Commands { commands: Value },
+    /// `config_option_update`: the session's config options.
+    ConfigOptions { options: Value },
+    /// `usage_update`: context used / size / cost, as the agent sent it.
+    Usage { usage: Value },
+    /// Output for a terminal the view may have open (client or agent-run).
+    TerminalOutput { id: String, data: String },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -118,6 +132,9 @@ pub struct ToolCall {
     pub locations: Vec<(String, Option<u64>)>,
     pub content: Vec<ToolContent>,
     pub raw_input: Option<String>,
+    /// Output the agent reports only in `rawOutput` (codex-acp's
+    /// `aggregated_output`, claude-code-acp's content blocks), with its exit.
+    pub raw_output: Option<RawOutput>,
     /// Client-side remarks, e.g. "wrote x.rs (left unsaved)".
     pub notes: Vec<String>,
     pub client_state: Option<ClientState>,
@@ -134,6 +151,7 @@ impl ToolCall {
             locations: Vec::new(),
             content: Vec::new(),
             raw_input: None,
+            raw_output: None,
             notes: Vec::new(),
             client_state: None,
         }
@@ -144,6 +162,64 @@ impl ToolCall {
         match self.client_state {
             Some(s) => s.label().to_owned(),
             None => self.status.replace('_', " "),
+        }
+    }
+}
+
+/// Command output found in a tool call's `rawOutput`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct RawOutput {
+    pub text: String,
+    pub exit_code: Option<i64>,
+}
+
+impl RawOutput {
+    /// Reads the shapes real agents send: a string, a list of content
+    /// blocks, or an object with `aggregated_output` / `formatted_output` /
+    /// `output` / `stdout` (+ `stderr`) and `exit_code`. Anything else
+    /// (a structured result the client cannot read) gives None.
+    pub fn from_value(v: &Value) -> Option<Self> {
+        match v {
+            Value::String(s) => Some(Self {
+                text: s.clone(),
+                exit_code: None,
+            }),
+            Value::Array(items) => {
+                let text = items
+                    .iter()
+                    .map(|b| match str_field(b, "type").as_deref() {
+                        Some("content") => field(b, "content")
+                            .map(render::content_block_text)
+                            .unwrap_or_default(),
+                        _ => render::content_block_text(b),
+                    })
+                    .filter(|t| !t.is_empty())
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                (!text.is_empty()).then_some(Self {
+                    text,
+                    exit_code: None,
+                })
+            }
+            Value::Object(_) => {
+                let text = ["aggregated_output", "formatted_output", "output", "stdout"]
+                    .iter()
+                    .find_map(|k| str_field(v, k))
+                    .map(
+                        |out| match str_field(v, "stderr").filter(|e| !e.is_empty()) {
+                            Some(err) if field(v, "stdout").is_some() => format!("{out}{err}"),
+                            _ => out,
+                        },
+                    );
+                let exit_code = ["exit_code", "exitCode"]
+                    .iter()
+                    .find_map(|k| field(v, k).and_then(Value::as_i64));
+                (text.is_some() || exit_code.is_some()).then(|| Self {
+                    text: text.unwrap_or_default(),
+                    exit_code,
+                })
+            }
+            _ => None,
         }
     }
 }
@@ -286,6 +362,12 @@ pub struct Thread {
     reply_started: bool,
     pub title: Option<String>,
     terminals: std::collections::HashMap<String, TermView>,
+    /// Index of the current turn's first entry: a `tool_call` announcing an
+    /// id seen before this point starts a new card (ids are reused).
+    turn_start: usize,
+    /// `messageId` of the last chunk: chunks of another message start a new
+    /// entry even when the kind is the same.
+    last_message_id: Option<String>,
 }
 
 impl Thread {
@@ -299,6 +381,8 @@ impl Thread {
             reply_started: false,
             title: None,
             terminals: Default::default(),
+            turn_start: 0,
+            last_message_id: None,
         }
     }
 
@@ -397,6 +481,7 @@ impl Thread {
         self.turn += 1;
         self.cancelled = false;
         self.reply_started = false;
+        self.turn_start = self.entries.len();
         self.push(
             Entry::User {
                 text: user_text.to_owned(),
@@ -442,7 +527,7 @@ impl Thread {
     /// as gemini-cli does): merge it and mark it waiting for the user.
     pub fn permission_requested(&mut self, tool_call: &Value) -> Vec<ThreadEvent> {
         let mut out = Vec::new();
-        self.tool_call_with(tool_call, &mut out, |tc| {
+        self.tool_call_with(tool_call, false, &mut out, |tc| {
             tc.client_state = Some(ClientState::WaitingForYou)
         });
         out
@@ -530,38 +615,40 @@ impl Thread {
             "agent_message_chunk" => self.chunk(EntryKind::Agent, update, &mut out),
             "agent_thought_chunk" => self.chunk(EntryKind::Thought, update, &mut out),
             "user_message_chunk" => self.chunk(EntryKind::User, update, &mut out),
-            "tool_call" | "tool_call_update" => self.tool_call(update, &mut out),
+            "tool_call" => self.tool_call_with(update, true, &mut out, |_| {}),
+            "tool_call_update" => self.tool_call_with(update, false, &mut out, |_| {}),
             "plan" => self.plan(update, &mut out),
             "session_info_update" => {
-                if let Some(title) = field(update, "title").and_then(Value::as_str) {
-                    self.title = Some(title.to_owned());
-                    out.push(ThreadEvent::Info {
-                        key: "title",
-                        value: Value::from(title),
-                    });
+                if let Some(title) = str_field(update, "title") {
+                    self.title = Some(title.clone());
+                    out.push(ThreadEvent::Title { title });
                 }
             }
             "current_mode_update" => {
-                if let Some(mode) = field(update, "currentModeId") {
-                    out.push(ThreadEvent::Info {
-                        key: "mode",
-                        value: mode.clone(),
-                    });
+                if let Some(mode_id) = str_field(update, "currentModeId") {
+                    out.push(ThreadEvent::Mode { mode_id });
                 }
             }
             "available_commands_update" => {
-                if let Some(cmds) = field(update, "availableCommands") {
-                    out.push(ThreadEvent::Info {
-                        key: "commands",
-                        value: cmds.clone(),
+                if let Some(cmds) = field(update, "availableCommands").filter(|v| v.is_array()) {
+                    out.push(ThreadEvent::Commands {
+                        commands: cmds.clone(),
                     });
                 }
             }
-            "usage_update" | "config_option_update" => {
-                out.push(ThreadEvent::Info {
-                    key: "usage",
-                    value: update.clone(),
-                });
+            "config_option_update" => {
+                if let Some(options) = field(update, "configOptions").filter(|v| v.is_array()) {
+                    out.push(ThreadEvent::ConfigOptions {
+                        options: options.clone(),
+                    });
+                }
+            }
+            "usage_update" => {
+                let mut usage = update.clone();
+                if let Some(m) = usage.as_object_mut() {
+                    m.remove("sessionUpdate");
+                }
+                out.push(ThreadEvent::Usage { usage });
             }
             _ => {}
         }
@@ -580,8 +667,18 @@ impl Thread {
         if text.is_empty() {
             return;
         }
+        // Chunks of two messages with distinct ids never merge; without ids,
+        // consecutive chunks of one kind are one message.
+        let message_id = str_field(update, "messageId");
+        let same_message = match (&message_id, &self.last_message_id) {
+            (Some(a), Some(b)) => a == b,
+            _ => true,
+        };
+        if message_id.is_some() {
+            self.last_message_id = message_id;
+        }
         let last = self.entries.len().checked_sub(1);
-        if let Some(index) = last.filter(|&i| self.entries[i].kind() == kind) {
+        if let Some(index) = last.filter(|&i| self.entries[i].kind() == kind && same_message) {
             let fragment = render::append_fragment(kind, &text);
             match &mut self.entries[index] {
                 Entry::User { text: t } | Entry::Agent { text: t } | Entry::Thought { text: t } => {
@@ -612,22 +709,24 @@ impl Thread {
             .rposition(|e| matches!(e, Entry::ToolCall(tc) if tc.id == id))
     }
 
-    fn tool_call(&mut self, update: &Value, out: &mut Vec<ThreadEvent>) {
-        self.tool_call_with(update, out, |_| {});
-    }
-
     /// Merges a tool-call update (creating the card for an unknown id), its
     /// display-terminal `_meta` and `adjust`, then emits the card once.
+    /// `announce`: a `tool_call` (not an update). Announcing an id whose card
+    /// belongs to an earlier turn starts a new card in this turn instead of
+    /// rewriting the old one.
     fn tool_call_with(
         &mut self,
         update: &Value,
+        announce: bool,
         out: &mut Vec<ThreadEvent>,
         adjust: impl FnOnce(&mut ToolCall),
     ) {
         let Some(id) = field(update, "toolCallId").and_then(Value::as_str) else {
             return;
         };
-        let existing = self.find_tool_call(id);
+        let existing = self
+            .find_tool_call(id)
+            .filter(|&i| !announce || i >= self.turn_start);
         let index = existing.unwrap_or_else(|| {
             self.start_reply(out);
             self.entries.push(Entry::ToolCall(ToolCall::new(id)));
@@ -657,33 +756,18 @@ impl Thread {
         let term_id = |v: &Value| str_field(v, "terminal_id").unwrap_or_else(|| tool_id.clone());
         if let Some(info) = field(meta, "terminal_info") {
             let id = term_id(info);
-            self.terminals.entry(id.clone()).or_default();
-            if let Some(index) = self.find_tool_call(&tool_id) {
-                if let Entry::ToolCall(tc) = &mut self.entries[index] {
-                    if !tc
-                        .content
-                        .iter()
-                        .any(|c| matches!(c, ToolContent::Terminal { id: t, .. } if *t == id))
-                    {
-                        tc.content.push(ToolContent::Terminal {
-                            id,
-                            tail: String::new(),
-                            more_lines: 0,
-                            exit: None,
-                            known: true,
-                        });
-                    }
-                }
-            }
+            self.ensure_card_terminal(&tool_id, &id);
         }
-        if let Some(o) = field(meta, "terminal_output") {
-            let data = str_field(o, "data").unwrap_or_default();
-            let id = term_id(o);
-            self.push_term_output(&id, &data);
-            out.push(ThreadEvent::Info {
-                key: "terminal_output",
-                value: serde_json::json!({"id": id, "data": data}),
-            });
+        // `terminal_output_delta` is the TypeScript Codex adapter's name for
+        // the same increment; both may come in one update.
+        for key in ["terminal_output", "terminal_output_delta"] {
+            if let Some(o) = field(meta, key) {
+                let data = str_field(o, "data").unwrap_or_default();
+                let id = term_id(o);
+                self.ensure_card_terminal(&tool_id, &id);
+                self.push_term_output(&id, &data);
+                out.push(ThreadEvent::TerminalOutput { id, data });
+            }
         }
         if let Some(x) = field(meta, "terminal_exit") {
             let status = match (
@@ -695,6 +779,29 @@ impl Thread {
                 _ => "exited".into(),
             };
             self.terminals.entry(term_id(x)).or_default().exit = Some(status);
+        }
+    }
+
+    /// Makes sure the card `tool_id` shows terminal `id` (agent-streamed).
+    fn ensure_card_terminal(&mut self, tool_id: &str, id: &str) {
+        self.terminals.entry(id.to_owned()).or_default();
+        let Some(index) = self.find_tool_call(tool_id) else {
+            return;
+        };
+        if let Entry::ToolCall(tc) = &mut self.entries[index] {
+            let shown = tc
+                .content
+                .iter()
+                .any(|c| matches!(c, ToolContent::Terminal { id: t, .. } if t == id));
+            if !shown {
+                tc.content.push(ToolContent::Terminal {
+                    id: id.to_owned(),
+                    tail: String::new(),
+                    more_lines: 0,
+                    exit: None,
+                    known: true,
+                });
+            }
         }
     }
 
@@ -757,9 +864,9 @@ impl Thread {
         let mut out = Vec::new();
         self.push_term_output(id, data);
         if !data.is_empty() {
-            out.push(ThreadEvent::Info {
-                key: "terminal_output",
-                value: serde_json::json!({"id": id, "data": data}),
+            out.push(ThreadEvent::TerminalOutput {
+                id: id.to_owned(),
+                data: data.to_owned(),
             });
         }
         self.refresh_terminal_cards(id, &mut out);
@@ -897,11 +1004,24 @@ pub fn merge_tool_call(tc: &mut ToolCall, update: &Value) {
         }
     }
     if let Some(kind) = str_field(update, "kind") {
-        tc.kind = if KNOWN_KINDS.contains(&kind.as_str()) {
+        let kind = if KNOWN_KINDS.contains(&kind.as_str()) {
             kind
         } else {
             "other".into()
         };
+        // The kind is what the user judges a call by (and what a policy
+        // keys on): once known it is not changed behind the user's back.
+        if tc.kind == "other" {
+            tc.kind = kind;
+        } else if tc.kind != kind {
+            let note = format!(
+                "the agent changed this call's kind to `{kind}` (kept `{}`)",
+                tc.kind
+            );
+            if !tc.notes.contains(&note) {
+                tc.notes.push(note);
+            }
+        }
     }
     if let Some(status) = str_field(update, "status") {
         tc.status = status;
@@ -910,9 +1030,10 @@ pub fn merge_tool_call(tc: &mut ToolCall, update: &Value) {
         tc.locations = locs
             .iter()
             .filter_map(|l| {
+                // 1-based (schema v1); older agents sent 0 for the top.
                 Some((
                     str_field(l, "path")?,
-                    field(l, "line").and_then(Value::as_u64),
+                    field(l, "line").and_then(Value::as_u64).map(|n| n.max(1)),
                 ))
             })
             .collect();
@@ -924,6 +1045,11 @@ pub fn merge_tool_call(tc: &mut ToolCall, update: &Value) {
     }
     if let Some(raw) = field(update, "rawInput") {
         tc.raw_input = Some(render::one_line_summary(raw));
+    }
+    if let Some(raw) = field(update, "rawOutput") {
+        if let Some(output) = RawOutput::from_value(raw) {
+            tc.raw_output = Some(output);
+        }
     }
 }
 
@@ -1157,6 +1283,125 @@ mod tests {
             "{md}"
         );
         assert!(md.contains("exit code 0"), "{md}");
+    }
+
+    #[test]
+    fn raw_output_shapes_of_real_agents() {
+        let codex = json!({"aggregated_output":"a\nb\n","exit_code":2,"formatted_output":"a\nb\n"});
+        assert_eq!(
+            RawOutput::from_value(&codex),
+            Some(RawOutput {
+                text: "a\nb\n".into(),
+                exit_code: Some(2)
+            })
+        );
+        let claude = json!([{"type":"text","text":"one"},{"type":"content","content":{"type":"text","text":"two"}}]);
+        assert_eq!(RawOutput::from_value(&claude).unwrap().text, "one\ntwo");
+        assert_eq!(
+            RawOutput::from_value(&json!("plain")).unwrap().text,
+            "plain"
+        );
+        assert_eq!(RawOutput::from_value(&json!({"files": 3})), None);
+        assert_eq!(RawOutput::from_value(&json!(7)), None);
+    }
+
+    #[test]
+    fn message_ids_separate_messages_of_one_kind() {
+        let mut t = Thread::new("demo");
+        t.begin_turn("q");
+        let msg = |id: Option<&str>, text: &str| json!({"sessionUpdate":"agent_message_chunk","messageId":id,"content":{"type":"text","text":text}});
+        t.apply_update(&msg(Some("m1"), "a"));
+        t.apply_update(&msg(Some("m1"), "b"));
+        t.apply_update(&msg(None, "c"));
+        t.apply_update(&msg(Some("m2"), "d"));
+        let texts: Vec<String> = t.entries()[2..].iter().map(Entry::to_markdown).collect();
+        assert_eq!(texts, vec!["abc", "d"]);
+    }
+
+    #[test]
+    fn locations_are_one_based_and_zero_means_the_top() {
+        let mut tc = ToolCall::new("x");
+        merge_tool_call(
+            &mut tc,
+            &json!({"locations":[{"path":"/a","line":0},{"path":"/a","line":1},{"path":"/a","line":7},{"path":"/b"}]}),
+        );
+        assert_eq!(
+            tc.locations,
+            vec![
+                ("/a".into(), Some(1)),
+                ("/a".into(), Some(1)),
+                ("/a".into(), Some(7)),
+                ("/b".into(), None)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_known_kind_is_kept_and_a_reused_id_gets_a_new_card_in_a_new_turn() {
+        let mut t = Thread::new("demo");
+        t.begin_turn("q");
+        t.apply_update(
+            &json!({"sessionUpdate":"tool_call","toolCallId":"c","title":"Read a","kind":"read"}),
+        );
+        t.apply_update(&json!({"sessionUpdate":"tool_call","toolCallId":"c","title":"rm -rf /","kind":"execute"}));
+        let Entry::ToolCall(tc) = &t.entries()[2] else {
+            panic!()
+        };
+        assert_eq!(tc.kind, "read");
+        assert_eq!(tc.notes.len(), 1);
+        // An unknown kind can still become known.
+        t.apply_update(
+            &json!({"sessionUpdate":"tool_call_update","toolCallId":"u","kind":"other"}),
+        );
+        t.apply_update(&json!({"sessionUpdate":"tool_call_update","toolCallId":"u","kind":"edit"}));
+        assert!(matches!(&t.entries()[3], Entry::ToolCall(tc) if tc.kind == "edit"));
+        t.begin_turn("again");
+        t.apply_update(
+            &json!({"sessionUpdate":"tool_call","toolCallId":"c","title":"Write b","kind":"edit"}),
+        );
+        let cards: Vec<(String, String)> = t
+            .entries()
+            .iter()
+            .filter_map(|e| match e {
+                Entry::ToolCall(tc) if tc.id == "c" => Some((tc.title.clone(), tc.kind.clone())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            cards,
+            vec![
+                ("rm -rf /".into(), "read".into()),
+                ("Write b".into(), "edit".into())
+            ]
+        );
+        // An update (not an announcement) still reaches the newest card.
+        t.apply_update(
+            &json!({"sessionUpdate":"tool_call_update","toolCallId":"c","status":"completed"}),
+        );
+        assert!(
+            matches!(t.entries().last(), Some(Entry::ToolCall(tc)) if tc.status == "completed")
+        );
+    }
+
+    #[test]
+    fn config_options_and_usage_are_distinct_events() {
+        let mut t = Thread::new("demo");
+        let ev = t.apply_update(
+            &json!({"sessionUpdate":"config_option_update","configOptions":[{"id":"model"}]}),
+        );
+        assert_eq!(
+            ev,
+            vec![ThreadEvent::ConfigOptions {
+                options: json!([{"id":"model"}])
+            }]
+        );
+        let ev = t.apply_update(&json!({"sessionUpdate":"usage_update","used":5,"size":10}));
+        assert_eq!(
+            ev,
+            vec![ThreadEvent::Usage {
+                usage: json!({"used":5,"size":10})
+            }]
+        );
     }
 
     #[test]

@@ -472,8 +472,8 @@ return {
     T.eq(r.title, 'ACP: Fix the build')
     T.eq(r.items, {
       { 'a.rs', 1, '[read] Read a.rs' },
-      { 'b.rs', 10, '[read] Read b.rs' },
-      { 'a.rs', 3, '[edit] Edit a.rs' },
+      { 'b.rs', 9, '[read] Read b.rs' },
+      { 'a.rs', 2, '[edit] Edit a.rs' },
       { 'a.rs', 1, 'written by the agent' },
       { 'new.rs', 1, 'created by the agent' },
     })

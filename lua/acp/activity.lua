@@ -81,7 +81,7 @@ local function collect_locations(view, touched)
       local entry = c.entry(view.thread, index)
       local items = {}
       for _, loc in ipairs(entry and entry.locations or {}) do
-        local line = (loc[2] or 0) + 1
+        local line = math.max(loc[2] or 1, 1) -- 1-based from the core
         items[#items + 1] = { filename = loc[1], lnum = line, text = ('[%s] %s'):format(entry.kind, entry.title) }
         newest = { path = loc[1], line = line, index = index }
       end

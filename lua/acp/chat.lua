@@ -298,6 +298,17 @@ end
 -- Tree-sitter re-parses after every frame's edit, in time proportional to
 -- the whole transcript, and until a parse completes Neovim does not flush
 -- the screen; so highlighting pauses during a flood.
+--- Metadata events: event type -> { key in `view.info`, field of the event }.
+local info_field = {
+  session = { 'session', 'session_id' },
+  title = { 'title', 'title' },
+  mode = { 'mode', 'mode_id' },
+  modes = { 'modes', 'modes' },
+  commands = { 'commands', 'commands' },
+  config_options = { 'config_options', 'options' },
+  usage = { 'usage', 'usage' },
+}
+
 local FLOOD_BYTES = 16 * 1024
 -- It resumes once the turn ended or the stream has been calm this long.
 local CALM_MS = 500
@@ -398,13 +409,13 @@ function ChatView:apply(events)
         self.state = ev.state
         self.status_detail = ev.detail
         meta = true
-      elseif t == 'info' then
-        if ev.key == 'terminal_output' then
-          require('acp.terminal').append(self.thread, ev.value.id, ev.value.data)
-        else
-          self.info[ev.key] = ev.value
-          meta = true
-        end
+      elseif t == 'terminal_output' then
+        require('acp.terminal').append(self.thread, ev.id, ev.data)
+      elseif info_field[t] then
+        -- Session metadata: one typed event per thing (see acp.ThreadEvent in types.lua).
+        local key, field = info_field[t][1], info_field[t][2]
+        self.info[key] = ev[field]
+        meta = true
       else
         -- Everything else sees the buffer as the events so far left it.
         flush()

@@ -134,6 +134,9 @@ fn handle_request(
                 result["modes"] = modes.clone();
             }
             send.respond(responder, Ok(result));
+            for update in &state.agent.session_updates {
+                send_update(&cx, json!({"sessionId": id, "update": update}));
+            }
         }
         "authenticate" => {
             state

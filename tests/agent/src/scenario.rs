@@ -33,6 +33,11 @@ pub struct AgentConfig {
     /// -32000 (auth required) until `authenticate` names one of them.
     #[serde(default)]
     pub auth_methods: Vec<Value>,
+    /// `update` objects sent right after the `session/new` answer, with no
+    /// delay (real agents send commands, mode and config options this way,
+    /// often in the same write as the answer).
+    #[serde(default)]
+    pub session_updates: Vec<Value>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
