@@ -125,8 +125,50 @@ impl Queue {
                 }
             }
         }
+        // A card's metadata supersedes the previous one of the same card.
+        if let (
+            Some(UiEvent::Thread {
+                thread: t0,
+                event:
+                    ThreadEvent::Card {
+                        index: i0,
+                        card: old,
+                    },
+            }),
+            UiEvent::Thread {
+                thread: t1,
+                event:
+                    ThreadEvent::Card {
+                        index: i1,
+                        card: new,
+                    },
+            },
+        ) = (self.events.back_mut(), &ev)
+        {
+            if t0 == t1 && i0 == i1 {
+                old.clone_from(new);
+                return;
+            }
+        }
         // A full re-render supersedes the previous one of the same entry
         // (a card whose terminal output streams in): keep only the newest.
+        // A card re-renders as [Replaced, Card]: look past its Card.
+        if let Some(at) = self.replaced_before_card(&ev) {
+            if let (
+                UiEvent::Thread {
+                    event: ThreadEvent::Replaced { lines: old, .. },
+                    ..
+                },
+                UiEvent::Thread {
+                    event: ThreadEvent::Replaced { lines: new, .. },
+                    ..
+                },
+            ) = (&mut self.events[at], &ev)
+            {
+                *old = new.clone();
+                return;
+            }
+        }
         if let (
             Some(UiEvent::Thread {
                 thread: t0,
@@ -152,6 +194,36 @@ impl Queue {
             }
         }
         self.events.push_back(ev);
+    }
+}
+
+impl Queue {
+    /// For a `Replaced` event: the position of a queued `Replaced` of the
+    /// same entry directly followed by that entry's `Card` at the back.
+    fn replaced_before_card(&self, ev: &UiEvent) -> Option<usize> {
+        let UiEvent::Thread {
+            thread,
+            event: ThreadEvent::Replaced { index, .. },
+        } = ev
+        else {
+            return None;
+        };
+        let n = self.events.len();
+        if n < 2 {
+            return None;
+        }
+        let same = |e: &UiEvent, want_card: bool| match e {
+            UiEvent::Thread {
+                thread: t,
+                event: ThreadEvent::Card { index: i, .. },
+            } => want_card && t == thread && i == index,
+            UiEvent::Thread {
+                thread: t,
+                event: ThreadEvent::Replaced { index: i, .. },
+            } => !want_card && t == thread && i == index,
+            _ => false,
+        };
+        (same(&self.events[n - 1], true) && same(&self.events[n - 2], false)).then_some(n - 2)
     }
 }
 
@@ -745,6 +817,71 @@ mod tests {
         assert_eq!(b.take_slice(2048).events.len(), 1);
         assert_eq!(b.take_slice(2048).events.len(), 1);
         assert!(b.take_slice(2048).events.is_empty());
+    }
+
+    #[test]
+    fn a_streaming_card_coalesces_to_one_rendering_and_one_card() {
+        let mut t = crate::thread::Thread::new("demo");
+        t.begin_turn("q");
+        let b = Bridge::new();
+        b.push_all(1, t.apply_update(&serde_json::json!({"sessionUpdate":"tool_call","toolCallId":"c","title":"make","kind":"execute"})));
+        b.take();
+        for i in 0..50 {
+            let data = format!("line {i}\n");
+            let update = serde_json::json!({"sessionUpdate":"tool_call_update","toolCallId":"c",
+                "_meta":{"terminal_output":{"terminal_id":"c","data":data}}});
+            b.push_all(1, t.apply_update(&update));
+        }
+        let events: Vec<ThreadEvent> = b
+            .take()
+            .into_iter()
+            .filter_map(|e| match e {
+                UiEvent::Thread { event, .. } => Some(event),
+                _ => None,
+            })
+            .filter(|e| !matches!(e, ThreadEvent::TerminalOutput { .. }))
+            .collect();
+        // Terminal output events sit between the renderings, so only runs
+        // without them coalesce; what matters is that the last state wins.
+        let last_lines = events.iter().rev().find_map(|e| match e {
+            ThreadEvent::Replaced { lines, .. } => Some(lines.join("\n")),
+            _ => None,
+        });
+        assert!(last_lines.unwrap().contains("line 49"));
+        assert!(
+            matches!(events.last(), Some(ThreadEvent::Card { card, .. }) if card.terminals == ["c"])
+        );
+    }
+
+    #[test]
+    fn replaced_and_card_pairs_of_one_entry_coalesce() {
+        let b = Bridge::new();
+        let card = |status: &str| {
+            let mut tc = crate::thread::ToolCall::new("c");
+            tc.status = status.into();
+            UiEvent::Thread {
+                thread: 1,
+                event: ThreadEvent::Card {
+                    index: 3,
+                    card: Box::new(crate::thread::CardMeta::of(&tc, vec![])),
+                },
+            }
+        };
+        let replaced = |text: &str| UiEvent::Thread {
+            thread: 1,
+            event: ThreadEvent::Replaced {
+                index: 3,
+                lines: vec![text.into()],
+            },
+        };
+        b.push(replaced("a"));
+        b.push(card("pending"));
+        b.push(replaced("b"));
+        b.push(card("completed"));
+        let events = b.take();
+        assert_eq!(events.len(), 2, "{events:?}");
+        assert_eq!(events[0], replaced("b"));
+        assert_eq!(events[1], card("completed"));
     }
 
     #[test]

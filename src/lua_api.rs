@@ -185,6 +185,11 @@ fn event_table(lua: &Lua, ev: UiEvent) -> LuaResult<Table> {
                     t.set("type", "usage")?;
                     t.set("usage", to_lua(lua, &usage)?)?;
                 }
+                ThreadEvent::Card { index, card } => {
+                    t.set("type", "card")?;
+                    t.set("index", index)?;
+                    t.set("card", to_lua(lua, &*card)?)?;
+                }
                 ThreadEvent::TerminalOutput { id, data } => {
                     t.set("type", "terminal_output")?;
                     t.set("id", id)?;

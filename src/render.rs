@@ -39,6 +39,14 @@ pub fn append_fragment(kind: EntryKind, text: &str) -> String {
 }
 
 fn tool_call_markdown(tc: &ToolCall) -> String {
+    tool_call_rendering(tc).0
+}
+
+/// A card's markdown and the rows of its diff bodies (first, last; 0-based
+/// from the card's first line), so the view colours them without reading
+/// the text back.
+pub fn tool_call_rendering(tc: &ToolCall) -> (String, Vec<(usize, usize)>) {
+    let mut diff_rows = Vec::new();
     let title = if tc.title.is_empty() {
         tc.id.as_str()
     } else {
@@ -67,7 +75,15 @@ fn tool_call_markdown(tc: &ToolCall) -> String {
                 path,
                 old_text,
                 new_text,
-            } => diff_markdown(&mut out, path, old_text.as_deref(), new_text),
+            } => {
+                // Header and fence rows come first, the closing fence last.
+                let before = out.matches('\n').count();
+                diff_markdown(&mut out, path, old_text.as_deref(), new_text);
+                let after = out.matches('\n').count();
+                if after >= before + 3 {
+                    diff_rows.push((before + 3, after - 1));
+                }
+            }
             ToolContent::Terminal {
                 id, known: false, ..
             } => out.push_str(&format!("\n  terminal `{id}` (run by the agent)")),
@@ -92,7 +108,7 @@ fn tool_call_markdown(tc: &ToolCall) -> String {
     for note in &tc.notes {
         out.push_str(&format!("\n  ✎ {note}"));
     }
-    out
+    (out, diff_rows)
 }
 
 /// Lines of a diff shown in a card; the review tab shows all of it.

@@ -43,6 +43,68 @@ pub enum ThreadEvent {
     Usage { usage: Value },
     /// Output for a terminal the view may have open (client or agent-run).
     TerminalOutput { id: String, data: String },
+    /// What the view needs to know of a tool card, sent with every
+    /// `Added`/`Replaced` of one (right after it).
+    Card { index: usize, card: Box<CardMeta> },
+}
+
+/// A tool card as the view uses it: quickfix, follow mode, diff colours,
+/// the card key. The full card (diff texts) is fetched only on demand.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct CardMeta {
+    pub id: String,
+    pub title: String,
+    pub kind: String,
+    pub status: String,
+    pub client_state: Option<ClientState>,
+    pub locations: Vec<CardLocation>,
+    pub has_diff: bool,
+    /// Rows (first, last) of diff bodies, 0-based from the card's first line.
+    pub diff_rows: Vec<(usize, usize)>,
+    /// Terminal ids shown on the card (client-run or agent-streamed).
+    pub terminals: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct CardLocation {
+    pub path: String,
+    /// 1-based.
+    pub line: Option<u64>,
+}
+
+impl CardMeta {
+    pub fn of(tc: &ToolCall, diff_rows: Vec<(usize, usize)>) -> Self {
+        Self {
+            id: tc.id.clone(),
+            title: tc.title.clone(),
+            kind: tc.kind.clone(),
+            status: tc.status.clone(),
+            client_state: tc.client_state,
+            locations: tc
+                .locations
+                .iter()
+                .map(|(path, line)| CardLocation {
+                    path: path.clone(),
+                    line: *line,
+                })
+                .collect(),
+            has_diff: tc
+                .content
+                .iter()
+                .any(|c| matches!(c, ToolContent::Diff { .. })),
+            diff_rows,
+            terminals: tc
+                .content
+                .iter()
+                .filter_map(|c| match c {
+                    ToolContent::Terminal {
+                        id, known: true, ..
+                    } => Some(id.clone()),
+                    _ => None,
+                })
+                .collect(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -417,11 +479,27 @@ impl Thread {
 
     fn emit_added(&self, index: usize, out: &mut Vec<ThreadEvent>) {
         let entry = &self.entries[index];
+        let (lines, card) = self.rendering(index);
         out.push(ThreadEvent::Added {
             index,
             kind: entry.kind(),
-            lines: entry.lines(),
+            lines,
         });
+        out.extend(card);
+    }
+
+    /// The entry's lines and, for a tool card, its `Card` event (one
+    /// rendering for both).
+    fn rendering(&self, index: usize) -> (Vec<String>, Option<ThreadEvent>) {
+        match &self.entries[index] {
+            Entry::ToolCall(tc) => {
+                let (text, diff_rows) = render::tool_call_rendering(tc);
+                let lines = text.split('\n').map(str::to_owned).collect();
+                let card = Box::new(CardMeta::of(tc, diff_rows));
+                (lines, Some(ThreadEvent::Card { index, card }))
+            }
+            entry => (entry.lines(), None),
+        }
     }
 
     /// The agent's first output in a turn gets a heading with its name.
@@ -434,10 +512,9 @@ impl Thread {
     }
 
     fn replace(&mut self, index: usize, out: &mut Vec<ThreadEvent>) {
-        out.push(ThreadEvent::Replaced {
-            index,
-            lines: self.entries[index].lines(),
-        });
+        let (lines, card) = self.rendering(index);
+        out.push(ThreadEvent::Replaced { index, lines });
+        out.extend(card);
     }
 
     fn set_state(

@@ -498,7 +498,7 @@ return {
                line = vim.api.nvim_win_get_cursor(f.win)[1], cur = vim.api.nvim_get_current_win() }
     ]])
     T.eq(r.name, 'f.txt')
-    T.eq(r.line, 42)
+    T.eq(r.line, 41, "1-based: line 41 is row 41")
     T.eq(r.cur, input_win, 'the cursor stayed in the input area')
   end },
 }

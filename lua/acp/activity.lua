@@ -74,16 +74,16 @@ end
 --- Locations of the touched cards, cached per entry; the quickfix list
 --- is rebuilt from the cache at most every 100 ms.
 local function collect_locations(view, touched)
-  local c, changed, newest = core(), false, nil
+  local changed, newest = false, nil
   for index in pairs(touched) do
     local e = view.entries[index]
     if e and e.kind == 'tool_call' then
-      local entry = c.entry(view.thread, index)
+      local card = view.cards[index]
       local items = {}
-      for _, loc in ipairs(entry and entry.locations or {}) do
-        local line = math.max(loc[2] or 1, 1) -- 1-based from the core
-        items[#items + 1] = { filename = loc[1], lnum = line, text = ('[%s] %s'):format(entry.kind, entry.title) }
-        newest = { path = loc[1], line = line, index = index }
+      for _, loc in ipairs(card and card.locations or {}) do
+        local line = loc.line or 1 -- 1-based from the core
+        items[#items + 1] = { filename = loc.path, lnum = line, text = ('[%s] %s'):format(card.kind, card.title) }
+        newest = { path = loc.path, line = line, index = index }
       end
       view.qf_entries[index] = items
       changed = true
@@ -155,14 +155,12 @@ local function highlight_diffs(view, touched)
       local first, last = view:entry_range(index)
       if first then
         api.nvim_buf_clear_namespace(view.buf, diff_ns, first, last + 1)
-        local in_diff = false
-        for i, line in ipairs(api.nvim_buf_get_lines(view.buf, first, last + 1, false)) do
-          local row = first + i - 1
-          if line == '  ```diff' then
-            in_diff = true
-          elseif line == '  ```' then
-            in_diff = false
-          elseif in_diff then
+        -- The core says which rows hold diff bodies (acp.CardMeta.diff_rows).
+        local card = view.cards[index]
+        for _, rows in ipairs(card and card.diff_rows or {}) do
+          local from, to = first + rows[1], math.min(first + rows[2], last)
+          for i, line in ipairs(api.nvim_buf_get_lines(view.buf, from, to + 1, false)) do
+            local row = from + i - 1
             local c = line:sub(3, 3)
             local group = (c == '+' and 'AcpDiffAdd') or (c == '-' and 'AcpDiffDelete') or (c == '@' and 'AcpDiffHunk')
             if group then

@@ -47,7 +47,8 @@ function ChatView.new(opts)
   self.count = 0 -- number of entries rendered
   self.state = 'connecting'
   self.turns_started, self.turns_ended = 0, 0
-  self.info = {}
+  self.info = {} -- session metadata from typed events (see info_field)
+  self.cards = {} -- entry index -> acp.CardMeta of each tool card
   self.permissions = {}
 
   self.buf = api.nvim_create_buf(false, true)
@@ -409,6 +410,10 @@ function ChatView:apply(events)
         self.state = ev.state
         self.status_detail = ev.detail
         meta = true
+      elseif t == 'card' then
+        -- A tool card's metadata (acp.CardMeta), right after its rendering.
+        self.cards[ev.index] = ev.card
+        touched[ev.index] = true
       elseif t == 'terminal_output' then
         require('acp.terminal').append(self.thread, ev.id, ev.data)
       elseif info_field[t] then
