@@ -21,6 +21,7 @@ pub mod lua_api;
 pub mod render;
 pub mod roots;
 pub mod runtime;
+pub mod schema;
 pub mod session;
 pub mod terminal;
 #[cfg(test)]

@@ -4,6 +4,7 @@
 
 use serde_json::Value;
 
+use crate::schema::PlanStatus;
 use crate::thread::{
     field, Entry, EntryKind, NoticeLevel, PlanItem, RawOutput, ToolCall, ToolContent,
     TERMINAL_TAIL_LINES,
@@ -188,9 +189,9 @@ fn raw_output_markdown(out: &mut String, raw: &RawOutput) {
 fn plan_markdown(items: &[PlanItem]) -> String {
     let mut out = String::from("**Plan**");
     for item in items {
-        let mark = match item.status.as_str() {
-            "completed" => "[x]",
-            "in_progress" => "[~]",
+        let mark = match item.status {
+            PlanStatus::Completed => "[x]",
+            PlanStatus::InProgress => "[~]",
             _ => "[ ]",
         };
         out.push_str(&format!("\n- {mark} {} ({})", item.content, item.priority));
@@ -331,8 +332,8 @@ mod tests {
         let tc = ToolCall {
             id: "t".into(),
             title: "Edit".into(),
-            kind: "edit".into(),
-            status: "pending".into(),
+            kind: crate::schema::ToolKind::Edit,
+            status: crate::schema::ToolStatus::Pending,
             locations: vec![("/p/a.rs".into(), Some(1))],
             content: vec![
                 ToolContent::Diff {

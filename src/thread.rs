@@ -10,6 +10,7 @@
 use serde_json::Value;
 
 use crate::render;
+use crate::schema::{PlanPriority, PlanStatus, ToolKind, ToolStatus};
 
 /// What the view must do after a model change. Indexes are stable entry ids.
 #[derive(Debug, Clone, PartialEq)]
@@ -54,8 +55,8 @@ pub enum ThreadEvent {
 pub struct CardMeta {
     pub id: String,
     pub title: String,
-    pub kind: String,
-    pub status: String,
+    pub kind: ToolKind,
+    pub status: ToolStatus,
     pub client_state: Option<ClientState>,
     pub locations: Vec<CardLocation>,
     pub has_diff: bool,
@@ -189,8 +190,8 @@ impl ClientState {
 pub struct ToolCall {
     pub id: String,
     pub title: String,
-    pub kind: String,
-    pub status: String,
+    pub kind: ToolKind,
+    pub status: ToolStatus,
     pub locations: Vec<(String, Option<u64>)>,
     pub content: Vec<ToolContent>,
     pub raw_input: Option<String>,
@@ -208,8 +209,8 @@ impl ToolCall {
         Self {
             id: id.to_owned(),
             title: String::new(),
-            kind: "other".into(),
-            status: "pending".into(),
+            kind: ToolKind::Other,
+            status: ToolStatus::Pending,
             locations: Vec::new(),
             content: Vec::new(),
             raw_input: None,
@@ -223,7 +224,7 @@ impl ToolCall {
     pub fn shown_status(&self) -> String {
         match self.client_state {
             Some(s) => s.label().to_owned(),
-            None => self.status.replace('_', " "),
+            None => self.status.as_str().replace('_', " "),
         }
     }
 }
@@ -336,8 +337,8 @@ const TERM_VIEW_BYTES: usize = 256 * 1024;
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct PlanItem {
     pub content: String,
-    pub status: String,
-    pub priority: String,
+    pub status: PlanStatus,
+    pub priority: PlanPriority,
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -590,8 +591,8 @@ impl Thread {
     fn cancel_open_tool_calls(&mut self, out: &mut Vec<ThreadEvent>) {
         for index in 0..self.entries.len() {
             if let Entry::ToolCall(tc) = &mut self.entries[index] {
-                let open = matches!(tc.status.as_str(), "pending" | "in_progress")
-                    || tc.client_state == Some(ClientState::WaitingForYou);
+                let open =
+                    tc.status.is_open() || tc.client_state == Some(ClientState::WaitingForYou);
                 if open && tc.client_state != Some(ClientState::Cancelled) {
                     tc.client_state = Some(ClientState::Cancelled);
                     self.replace(index, out);
@@ -967,7 +968,7 @@ impl Thread {
     /// latest unfinished call. Returns its id.
     pub fn note_write(&mut self, path: &str, note: String) -> (Option<String>, Vec<ThreadEvent>) {
         let mut out = Vec::new();
-        let unfinished = |e: &Entry| matches!(e, Entry::ToolCall(tc) if tc.status != "completed" && tc.status != "failed");
+        let unfinished = |e: &Entry| matches!(e, Entry::ToolCall(tc) if !tc.status.is_finished());
         let names_path = |e: &Entry| matches!(e, Entry::ToolCall(tc) if tc.locations.iter().any(|(p, _)| p == path));
         let index = self
             .entries
@@ -995,8 +996,10 @@ impl Thread {
                 a.iter()
                     .map(|e| PlanItem {
                         content: str_field(e, "content").unwrap_or_default(),
-                        status: str_field(e, "status").unwrap_or_else(|| "pending".into()),
-                        priority: str_field(e, "priority").unwrap_or_else(|| "medium".into()),
+                        status: str_field(e, "status")
+                            .map_or(PlanStatus::Pending, |s| PlanStatus::parse(&s)),
+                        priority: str_field(e, "priority")
+                            .map_or(PlanPriority::Medium, |s| PlanPriority::parse(&s)),
                     })
                     .collect::<Vec<_>>()
             })
@@ -1053,19 +1056,6 @@ fn tool_content(item: &Value) -> Option<ToolContent> {
     }
 }
 
-const KNOWN_KINDS: &[&str] = &[
-    "read",
-    "edit",
-    "delete",
-    "move",
-    "search",
-    "execute",
-    "think",
-    "fetch",
-    "switch_mode",
-    "other",
-];
-
 const GENERIC_TITLES: &[&str] = &[
     "Bash", "Read", "Write", "Edit", "Search", "Fetch", "Terminal", "Tool",
 ];
@@ -1081,14 +1071,10 @@ pub fn merge_tool_call(tc: &mut ToolCall, update: &Value) {
         }
     }
     if let Some(kind) = str_field(update, "kind") {
-        let kind = if KNOWN_KINDS.contains(&kind.as_str()) {
-            kind
-        } else {
-            "other".into()
-        };
+        let kind = ToolKind::known_or_other(&kind);
         // The kind is what the user judges a call by (and what a policy
         // keys on): once known it is not changed behind the user's back.
-        if tc.kind == "other" {
+        if tc.kind == ToolKind::Other {
             tc.kind = kind;
         } else if tc.kind != kind {
             let note = format!(
@@ -1101,7 +1087,7 @@ pub fn merge_tool_call(tc: &mut ToolCall, update: &Value) {
         }
     }
     if let Some(status) = str_field(update, "status") {
-        tc.status = status;
+        tc.status = ToolStatus::parse(&status);
     }
     if let Some(locs) = field(update, "locations").and_then(Value::as_array) {
         tc.locations = locs
@@ -1424,14 +1410,14 @@ mod tests {
         let Entry::ToolCall(tc) = &t.entries()[2] else {
             panic!()
         };
-        assert_eq!(tc.kind, "read");
+        assert_eq!(tc.kind, ToolKind::Read);
         assert_eq!(tc.notes.len(), 1);
         // An unknown kind can still become known.
         t.apply_update(
             &json!({"sessionUpdate":"tool_call_update","toolCallId":"u","kind":"other"}),
         );
         t.apply_update(&json!({"sessionUpdate":"tool_call_update","toolCallId":"u","kind":"edit"}));
-        assert!(matches!(&t.entries()[3], Entry::ToolCall(tc) if tc.kind == "edit"));
+        assert!(matches!(&t.entries()[3], Entry::ToolCall(tc) if tc.kind == ToolKind::Edit));
         t.begin_turn("again");
         t.apply_update(
             &json!({"sessionUpdate":"tool_call","toolCallId":"c","title":"Write b","kind":"edit"}),
@@ -1440,7 +1426,9 @@ mod tests {
             .entries()
             .iter()
             .filter_map(|e| match e {
-                Entry::ToolCall(tc) if tc.id == "c" => Some((tc.title.clone(), tc.kind.clone())),
+                Entry::ToolCall(tc) if tc.id == "c" => {
+                    Some((tc.title.clone(), tc.kind.to_string()))
+                }
                 _ => None,
             })
             .collect();
