@@ -190,6 +190,16 @@ fn event_table(lua: &Lua, ev: UiEvent) -> LuaResult<Table> {
                     t.set("index", index)?;
                     t.set("card", to_lua(lua, &*card)?)?;
                 }
+                ThreadEvent::Agent {
+                    name,
+                    info,
+                    capabilities,
+                } => {
+                    t.set("type", "agent")?;
+                    t.set("name", name)?;
+                    t.set("info", to_lua(lua, &info)?)?;
+                    t.set("capabilities", to_lua(lua, &capabilities)?)?;
+                }
                 ThreadEvent::TerminalOutput { id, data } => {
                     t.set("type", "terminal_output")?;
                     t.set("id", id)?;

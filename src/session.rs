@@ -350,8 +350,8 @@ impl ThreadHandle {
             session_id: session_id.clone(),
         });
         *self.current.lock() = Some((conn.clone(), session_id.clone()));
-        let agent = conn
-            .init_response()
+        let init = conn.init_response().unwrap_or(Value::Null);
+        let agent = Some(&init)
             .and_then(|v| {
                 v.pointer("/agentInfo/name")
                     .and_then(Value::as_str)
@@ -367,6 +367,14 @@ impl ThreadHandle {
                     format!("Restarted `{}` with a new session", m.agent_name),
                 ));
             }
+            ev.push(ThreadEvent::Agent {
+                name: agent.clone(),
+                info: init.get("agentInfo").cloned().unwrap_or(Value::Null),
+                capabilities: init
+                    .get("agentCapabilities")
+                    .cloned()
+                    .unwrap_or(Value::Null),
+            });
             ev.extend(m.session_ready(agent));
             ev.push(ThreadEvent::Session {
                 session_id: session_id.clone(),

@@ -42,6 +42,14 @@ pub enum ThreadEvent {
     ConfigOptions { options: Value },
     /// `usage_update`: context used / size / cost, as the agent sent it.
     Usage { usage: Value },
+    /// The agent this chat talks to, once its session is open: its
+    /// `agentInfo` and `agentCapabilities` from `initialize` (the view reads
+    /// prompt capabilities from here instead of asking the core).
+    Agent {
+        name: String,
+        info: Value,
+        capabilities: Value,
+    },
     /// Output for a terminal the view may have open (client or agent-run).
     TerminalOutput { id: String, data: String },
     /// What the view needs to know of a tool card, sent with every
