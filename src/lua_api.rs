@@ -577,6 +577,26 @@ pub fn module(lua: &Lua) -> LuaResult<Table> {
         })?,
     )?;
 
+    // Three-way merge of line lists (the view merges disk edits into
+    // buffers with unsaved changes): returns the merged lines, or nil and
+    // the 1-based (first, last) lines of `base` where both changed.
+    m.set(
+        "merge3",
+        lua.create_function(
+            |lua, (base, ours, theirs): (Vec<String>, Vec<String>, Vec<String>)| {
+                match crate::textdiff::merge3(&base, &ours, &theirs) {
+                    Ok(lines) => Ok((LuaValue::Table(lines_table(lua, lines)?), LuaValue::Nil)),
+                    Err((from, to)) => {
+                        let c = lua.create_table()?;
+                        c.raw_set(1, from)?;
+                        c.raw_set(2, to)?;
+                        Ok((LuaValue::Nil, LuaValue::Table(c)))
+                    }
+                }
+            },
+        )?,
+    )?;
+
     m.set(
         "stats",
         lua.create_function(|lua, ()| {
