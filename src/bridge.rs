@@ -65,8 +65,7 @@ pub enum UiEvent {
     Call {
         call: u64,
         thread: u64,
-        method: &'static str,
-        payload: serde_json::Value,
+        request: crate::calls::MainCall,
     },
 }
 
@@ -824,13 +823,13 @@ mod tests {
         let mut t = crate::thread::Thread::new("demo");
         t.begin_turn("q");
         let b = Bridge::new();
-        b.push_all(1, t.apply_update(&serde_json::json!({"sessionUpdate":"tool_call","toolCallId":"c","title":"make","kind":"execute"})));
+        b.push_all(1, t.apply_json(&serde_json::json!({"sessionUpdate":"tool_call","toolCallId":"c","title":"make","kind":"execute"})));
         b.take();
         for i in 0..50 {
             let data = format!("line {i}\n");
             let update = serde_json::json!({"sessionUpdate":"tool_call_update","toolCallId":"c",
                 "_meta":{"terminal_output":{"terminal_id":"c","data":data}}});
-            b.push_all(1, t.apply_update(&update));
+            b.push_all(1, t.apply_json(&update));
         }
         let events: Vec<ThreadEvent> = b
             .take()

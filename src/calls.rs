@@ -4,26 +4,110 @@
 //! (`call_part`, `call_done`, `call_fail`). Large answers arrive in parts so
 //! the main thread can hand them over across several ticks.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use parking_lot::Mutex;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio::sync::oneshot;
 
 use crate::bridge::{bridge, UiEvent};
+use crate::textdiff::Hunk;
 
-/// What the main thread answered: text parts (in order) and a final value.
-#[derive(Debug, Default)]
-pub struct Reply {
+/// What the core asks of the main thread. Crosses to Lua as
+/// `{ method = "<snake_case name>", payload = { ...fields } }` (see
+/// lua/acp/types.lua); each request that wants an answer has a reply type.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(tag = "method", content = "payload", rename_all = "snake_case")]
+pub enum MainCall {
+    /// The loaded buffer of `path` (if any): answered in text parts plus a
+    /// `BufferReadReply`.
+    BufferRead { path: String, resolved: PathBuf },
+    /// Apply `hunks` to buffer `bufnr` if it is still at `tick`:
+    /// `BufferApplyReply`.
+    BufferApply {
+        bufnr: i64,
+        tick: i64,
+        hunks: Vec<Hunk>,
+        save: bool,
+        eol: bool,
+        path: String,
+    },
+    /// Start a terminal process: `TerminalStartReply`.
+    TerminalStart {
+        id: String,
+        argv: Vec<String>,
+        env: BTreeMap<String, String>,
+        cwd: PathBuf,
+        command: String,
+    },
+    /// Kill a terminal's process group (no answer).
+    TerminalKill { id: String, pid: u32 },
+}
+
+impl MainCall {
+    fn name(&self) -> &'static str {
+        match self {
+            MainCall::BufferRead { .. } => "buffer_read",
+            MainCall::BufferApply { .. } => "buffer_apply",
+            MainCall::TerminalStart { .. } => "terminal_start",
+            MainCall::TerminalKill { .. } => "terminal_kill",
+        }
+    }
+}
+
+/// `buffer_read`'s answer; the text itself comes in parts (lines).
+#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
+#[serde(default)]
+pub struct BufferReadReply {
+    pub found: bool,
+    pub bufnr: i64,
+    pub tick: i64,
+    pub modified: bool,
+    /// 'fileformat' is dos.
+    pub dos: bool,
+    /// 'eol' / 'fixeol': the file ends with a line break.
+    #[serde(default = "yes")]
+    pub eol: bool,
+    /// The buffer's line count.
+    pub lines: u64,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// `buffer_apply`'s answer.
+#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
+#[serde(default)]
+pub struct BufferApplyReply {
+    /// The buffer changed since `tick`: read it again and recompute.
+    pub stale: bool,
+    pub error: Option<String>,
+    pub saved: bool,
+}
+
+/// `terminal_start`'s answer: a pid, or why it could not start.
+#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
+#[serde(default)]
+pub struct TerminalStartReply {
+    pub pid: Option<u32>,
+    pub error: Option<String>,
+}
+
+/// What the main thread answered: the reply and text parts (in order).
+#[derive(Debug)]
+pub struct Reply<R> {
     pub parts: Vec<String>,
-    pub value: Value,
+    pub value: R,
 }
 
 struct Pending {
     parts: Vec<String>,
-    tx: oneshot::Sender<Result<Reply, String>>,
+    tx: oneshot::Sender<Result<(Vec<String>, Value), String>>,
 }
 
 static PENDING: Mutex<Option<HashMap<u64, Pending>>> = Mutex::new(None);
@@ -33,8 +117,9 @@ static NEXT: AtomicU64 = AtomicU64::new(1);
 /// only guards against a view that never answers.
 const TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Asks the main thread to run `method` with `payload` and waits (async).
-pub async fn call(thread: u64, method: &'static str, payload: Value) -> Result<Reply, String> {
+/// Asks the main thread to run `request` and waits (async) for its reply.
+pub async fn call<R: DeserializeOwned>(thread: u64, request: MainCall) -> Result<Reply<R>, String> {
+    let method = request.name();
     let id = NEXT.fetch_add(1, Ordering::Relaxed);
     let (tx, rx) = oneshot::channel();
     PENDING.lock().get_or_insert_with(HashMap::new).insert(
@@ -47,26 +132,32 @@ pub async fn call(thread: u64, method: &'static str, payload: Value) -> Result<R
     bridge().push(UiEvent::Call {
         call: id,
         thread,
-        method,
-        payload,
+        request,
     });
-    match tokio::time::timeout(TIMEOUT, rx).await {
-        Ok(Ok(r)) => r,
-        Ok(Err(_)) => Err(format!("the editor dropped the `{method}` request")),
+    let (parts, value) = match tokio::time::timeout(TIMEOUT, rx).await {
+        Ok(Ok(r)) => r?,
+        Ok(Err(_)) => return Err(format!("the editor dropped the `{method}` request")),
         Err(_) => {
             PENDING.lock().get_or_insert_with(HashMap::new).remove(&id);
-            Err(format!("the editor did not answer `{method}` in time"))
+            return Err(format!("the editor did not answer `{method}` in time"));
         }
-    }
+    };
+    // An empty Lua table arrives as `[]`: read it as "no fields".
+    let value = match value {
+        Value::Array(a) if a.is_empty() => Value::Object(Default::default()),
+        v => v,
+    };
+    let value = serde_json::from_value(value)
+        .map_err(|e| format!("the editor's answer to `{method}` is malformed: {e}"))?;
+    Ok(Reply { parts, value })
 }
 
 /// Sends a request that needs no answer.
-pub fn notify(thread: u64, method: &'static str, payload: Value) {
+pub fn notify(thread: u64, request: MainCall) {
     bridge().push(UiEvent::Call {
         call: 0,
         thread,
-        method,
-        payload,
+        request,
     });
 }
 
@@ -86,9 +177,6 @@ pub fn finish(id: u64, result: Result<Value, String>) -> Result<(), String> {
         .get_or_insert_with(HashMap::new)
         .remove(&id)
         .ok_or_else(|| format!("no pending call {id}"))?;
-    let _ = p.tx.send(result.map(|value| Reply {
-        parts: p.parts,
-        value,
-    }));
+    let _ = p.tx.send(result.map(|value| (p.parts, value)));
     Ok(())
 }

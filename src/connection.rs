@@ -21,8 +21,22 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::{watch, Notify};
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
+use crate::bridge::bridge;
 use crate::log;
-use crate::session::ThreadHandle;
+use crate::update::{self, AgentRequest, RequestError, SessionUpdate};
+
+/// What a connection routes a session's traffic to (a chat thread). The
+/// connection knows nothing else about chats: it parses, routes, and
+/// applies back-pressure.
+pub trait SessionSink: Send + Sync {
+    /// One `session/update`, in arrival order.
+    fn apply_update(&self, update: SessionUpdate);
+    /// A request of the agent for this session; the sink must answer
+    /// `responder` (now or later), never await the agent here.
+    fn agent_request(&self, request: AgentRequest, responder: Responder<Value>);
+    /// The agent process behind `conn` is gone.
+    fn disconnected(&self, conn: &Arc<Connection>, reason: &str);
+}
 
 /// How to start an agent (from the user's config).
 #[derive(Debug, Clone, PartialEq, serde::Deserialize)]
@@ -91,7 +105,7 @@ pub struct Connection {
     state: watch::Sender<ConnState>,
     cx: Mutex<Option<ConnectionTo<Agent>>>,
     init: Mutex<Option<Value>>,
-    routes: Mutex<HashMap<String, Weak<ThreadHandle>>>,
+    routes: Mutex<HashMap<String, Weak<dyn SessionSink>>>,
     /// Updates for a session id nobody routes yet. Agents send updates in the
     /// same write as the `session/new` answer, and the fast path sees them
     /// before the SDK resolves that answer: they wait here for `route`.
@@ -210,11 +224,11 @@ impl Connection {
 
     /// Routes `session_id` to `thread`, then applies the updates that came
     /// for it before the route existed, in arrival order.
-    pub async fn route(&self, session_id: &str, thread: &Arc<ThreadHandle>) {
+    pub async fn route(&self, session_id: &str, sink: Arc<dyn SessionSink>) {
         let _order = self.apply.lock().await;
         self.routes
             .lock()
-            .insert(session_id.to_owned(), Arc::downgrade(thread));
+            .insert(session_id.to_owned(), Arc::downgrade(&sink));
         let early = self.early.lock().take(session_id);
         if !early.is_empty() {
             log::info(format!(
@@ -223,7 +237,8 @@ impl Connection {
             ));
         }
         for update in early {
-            thread.apply_update(&update).await;
+            sink.apply_update(update);
+            bridge().wait_for_space().await;
         }
     }
 
@@ -231,11 +246,11 @@ impl Connection {
         self.routes.lock().remove(session_id);
     }
 
-    fn thread_for(&self, session_id: &str) -> Option<Arc<ThreadHandle>> {
+    fn sink_for(&self, session_id: &str) -> Option<Arc<dyn SessionSink>> {
         self.routes.lock().get(session_id).and_then(Weak::upgrade)
     }
 
-    fn routed_threads(&self) -> Vec<Arc<ThreadHandle>> {
+    fn routed_sinks(&self) -> Vec<Arc<dyn SessionSink>> {
         self.routes
             .lock()
             .values()
@@ -310,8 +325,8 @@ async fn watch_exit(
     log::info(&reason);
     conn.state.send_replace(ConnState::Closed(reason.clone()));
     conn.cx.lock().take();
-    for thread in conn.routed_threads() {
-        thread.on_disconnected(&conn, &reason).await;
+    for sink in conn.routed_sinks() {
+        sink.disconnected(&conn, &reason);
     }
 }
 
@@ -432,11 +447,18 @@ async fn apply_session_update(conn: &Arc<Connection>, params: &Value) {
     let Some(update) = params.get("update") else {
         return;
     };
+    // The one parse into the model's types.
+    let update = update::parse_update(update);
     let _order = conn.apply.lock().await;
-    match conn.thread_for(sid) {
-        Some(thread) => thread.apply_update(update).await,
+    match conn.sink_for(sid) {
+        Some(sink) => {
+            sink.apply_update(update);
+            // Holds the agent's read loop while the UI is far behind: the
+            // back-pressure.
+            bridge().wait_for_space().await;
+        }
         None => {
-            if !conn.early.lock().push(sid, update.clone()) {
+            if !conn.early.lock().push(sid, update) {
                 log::warn(format!(
                     "session/update for unknown session {sid} (dropped: too many early updates)"
                 ));
@@ -449,7 +471,7 @@ async fn apply_session_update(conn: &Arc<Connection>, params: &Value) {
 /// updates for sessions that never come cannot grow memory without limit.
 #[derive(Default)]
 struct EarlyUpdates {
-    by_session: HashMap<String, Vec<Value>>,
+    by_session: HashMap<String, Vec<SessionUpdate>>,
     count: usize,
 }
 
@@ -457,7 +479,7 @@ const EARLY_UPDATES_MAX: usize = 4096;
 
 impl EarlyUpdates {
     /// False when the bound is reached (the update is not kept).
-    fn push(&mut self, session_id: &str, update: Value) -> bool {
+    fn push(&mut self, session_id: &str, update: SessionUpdate) -> bool {
         if self.count >= EARLY_UPDATES_MAX {
             return false;
         }
@@ -469,7 +491,7 @@ impl EarlyUpdates {
         true
     }
 
-    fn take(&mut self, session_id: &str) -> Vec<Value> {
+    fn take(&mut self, session_id: &str) -> Vec<SessionUpdate> {
         let taken = self.by_session.remove(session_id).unwrap_or_default();
         self.count -= taken.len();
         taken
@@ -486,45 +508,35 @@ async fn handle_notification(conn: &Arc<Connection>, msg: UntypedMessage) {
     }
 }
 
-/// Answers agent requests. Never awaits the agent here: anything slow is
-/// handed to the thread (which holds the responder until the user answers).
+/// Answers agent requests: parsed once into `AgentRequest`, then handed to
+/// the session's sink. Never awaits the agent here: anything slow is the
+/// sink's to spawn (it holds the responder until the user answers).
 fn handle_request(conn: &Arc<Connection>, msg: UntypedMessage, responder: Responder<Value>) {
     let (method, params) = msg.into_parts();
     log::info(format!("request {method}"));
-    let thread = params
-        .get("sessionId")
-        .and_then(Value::as_str)
-        .and_then(|s| conn.thread_for(s));
-    match (method.as_str(), thread) {
-        ("session/request_permission", Some(thread)) => {
-            thread.request_permission(params, responder)
-        }
-        (m, Some(thread)) if m.starts_with("fs/") || m.starts_with("terminal/") => {
-            // Answered by the handler; a method it does not serve (or one
-            // turned off in config) falls through to -32601 below.
-            let (handled, responder) = crate::handlers::try_handle(&thread, m, params, responder);
-            if let Some(responder) = responder {
-                debug_assert!(!handled);
-                log::info(format!("answered -32601 to {m}"));
-                let _ =
-                    responder.respond_with_error(agent_client_protocol::Error::method_not_found());
-            }
-        }
-        (m, None) if m.starts_with("fs/") || m.starts_with("terminal/") => {
-            let _ = responder.respond_with_error(
-                agent_client_protocol::Error::invalid_params()
-                    .data(serde_json::json!({"reason": "unknown sessionId"})),
-            );
-        }
-        ("session/request_permission", None) => {
-            let _ = responder.respond_with_error(
-                agent_client_protocol::Error::invalid_params()
-                    .data(serde_json::json!({"reason": "unknown sessionId"})),
-            );
-        }
-        _ => {
-            log::info(format!("answered -32601 to {method}"));
+    let request = match AgentRequest::parse(&method, params) {
+        Ok(r) => r,
+        Err(RequestError::UnknownMethod(m)) => {
+            log::info(format!("answered -32601 to {m}"));
             let _ = responder.respond_with_error(agent_client_protocol::Error::method_not_found());
+            return;
+        }
+        Err(RequestError::InvalidParams(reason)) => {
+            log::info(format!("answered -32602 to {method}: {reason}"));
+            let _ = responder.respond_with_error(
+                agent_client_protocol::Error::invalid_params()
+                    .data(serde_json::json!({ "reason": reason })),
+            );
+            return;
+        }
+    };
+    match conn.sink_for(request.session_id()) {
+        Some(sink) => sink.agent_request(request, responder),
+        None => {
+            let _ = responder.respond_with_error(
+                agent_client_protocol::Error::invalid_params()
+                    .data(serde_json::json!({"reason": "unknown sessionId"})),
+            );
         }
     }
 }
@@ -536,20 +548,18 @@ mod tests {
     #[test]
     fn early_updates_wait_per_session_and_are_bounded() {
         let mut early = EarlyUpdates::default();
-        assert!(early.push("a", Value::from(1)));
-        assert!(early.push("b", Value::from(2)));
-        assert!(early.push("a", Value::from(3)));
-        assert_eq!(early.take("a"), vec![Value::from(1), Value::from(3)]);
+        let u = |n: u64| SessionUpdate::Ignored(n.to_string());
+        assert!(early.push("a", u(1)));
+        assert!(early.push("b", u(2)));
+        assert!(early.push("a", u(3)));
+        assert_eq!(early.take("a"), vec![u(1), u(3)]);
         assert!(early.take("a").is_empty());
         for i in 0..EARLY_UPDATES_MAX - 1 {
-            assert!(early.push("c", Value::from(i)));
+            assert!(early.push("c", u(i as u64)));
         }
-        assert!(
-            !early.push("d", Value::Null),
-            "the bound holds across sessions"
-        );
+        assert!(!early.push("d", u(0)), "the bound holds across sessions");
         assert_eq!(early.take("b").len(), 1);
-        assert!(early.push("d", Value::Null), "taking frees room");
+        assert!(early.push("d", u(0)), "taking frees room");
     }
 
     #[test]

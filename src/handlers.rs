@@ -4,90 +4,23 @@
 //! Handlers run as tokio tasks; the main thread is reached only through
 //! `calls` (sliced buffer reads, one-step edits, job control).
 
-use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::SystemTime;
 
 use agent_client_protocol::v1::Responder;
-use parking_lot::Mutex;
 use serde_json::{json, Value};
 
-use crate::calls;
+use std::collections::BTreeMap;
+
+use agent_client_protocol::v1::schema as v1s;
+
+use crate::calls::{self, BufferApplyReply, BufferReadReply, MainCall, TerminalStartReply};
+use crate::editor::WriteRecord;
 use crate::fs::{self, FsError, INTERNAL, INVALID_PARAMS};
-use crate::roots::Roots;
 use crate::session::ThreadHandle;
-use crate::terminal::{ExitStatus, Terminals};
+use crate::terminal::ExitStatus;
 use crate::textdiff::{self, Lines};
-
-/// What the user's configuration allows this chat.
-#[derive(Debug, Clone, serde::Deserialize)]
-#[serde(default)]
-pub struct Policy {
-    /// Extra root directories besides the session's cwd.
-    pub roots: Vec<PathBuf>,
-    pub allow_read_outside: bool,
-    pub allow_write_outside: bool,
-    pub allow_terminal_outside: bool,
-    /// Save a buffer after an agent write if it had no unsaved changes.
-    pub save_unmodified: bool,
-    /// Program that runs `command` when the agent gives no `args`.
-    pub shell: String,
-    /// Tool kinds whose permission requests are allowed without asking.
-    pub auto_allow: Vec<String>,
-}
-
-impl Default for Policy {
-    fn default() -> Self {
-        Self {
-            roots: Vec::new(),
-            allow_read_outside: false,
-            allow_write_outside: false,
-            allow_terminal_outside: false,
-            save_unmodified: true,
-            shell: "sh".into(),
-            auto_allow: Vec::new(),
-        }
-    }
-}
-
-/// One agent write, for review and the quickfix list.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct WriteRecord {
-    pub path: String,
-    /// Seconds since the epoch.
-    pub time: f64,
-    pub tool_call_id: Option<String>,
-    /// "buffer" or "disk".
-    pub target: &'static str,
-    pub saved: bool,
-    /// The text before the agent's first write in this session (None: the
-    /// file did not exist).
-    pub original: Option<String>,
-}
-
-#[derive(Default)]
-pub struct EditorState {
-    pub roots: Roots,
-    pub policy: Policy,
-    /// What the agent was last served (or wrote) per file: the base of the
-    /// three-way merge when the user edits the buffer in between.
-    snapshots: Mutex<HashMap<PathBuf, String>>,
-    pub writes: Mutex<Vec<WriteRecord>>,
-    pub terminals: Mutex<Terminals>,
-}
-
-impl EditorState {
-    pub fn new(cwd: PathBuf, policy: Policy) -> Self {
-        let mut dirs = vec![cwd];
-        dirs.extend(policy.roots.iter().cloned());
-        Self {
-            roots: Roots::new(&dirs),
-            policy,
-            ..Default::default()
-        }
-    }
-}
+use crate::update::AgentRequest;
 
 fn err(code: i32, message: impl Into<String>) -> FsError {
     FsError::new(code, message)
@@ -97,69 +30,36 @@ fn rpc_error(e: FsError) -> agent_client_protocol::Error {
     agent_client_protocol::Error::new(e.code, e.message)
 }
 
-fn str_param<'a>(params: &'a Value, key: &str) -> Result<&'a str, FsError> {
-    params
-        .get(key)
-        .and_then(Value::as_str)
-        .ok_or_else(|| err(INVALID_PARAMS, format!("missing string parameter `{key}`")))
-}
-
-fn opt_u32(params: &Value, key: &str) -> Result<Option<u32>, FsError> {
-    match params.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(v) => v
-            .as_u64()
-            .and_then(|n| u32::try_from(n).ok())
-            .map(Some)
-            .ok_or_else(|| {
-                err(
-                    INVALID_PARAMS,
-                    format!("`{key}` must be a non-negative integer"),
-                )
-            }),
-    }
-}
-
-const METHODS: &[&str] = &[
-    "fs/read_text_file",
-    "fs/write_text_file",
-    "terminal/create",
-    "terminal/output",
-    "terminal/wait_for_exit",
-    "terminal/kill",
-    "terminal/release",
-];
-
-/// Dispatches one fs/terminal request. When `method` is not served (unknown,
-/// or turned off in config) the responder is handed back for a -32601.
+/// Serves one fs/terminal request. When it is not served (turned off in
+/// config, or not an fs/terminal method) the responder is handed back for a
+/// -32601.
 pub fn try_handle(
     thread: &Arc<ThreadHandle>,
-    method: &str,
-    params: Value,
+    request: AgentRequest,
     responder: Responder<Value>,
-) -> (bool, Option<Responder<Value>>) {
+) -> Option<Responder<Value>> {
     let caps = &thread.spec.caps;
-    let enabled = METHODS.contains(&method)
-        && match method {
-            "fs/read_text_file" => caps.fs_read,
-            "fs/write_text_file" => caps.fs_write,
-            _ => caps.terminal,
-        };
+    let enabled = match &request {
+        AgentRequest::ReadTextFile(_) => caps.fs_read,
+        AgentRequest::WriteTextFile(_) => caps.fs_write,
+        AgentRequest::Permission { .. } => false,
+        _ => caps.terminal,
+    };
     if !enabled {
-        return (false, Some(responder));
+        return Some(responder);
     }
     let thread = thread.clone();
-    let method = method.to_owned();
     crate::session::spawn(async move {
-        let result = match method.as_str() {
-            "fs/read_text_file" => read_text_file(&thread, &params).await,
-            "fs/write_text_file" => write_text_file(&thread, &params).await,
-            "terminal/create" => terminal_create(&thread, &params).await,
-            "terminal/output" => terminal_output(&thread, &params),
-            "terminal/wait_for_exit" => terminal_wait(&thread, &params).await,
-            "terminal/kill" => terminal_kill(&thread, &params),
-            "terminal/release" => terminal_release(&thread, &params),
-            other => unreachable!("{other} is in METHODS"),
+        let method = request.method();
+        let result = match &request {
+            AgentRequest::ReadTextFile(r) => read_text_file(&thread, r).await,
+            AgentRequest::WriteTextFile(r) => write_text_file(&thread, r).await,
+            AgentRequest::CreateTerminal(r) => terminal_create(&thread, r).await,
+            AgentRequest::TerminalOutput(r) => terminal_output(&thread, &r.terminal_id.0),
+            AgentRequest::WaitForTerminalExit(r) => terminal_wait(&thread, &r.terminal_id.0).await,
+            AgentRequest::KillTerminal(r) => terminal_kill(&thread, &r.terminal_id.0),
+            AgentRequest::ReleaseTerminal(r) => terminal_release(&thread, &r.terminal_id.0),
+            AgentRequest::Permission { .. } => unreachable!("not enabled above"),
         };
         let _ = match result {
             Ok(v) => responder.respond(v),
@@ -169,7 +69,7 @@ pub fn try_handle(
             }
         };
     });
-    (true, None)
+    None
 }
 
 /// A loaded buffer's text as the file would hold it.
@@ -187,21 +87,22 @@ async fn buffer_text(
     path: &str,
     resolved: &std::path::Path,
 ) -> Result<Option<BufferText>, FsError> {
-    let reply = calls::call(
+    let reply = calls::call::<BufferReadReply>(
         thread.id,
-        "buffer_read",
-        json!({"path": path, "resolved": resolved}),
+        MainCall::BufferRead {
+            path: path.to_owned(),
+            resolved: resolved.to_path_buf(),
+        },
     )
     .await
     .map_err(|e| err(INTERNAL, format!("{path}: {e}")))?;
     let v = &reply.value;
-    if !v.get("found").and_then(Value::as_bool).unwrap_or(false) {
+    if !v.found {
         return Ok(None);
     }
-    let dos = v.get("dos").and_then(Value::as_bool).unwrap_or(false);
-    let eol = v.get("eol").and_then(Value::as_bool).unwrap_or(true);
+    let (dos, eol) = (v.dos, v.eol);
     let mut text = reply.parts.join("\n");
-    let empty = text.is_empty() && v.get("lines").and_then(Value::as_u64) == Some(1);
+    let empty = text.is_empty() && v.lines == 1;
     if dos {
         text = text.replace('\n', "\r\n");
     }
@@ -210,16 +111,18 @@ async fn buffer_text(
     }
     Ok(Some(BufferText {
         text,
-        bufnr: v.get("bufnr").and_then(Value::as_i64).unwrap_or(0),
-        tick: v.get("tick").and_then(Value::as_i64).unwrap_or(0),
-        modified: v.get("modified").and_then(Value::as_bool).unwrap_or(false),
+        bufnr: v.bufnr,
+        tick: v.tick,
+        modified: v.modified,
     }))
 }
 
-async fn read_text_file(thread: &ThreadHandle, params: &Value) -> Result<Value, FsError> {
-    let path = str_param(params, "path")?;
-    let line = opt_u32(params, "line")?;
-    let limit = opt_u32(params, "limit")?;
+async fn read_text_file(
+    thread: &ThreadHandle,
+    req: &v1s::ReadTextFileRequest,
+) -> Result<Value, FsError> {
+    let path = &*req.path.to_string_lossy();
+    let (line, limit) = (req.line, req.limit);
     let ed = &thread.editor;
     let resolved = ed
         .roots
@@ -247,9 +150,12 @@ async fn read_text_file(thread: &ThreadHandle, params: &Value) -> Result<Value, 
     Ok(json!({ "content": content }))
 }
 
-async fn write_text_file(thread: &ThreadHandle, params: &Value) -> Result<Value, FsError> {
-    let path = str_param(params, "path")?;
-    let content = str_param(params, "content")?.to_owned();
+async fn write_text_file(
+    thread: &ThreadHandle,
+    req: &v1s::WriteTextFileRequest,
+) -> Result<Value, FsError> {
+    let path = &*req.path.to_string_lossy();
+    let content = req.content.clone();
     let ed = &thread.editor;
     let resolved = ed
         .roots
@@ -286,29 +192,26 @@ async fn write_text_file(thread: &ThreadHandle, params: &Value) -> Result<Value,
         };
         let hunks = textdiff::hunks(&current.lines, &target);
         let save = ed.policy.save_unmodified && !buf.modified;
-        let reply = calls::call(
+        let reply = calls::call::<BufferApplyReply>(
             thread.id,
-            "buffer_apply",
-            json!({"bufnr": buf.bufnr, "tick": buf.tick, "hunks": hunks, "save": save, "eol": new.eol, "path": path}),
+            MainCall::BufferApply {
+                bufnr: buf.bufnr,
+                tick: buf.tick,
+                hunks,
+                save,
+                eol: new.eol,
+                path: path.to_owned(),
+            },
         )
         .await
         .map_err(|e| err(INTERNAL, format!("{path}: {e}")))?;
-        if reply
-            .value
-            .get("stale")
-            .and_then(Value::as_bool)
-            .unwrap_or(false)
-        {
+        if reply.value.stale {
             continue;
         }
-        if let Some(e) = reply.value.get("error").and_then(Value::as_str) {
+        if let Some(e) = &reply.value.error {
             return Err(err(INTERNAL, format!("{path}: {e}")));
         }
-        let saved = reply
-            .value
-            .get("saved")
-            .and_then(Value::as_bool)
-            .unwrap_or(false);
+        let saved = reply.value.saved;
         record_write(
             thread,
             path,
@@ -369,39 +272,22 @@ fn record_write(
 
 // terminal/* ---------------------------------------------------------------
 
-fn term_id(params: &Value) -> Result<String, FsError> {
-    Ok(str_param(params, "terminalId")?.to_owned())
-}
-
-async fn terminal_create(thread: &ThreadHandle, params: &Value) -> Result<Value, FsError> {
-    let command = str_param(params, "command")?.to_owned();
-    let args: Vec<String> = params
-        .get("args")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default();
-    let mut env = serde_json::Map::new();
-    for var in params
-        .get("env")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        if let (Some(n), Some(v)) = (
-            var.get("name").and_then(Value::as_str),
-            var.get("value").and_then(Value::as_str),
-        ) {
-            env.insert(n.to_owned(), Value::from(v));
-        }
-    }
+async fn terminal_create(
+    thread: &ThreadHandle,
+    req: &v1s::CreateTerminalRequest,
+) -> Result<Value, FsError> {
+    let command = req.command.clone();
+    let args = req.args.clone();
+    // The agent's variables, applied by the view on top of the user's
+    // environment (minus the editor's own and the denied ones).
+    let env: BTreeMap<String, String> = req
+        .env
+        .iter()
+        .map(|v| (v.name.clone(), v.value.clone()))
+        .collect();
     let ed = &thread.editor;
-    let cwd = match params.get("cwd").and_then(Value::as_str) {
-        Some(c) => c.to_owned(),
+    let cwd = match &req.cwd {
+        Some(c) => c.to_string_lossy().into_owned(),
         None => thread.spec.cwd.to_string_lossy().into_owned(),
     };
     let cwd = ed
@@ -414,10 +300,7 @@ async fn terminal_create(thread: &ThreadHandle, params: &Value) -> Result<Value,
             format!("{}: cwd is not a directory", cwd.display()),
         ));
     }
-    let limit = params
-        .get("outputByteLimit")
-        .and_then(Value::as_u64)
-        .map(|n| n as usize);
+    let limit = req.output_byte_limit.map(|n| n as usize);
     // Agents send whole shell lines as `command` when there are no args.
     let argv: Vec<String> = if args.is_empty() {
         vec![ed.policy.shell.clone(), "-c".into(), command.clone()]
@@ -431,46 +314,44 @@ async fn terminal_create(thread: &ThreadHandle, params: &Value) -> Result<Value,
     } else {
         argv.join(" ")
     };
+    if !thread.confirm_terminal(&shown, &cwd, &env).await {
+        return Err(err(
+            INVALID_PARAMS,
+            format!("the user declined to run `{shown}`"),
+        ));
+    }
     let id = ed.terminals.lock().create(shown.clone(), limit);
-    let reply = calls::call(
+    let reply = calls::call::<TerminalStartReply>(
         thread.id,
-        "terminal_start",
-        json!({"id": id, "argv": argv, "env": env, "cwd": cwd, "command": shown}),
+        MainCall::TerminalStart {
+            id: id.clone(),
+            argv,
+            env,
+            cwd: cwd.clone(),
+            command: shown.clone(),
+        },
     )
     .await;
-    match reply.map(|r| r.value) {
-        Ok(v) if v.get("pid").is_some() => {
+    let failed = match reply.map(|r| r.value) {
+        Ok(TerminalStartReply { pid: Some(pid), .. }) => {
             if let Ok(t) = ed.terminals.lock().get_mut(&id) {
-                t.pid = v.get("pid").and_then(Value::as_u64).map(|p| p as u32);
+                t.pid = Some(pid);
             }
             // Known to the chat before the agent can name it in a card.
             thread.terminal_display(&id, "", None);
-            Ok(json!({ "terminalId": id }))
+            return Ok(json!({ "terminalId": id }));
         }
-        Ok(v) => {
-            let _ = ed
-                .terminals
-                .lock()
-                .release(&id, ExitStatus::from_job_code(127));
-            let why = v
-                .get("error")
-                .and_then(Value::as_str)
-                .unwrap_or("unknown error")
-                .to_owned();
-            Err(err(INTERNAL, format!("cannot run `{shown}`: {why}")))
-        }
-        Err(e) => {
-            let _ = ed
-                .terminals
-                .lock()
-                .release(&id, ExitStatus::from_job_code(127));
-            Err(err(INTERNAL, format!("cannot run `{shown}`: {e}")))
-        }
-    }
+        Ok(v) => v.error.unwrap_or_else(|| "unknown error".into()),
+        Err(e) => e,
+    };
+    let _ = ed
+        .terminals
+        .lock()
+        .release(&id, ExitStatus::from_job_code(127));
+    Err(err(INTERNAL, format!("cannot run `{shown}`: {failed}")))
 }
 
-fn terminal_output(thread: &ThreadHandle, params: &Value) -> Result<Value, FsError> {
-    let id = term_id(params)?;
+fn terminal_output(thread: &ThreadHandle, id: &str) -> Result<Value, FsError> {
     let terms = thread.editor.terminals.lock();
     let t = terms.get(&id).map_err(|m| err(INVALID_PARAMS, m))?;
     Ok(json!({
@@ -480,8 +361,7 @@ fn terminal_output(thread: &ThreadHandle, params: &Value) -> Result<Value, FsErr
     }))
 }
 
-async fn terminal_wait(thread: &ThreadHandle, params: &Value) -> Result<Value, FsError> {
-    let id = term_id(params)?;
+async fn terminal_wait(thread: &ThreadHandle, id: &str) -> Result<Value, FsError> {
     let rx = thread
         .editor
         .terminals
@@ -494,20 +374,24 @@ async fn terminal_wait(thread: &ThreadHandle, params: &Value) -> Result<Value, F
     Ok(serde_json::to_value(status).unwrap_or(Value::Null))
 }
 
-fn terminal_kill(thread: &ThreadHandle, params: &Value) -> Result<Value, FsError> {
-    let id = term_id(params)?;
+fn terminal_kill(thread: &ThreadHandle, id: &str) -> Result<Value, FsError> {
     let terms = thread.editor.terminals.lock();
     let t = terms.get(&id).map_err(|m| err(INVALID_PARAMS, m))?;
     if t.exit.is_none() {
         if let Some(pid) = t.pid {
-            calls::notify(thread.id, "terminal_kill", json!({"id": id, "pid": pid}));
+            calls::notify(
+                thread.id,
+                MainCall::TerminalKill {
+                    id: id.to_owned(),
+                    pid,
+                },
+            );
         }
     }
     Ok(json!({}))
 }
 
-fn terminal_release(thread: &ThreadHandle, params: &Value) -> Result<Value, FsError> {
-    let id = term_id(params)?;
+fn terminal_release(thread: &ThreadHandle, id: &str) -> Result<Value, FsError> {
     let killed = ExitStatus {
         exit_code: None,
         signal: Some("SIGTERM".into()),
@@ -520,7 +404,13 @@ fn terminal_release(thread: &ThreadHandle, params: &Value) -> Result<Value, FsEr
         .map_err(|m| err(INVALID_PARAMS, m))?;
     if t.exit.is_none() {
         if let Some(pid) = t.pid {
-            calls::notify(thread.id, "terminal_kill", json!({"id": id, "pid": pid}));
+            calls::notify(
+                thread.id,
+                MainCall::TerminalKill {
+                    id: id.to_owned(),
+                    pid,
+                },
+            );
         }
     }
     Ok(json!({}))

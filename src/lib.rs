@@ -13,11 +13,13 @@
 pub mod bridge;
 pub mod calls;
 pub mod connection;
+pub mod editor;
 pub mod files;
 pub mod fs;
 pub mod handlers;
 pub mod log;
 pub mod lua_api;
+pub mod permission;
 pub mod render;
 pub mod roots;
 pub mod runtime;
@@ -28,6 +30,7 @@ pub mod terminal;
 mod testutil;
 pub mod textdiff;
 pub mod thread;
+pub mod update;
 
 /// Module body: builds the API table with mlua and stores it in
 /// `package.loaded.acp_core`. The table is not returned through nvim-oxi

@@ -13,7 +13,8 @@ use serde_json::Value;
 
 use crate::bridge::{bridge, catch, UiEvent};
 use crate::connection::AgentSpec;
-use crate::handlers::{self, Policy};
+use crate::editor::Policy;
+use crate::handlers;
 use crate::session::registry;
 use crate::thread::ThreadEvent;
 use crate::{log, runtime};
@@ -230,14 +231,17 @@ fn event_table(lua: &Lua, ev: UiEvent) -> LuaResult<Table> {
         UiEvent::Call {
             call,
             thread,
-            method,
-            payload,
+            request,
         } => {
+            // `{ method, payload }` from the enum's serde tagging.
+            let LuaValue::Table(r) = to_lua(lua, &request)? else {
+                return Err(lua_err("a main-thread call did not serialise to a table"));
+            };
             t.set("type", "call")?;
             t.set("call", call)?;
             t.set("thread", thread)?;
-            t.set("method", method)?;
-            t.set("payload", to_lua(lua, &payload)?)?;
+            t.set("method", r.get::<LuaValue>("method")?)?;
+            t.set("payload", r.get::<LuaValue>("payload")?)?;
         }
         UiEvent::Files {
             request,
@@ -301,9 +305,10 @@ pub fn module(lua: &Lua) -> LuaResult<Table> {
     m.set(
         "open_thread",
         lua.create_function(|lua, spec: Table| {
-            let mcp: Value = match spec.get::<LuaValue>("mcp_servers")? {
-                LuaValue::Nil => Value::Array(Vec::new()),
-                v => json_list(lua.from_value(v)?),
+            let mcp = match spec.get::<LuaValue>("mcp_servers")? {
+                LuaValue::Nil => Vec::new(),
+                v => serde_json::from_value(json_list(lua.from_value(v)?))
+                    .map_err(|e| lua_err(format!("mcp_servers: {e}")))?,
             };
             let policy: Policy = match spec.get::<LuaValue>("policy")? {
                 LuaValue::Nil => Policy::default(),
@@ -327,6 +332,9 @@ pub fn module(lua: &Lua) -> LuaResult<Table> {
             if blocks.as_array().is_none_or(|a| a.is_empty()) {
                 return Err(lua_err("prompt needs at least one content block"));
             }
+            let blocks: Vec<agent_client_protocol::v1::schema::ContentBlock> =
+                serde_json::from_value(blocks)
+                    .map_err(|e| lua_err(format!("prompt: a content block is malformed: {e}")))?;
             registry()
                 .thread(id)
                 .map_err(lua_err)?
@@ -486,7 +494,15 @@ pub fn module(lua: &Lua) -> LuaResult<Table> {
         "decisions",
         lua.create_function(|lua, id: u64| {
             let t = registry().thread(id).map_err(lua_err)?;
-            to_lua(lua, &t.remembered())
+            let list = lua.create_table()?;
+            for (i, (kind, text, option)) in t.always_choices().into_iter().enumerate() {
+                let d = lua.create_table()?;
+                d.set("kind", kind)?;
+                d.set("text", text)?;
+                d.set("option", option)?;
+                list.raw_set(i + 1, d)?;
+            }
+            Ok(list)
         })?,
     )?;
     m.set(

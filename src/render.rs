@@ -2,12 +2,9 @@
 //! so an incremental append must produce the same text as a full re-render
 //! (`append_fragment` is the incremental half of `entry_markdown`).
 
-use serde_json::Value;
-
 use crate::schema::PlanStatus;
 use crate::thread::{
-    field, Entry, EntryKind, NoticeLevel, PlanItem, RawOutput, ToolCall, ToolContent,
-    TERMINAL_TAIL_LINES,
+    Entry, EntryKind, NoticeLevel, PlanItem, RawOutput, ToolCall, ToolContent, TERMINAL_TAIL_LINES,
 };
 
 const THOUGHT_HEADER: &str = "> **Thinking**";
@@ -199,133 +196,9 @@ fn plan_markdown(items: &[PlanItem]) -> String {
     out
 }
 
-/// The text a content block contributes to a message.
-pub fn content_block_text(block: &Value) -> String {
-    let s = |k: &str| {
-        field(block, k)
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned()
-    };
-    match field(block, "type").and_then(Value::as_str).unwrap_or("") {
-        "text" => s("text"),
-        "image" => format!("[image {}]", s("mimeType")),
-        "audio" => format!("[audio {}]", s("mimeType")),
-        "resource_link" => format!("[{}]({})", s("name"), s("uri")),
-        "resource" => {
-            let uri = field(block, "resource")
-                .and_then(|r| field(r, "uri"))
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            format!("@{}", uri_label(uri))
-        }
-        _ => String::new(),
-    }
-}
-
-/// A short label for an embedded resource's URI, as the user would mention
-/// it: the file name and the fragment (`file:///p/a.lua#L3-L5` gives
-/// `a.lua#L3-L5`); other schemes keep their name (`untitled:buffer-3`,
-/// `diagnostics:///p/a.lua` gives `diagnostics:a.lua`).
-pub fn uri_label(uri: &str) -> String {
-    if uri.is_empty() {
-        return "resource".to_owned();
-    }
-    let (base, fragment) = match uri.split_once('#') {
-        Some((b, f)) => (b, Some(f)),
-        None => (uri, None),
-    };
-    let scheme = base.split_once(':').map(|(s, _)| s).filter(|s| {
-        !s.is_empty()
-            && s.chars()
-                .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
-    });
-    let mut label = match base.trim_end_matches('/').rsplit_once('/') {
-        Some((_, name)) => {
-            let name = percent_decode(name);
-            match scheme {
-                Some("file") | None => name,
-                Some(s) => format!("{s}:{name}"),
-            }
-        }
-        None => percent_decode(base),
-    };
-    if let Some(f) = fragment {
-        label.push('#');
-        label.push_str(f);
-    }
-    label
-}
-
-fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = |b: u8| (b as char).to_digit(16);
-        if bytes[i] == b'%' && i + 2 < bytes.len() {
-            if let (Some(h), Some(l)) = (hex(bytes[i + 1]), hex(bytes[i + 2])) {
-                out.push((h * 16 + l) as u8);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-/// A one-line summary of a tool's raw input: the command or path when there
-/// is one, else compact JSON, cut to 120 characters.
-pub fn one_line_summary(raw: &Value) -> String {
-    let pick = [
-        "command",
-        "cmd",
-        "file_path",
-        "path",
-        "pattern",
-        "query",
-        "url",
-    ]
-    .iter()
-    .find_map(|k| field(raw, k))
-    .map(|v| match v {
-        Value::String(s) => s.clone(),
-        Value::Array(a) => a
-            .iter()
-            .filter_map(Value::as_str)
-            .collect::<Vec<_>>()
-            .join(" "),
-        other => other.to_string(),
-    });
-    let text = pick.unwrap_or_else(|| raw.to_string()).replace('\n', " ");
-    if text.chars().count() > 120 {
-        let cut: String = text.chars().take(119).collect();
-        format!("{cut}…")
-    } else {
-        text
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn summary_prefers_command_and_cuts_long_text() {
-        assert_eq!(
-            one_line_summary(&json!({"command": "ls -la\nx", "other": 1})),
-            "ls -la x"
-        );
-        let long = "a".repeat(300);
-        assert_eq!(
-            one_line_summary(&json!({ "query": long })).chars().count(),
-            120
-        );
-        assert_eq!(one_line_summary(&json!({"n": 1})), r#"{"n":1}"#);
-    }
 
     #[test]
     fn diffs_render_as_unified_hunks_and_new_files_as_additions() {
@@ -348,6 +221,7 @@ mod tests {
                 },
             ],
             raw_input: None,
+            command: None,
             raw_output: None,
             notes: vec![],
             client_state: Some(crate::thread::ClientState::WaitingForYou),
@@ -365,32 +239,5 @@ mod tests {
             md.contains("new file `/p/new.rs`\n  ```diff\n  @@ -0,0 +1 @@\n  +x\n  ```"),
             "{md}"
         );
-    }
-
-    #[test]
-    fn content_blocks_render_as_text_or_links() {
-        assert_eq!(
-            content_block_text(&json!({"type":"text","text":"hi"})),
-            "hi"
-        );
-        assert_eq!(
-            content_block_text(&json!({"type":"resource_link","name":"a.rs","uri":"file:///a.rs"})),
-            "[a.rs](file:///a.rs)"
-        );
-        assert_eq!(content_block_text(&json!({"type":"unknown"})), "");
-        assert_eq!(
-            content_block_text(
-                &json!({"type":"resource","resource":{"uri":"file:///p/my%20a.lua#L3-L5","text":"x"}})
-            ),
-            "@my a.lua#L3-L5"
-        );
-        assert_eq!(
-            uri_label("untitled:buffer-3#L1-L2"),
-            "untitled:buffer-3#L1-L2"
-        );
-        assert_eq!(uri_label("diagnostics:///p/src/a.lua"), "diagnostics:a.lua");
-        assert_eq!(uri_label("file:///p/dir/"), "dir");
-        assert_eq!(uri_label("file:///p/100%"), "100%");
-        assert_eq!(uri_label(""), "resource");
     }
 }

@@ -12,25 +12,33 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use agent_client_protocol::v1::schema::CancelNotification;
+use std::collections::BTreeMap;
+
+use agent_client_protocol::v1::schema::{
+    AuthenticateRequest, CancelNotification, ContentBlock, McpServer, NewSessionRequest,
+    PromptRequest, SetSessionModeRequest,
+};
 use agent_client_protocol::v1::Responder;
 use agent_client_protocol::UntypedMessage;
 use parking_lot::Mutex;
 use serde_json::{json, Value};
+use tokio::sync::oneshot;
 
 use crate::bridge::{bridge, UiEvent};
-use crate::connection::{AgentSpec, Connection};
-use crate::handlers::{EditorState, Policy};
+use crate::connection::{AgentSpec, Connection, SessionSink};
+use crate::editor::{EditorState, Policy, TerminalConfirm};
 use crate::log;
-use crate::render;
+use crate::permission::{self, Choice, Pending, Permissions, ReplyTo, Subject};
+use crate::schema::{PermissionOptionKind, ToolKind};
 use crate::thread::{ClientState, NoticeLevel, Thread, ThreadEvent, TurnState};
+use crate::update::{AgentRequest, PermissionOption, PermissionRequest, SessionUpdate};
 
-/// A permission request waiting for the user, held with its reply.
-struct PendingPermission {
-    responder: Responder<Value>,
-    tool_id: String,
-    kind: String,
-    options: Vec<Value>,
+/// An outgoing request built from the protocol crate's typed params, sent
+/// untyped so that the answer is read leniently (agents' answers carry
+/// quirks a strict parse would reject).
+fn typed_request<T: serde::Serialize>(method: &str, params: &T) -> Result<UntypedMessage, String> {
+    let params = serde_json::to_value(params).map_err(|e| e.to_string())?;
+    UntypedMessage::new(method, params).map_err(|e| e.to_string())
 }
 
 struct Bound {
@@ -43,16 +51,13 @@ pub struct ThreadHandle {
     pub spec: AgentSpec,
     /// Roots, policy, served snapshots, writes and terminals of this chat.
     pub editor: EditorState,
-    mcp_servers: Value,
+    mcp_servers: Vec<McpServer>,
     model: Mutex<Thread>,
     /// Serialises session creation; holds the live binding.
     session: tokio::sync::Mutex<Option<Bound>>,
     /// A copy of the binding readable without awaiting (for cancel).
     current: Mutex<Option<(Arc<Connection>, String)>>,
-    permissions: Mutex<HashMap<u64, PendingPermission>>,
-    /// "Always" answers given this session: tool kind -> option kind.
-    remembered: Mutex<HashMap<String, String>>,
-    next_request: AtomicU64,
+    permissions: Mutex<Permissions>,
     /// Set when the agent died under a live session: the next session
     /// creation tells the user that the conversation restarted.
     lost_session: std::sync::atomic::AtomicBool,
@@ -128,14 +133,178 @@ impl ThreadHandle {
         self.current.lock().as_ref().map(|(_, s)| s.clone())
     }
 
-    /// Applies a `session/update`, then waits while the UI is far behind
-    /// (this holds the agent's read loop, which is the back-pressure).
-    pub async fn apply_update(&self, update: &Value) {
-        self.with_model(|m| m.apply_update(update));
-        bridge().wait_for_space().await;
+    /// The card's recorded kind and the text the user reads (its command,
+    /// else its title): what a permission is judged by.
+    fn subject_of(m: &Thread, tool_id: &str) -> Subject {
+        match m.tool_call(tool_id) {
+            Some(tc) => Subject {
+                kind: tc.kind.clone(),
+                text: tc.command.clone().unwrap_or_else(|| tc.title.clone()),
+            },
+            None => Subject {
+                kind: ToolKind::Other,
+                text: String::new(),
+            },
+        }
     }
 
-    pub async fn on_disconnected(&self, conn: &Arc<Connection>, reason: &str) {
+    fn request_permission(
+        &self,
+        request: PermissionRequest,
+        raw: Value,
+        responder: Responder<Value>,
+    ) {
+        let tool_id = request.tool_call.id.clone();
+        // The request may announce the call or add to it, but the kind the
+        // card was first given stays (see `thread::merge_tool_call`).
+        let subject = self.with_model_value(|m| {
+            let ev = m.permission_requested(&request.tool_call);
+            (ev, Self::subject_of(m, &tool_id))
+        });
+        let rules = &self.editor.policy.auto_allow;
+        if let Some((option, note)) = permission::policy_answer(rules, &subject, &request.options) {
+            let choice = Choice::Selected(option);
+            // Recorded before the reply goes out.
+            self.permissions.lock().record(&subject, &choice);
+            let _ = responder.respond(choice.outcome());
+            self.with_model(|m| m.permission_answered(&tool_id, None, Some(note)));
+            return;
+        }
+        let request_id = self.permissions.lock().add(Pending {
+            reply: ReplyTo::Agent(responder),
+            tool_id,
+            subject,
+            options: request.options,
+        });
+        bridge().push(UiEvent::Permission {
+            thread: self.id,
+            request: request_id,
+            payload: raw,
+        });
+    }
+
+    /// Asks the user before running a terminal the agent did not get a
+    /// permission for in this turn (config `terminal.confirm`). Resolves to
+    /// true when it may run.
+    pub async fn confirm_terminal(
+        &self,
+        command: &str,
+        cwd: &std::path::Path,
+        env: &BTreeMap<String, String>,
+    ) -> bool {
+        let ask = match self.editor.policy.terminal_confirm {
+            TerminalConfirm::Never => false,
+            TerminalConfirm::Always => true,
+            TerminalConfirm::Unrequested => !self.permissions.lock().take_grant(command),
+        };
+        if !ask {
+            return true;
+        }
+        let (tx, rx) = oneshot::channel();
+        let options = vec![
+            PermissionOption {
+                id: "allow".into(),
+                name: "Run".into(),
+                kind: PermissionOptionKind::AllowOnce,
+            },
+            PermissionOption {
+                id: "reject".into(),
+                name: "Don't run".into(),
+                kind: PermissionOptionKind::RejectOnce,
+            },
+        ];
+        let tool_id = format!("terminal-confirm-{}", self.id);
+        let request_id = self.permissions.lock().add(Pending {
+            reply: ReplyTo::Terminal(tx),
+            tool_id: tool_id.clone(),
+            subject: Subject {
+                kind: ToolKind::Execute,
+                text: command.to_owned(),
+            },
+            options: options.clone(),
+        });
+        let payload = json!({
+            "toolCall": {
+                "toolCallId": tool_id,
+                "title": format!("Run `{command}`"),
+                "kind": "execute",
+                "rawInput": {"command": command, "cwd": cwd},
+            },
+            "options": options.iter().map(|o| json!({
+                "optionId": o.id, "name": o.name, "kind": o.kind.as_str()
+            })).collect::<Vec<_>>(),
+            "_client": {"terminal": {"command": command, "cwd": cwd, "env": env}},
+        });
+        bridge().push(UiEvent::Permission {
+            thread: self.id,
+            request: request_id,
+            payload,
+        });
+        rx.await.unwrap_or(false)
+    }
+
+    /// "Always" choices of this session (kind, text, option kind), shown to
+    /// the user; the agent remembers them, the plugin never answers with them.
+    pub fn always_choices(&self) -> Vec<(String, String, String)> {
+        self.permissions.lock().always_choices()
+    }
+
+    pub fn forget_decisions(&self) {
+        self.permissions.lock().forget_always();
+    }
+
+    /// The user's answer: an option id, or None for "cancelled".
+    pub fn answer_permission(&self, request: u64, option_id: Option<String>) -> Result<(), String> {
+        let (pending, choice) = self
+            .permissions
+            .lock()
+            .take(request, option_id.as_deref())?;
+        self.send_choice(request, pending, &choice);
+        Ok(())
+    }
+
+    fn send_choice(&self, request: u64, pending: Pending, choice: &Choice) {
+        match pending.reply {
+            ReplyTo::Agent(responder) => {
+                if let Err(e) = responder.respond(choice.outcome()) {
+                    log::warn(format!("permission answer not sent: {e}"));
+                }
+            }
+            ReplyTo::Terminal(tx) => {
+                let _ = tx.send(choice.allows());
+            }
+        }
+        let state = match choice {
+            Choice::Cancelled => Some(ClientState::Cancelled),
+            Choice::Selected(o) if o.kind.is_reject() => Some(ClientState::Rejected),
+            Choice::Selected(_) => None,
+        };
+        self.with_model(|m| m.permission_answered(&pending.tool_id, state, None));
+        bridge().push(UiEvent::PermissionDone {
+            thread: self.id,
+            request,
+        });
+    }
+
+    /// Answers every pending permission request with "cancelled".
+    fn cancel_permissions(&self) {
+        let pending = self.permissions.lock().drain();
+        for (request, p) in pending {
+            self.send_choice(request, p, &Choice::Cancelled);
+        }
+    }
+
+    fn drop_permissions(&self) {
+        let pending = self.permissions.lock().drain();
+        for (request, _) in pending {
+            bridge().push(UiEvent::PermissionDone {
+                thread: self.id,
+                request,
+            });
+        }
+    }
+
+    async fn on_disconnected(&self, conn: &Arc<Connection>, reason: &str) {
         let mut session = self.session.lock().await;
         if session.as_ref().is_some_and(|b| Arc::ptr_eq(&b.conn, conn)) {
             *session = None;
@@ -143,173 +312,6 @@ impl ThreadHandle {
             self.lost_session.store(true, Ordering::SeqCst);
             self.drop_permissions();
             self.with_model(|m| m.disconnected(reason));
-        }
-    }
-
-    pub fn request_permission(&self, params: Value, responder: Responder<Value>) {
-        let tool_call = params.get("toolCall").cloned().unwrap_or(Value::Null);
-        let tool_id = tool_call
-            .get("toolCallId")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned();
-        // The kind may only be known from an earlier tool_call update.
-        let kind = self.with_model_value(|m| {
-            let ev = m.permission_requested(&tool_call);
-            let kind = m
-                .tool_call_index(&tool_id)
-                .and_then(|i| m.entry_json(i))
-                .and_then(|e| e.get("kind").and_then(Value::as_str).map(str::to_owned))
-                .unwrap_or_else(|| "other".into());
-            (ev, kind)
-        });
-        let options = params
-            .get("options")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        if let Some((option_id, note)) = self.policy_answer(&kind, &options) {
-            let _ = responder
-                .respond(json!({"outcome": {"outcome": "selected", "optionId": option_id}}));
-            let state = if note.starts_with("rejected") {
-                Some(ClientState::Rejected)
-            } else {
-                None
-            };
-            self.with_model(|m| m.permission_answered(&tool_id, state, Some(note)));
-            return;
-        }
-        let request = self.next_request.fetch_add(1, Ordering::Relaxed);
-        self.permissions.lock().insert(
-            request,
-            PendingPermission {
-                responder,
-                tool_id,
-                kind,
-                options,
-            },
-        );
-        bridge().push(UiEvent::Permission {
-            thread: self.id,
-            request,
-            payload: params,
-        });
-    }
-
-    /// An answer the user's policy gives without asking: kinds allowed in
-    /// config (read, search, ...) and "always" choices made this session.
-    fn policy_answer(&self, kind: &str, options: &[Value]) -> Option<(String, String)> {
-        let find = |kinds: &[&str]| {
-            kinds.iter().find_map(|k| {
-                options
-                    .iter()
-                    .find(|o| o.get("kind").and_then(Value::as_str) == Some(*k))
-                    .and_then(|o| o.get("optionId").and_then(Value::as_str).map(str::to_owned))
-            })
-        };
-        if let Some(remembered) = self.remembered.lock().get(kind).cloned() {
-            let allow = remembered.starts_with("allow");
-            let id = if allow {
-                find(&["allow_always", "allow_once"])
-            } else {
-                find(&["reject_always", "reject_once"])
-            }?;
-            let verb = if allow { "allowed" } else { "rejected" };
-            return Some((
-                id,
-                format!("{verb} by your earlier \"always\" choice for `{kind}`"),
-            ));
-        }
-        if self.editor.policy.auto_allow.iter().any(|k| k == kind) {
-            let id = find(&["allow_once", "allow_always"])?;
-            return Some((
-                id,
-                format!("auto-allowed (`{kind}` is allowed in your config)"),
-            ));
-        }
-        None
-    }
-
-    /// Decisions remembered this session: tool kind -> option kind.
-    pub fn remembered(&self) -> HashMap<String, String> {
-        self.remembered.lock().clone()
-    }
-
-    pub fn forget_decisions(&self) {
-        self.remembered.lock().clear();
-    }
-
-    /// The user's answer: an option id, or None for "cancelled".
-    pub fn answer_permission(&self, request: u64, option_id: Option<String>) -> Result<(), String> {
-        let pending = self
-            .permissions
-            .lock()
-            .remove(&request)
-            .ok_or_else(|| format!("permission request {request} is no longer pending"))?;
-        let option_kind = option_id.as_ref().and_then(|id| {
-            pending
-                .options
-                .iter()
-                .find(|o| o.get("optionId").and_then(Value::as_str) == Some(id.as_str()))
-                .and_then(|o| o.get("kind").and_then(Value::as_str).map(str::to_owned))
-        });
-        if option_id.is_some() && option_kind.is_none() {
-            self.permissions.lock().insert(request, pending);
-            return Err(format!(
-                "`{}` is not one of the agent's options",
-                option_id.unwrap_or_default()
-            ));
-        }
-        let outcome = match &option_id {
-            Some(id) => json!({"outcome": {"outcome": "selected", "optionId": id}}),
-            None => json!({"outcome": {"outcome": "cancelled"}}),
-        };
-        pending
-            .responder
-            .respond(outcome)
-            .map_err(|e| e.to_string())?;
-        let state = match option_kind.as_deref() {
-            None => Some(ClientState::Cancelled),
-            Some(k) if k.starts_with("reject") => Some(ClientState::Rejected),
-            Some(_) => None,
-        };
-        if let Some(k) = option_kind.as_deref().filter(|k| k.ends_with("_always")) {
-            self.remembered
-                .lock()
-                .insert(pending.kind.clone(), k.to_owned());
-        }
-        self.with_model(|m| m.permission_answered(&pending.tool_id, state, None));
-        bridge().push(UiEvent::PermissionDone {
-            thread: self.id,
-            request,
-        });
-        Ok(())
-    }
-
-    /// Answers every pending permission request with "cancelled".
-    fn cancel_permissions(&self) {
-        let pending: Vec<_> = self.permissions.lock().drain().collect();
-        for (request, p) in pending {
-            let _ = p
-                .responder
-                .respond(json!({"outcome": {"outcome": "cancelled"}}));
-            self.with_model(|m| {
-                m.permission_answered(&p.tool_id, Some(ClientState::Cancelled), None)
-            });
-            bridge().push(UiEvent::PermissionDone {
-                thread: self.id,
-                request,
-            });
-        }
-    }
-
-    fn drop_permissions(&self) {
-        let pending: Vec<_> = self.permissions.lock().drain().map(|(k, _)| k).collect();
-        for request in pending {
-            bridge().push(UiEvent::PermissionDone {
-                thread: self.id,
-                request,
-            });
         }
     }
 
@@ -324,15 +326,11 @@ impl ThreadHandle {
         }
         let conn = registry().connection(&self.spec)?;
         let cx = conn.ready().await?;
-        let mut params = json!({
-            "cwd": self.spec.cwd,
-            "mcpServers": self.mcp_servers,
-        });
-        if !self.editor.policy.roots.is_empty() {
-            params["additionalDirectories"] = json!(self.editor.policy.roots);
-        }
+        let mut params = NewSessionRequest::new(self.spec.cwd.clone());
+        params.mcp_servers = self.mcp_servers.clone();
+        params.additional_directories = self.editor.policy.roots.clone();
         let response = cx
-            .send_request(UntypedMessage::new("session/new", params).map_err(|e| e.to_string())?)
+            .send_request(typed_request("session/new", &params)?)
             .block_task()
             .await
             .map_err(|e| session_new_error(&conn, &self.spec.name, e))?;
@@ -394,7 +392,8 @@ impl ThreadHandle {
         });
         // After the ready events, so that updates the agent sent with its
         // answer (commands, mode, title) land on a ready chat.
-        conn.route(&session_id, self).await;
+        conn.route(&session_id, self.clone() as Arc<dyn SessionSink>)
+            .await;
         Ok((conn, session_id))
     }
 
@@ -409,22 +408,22 @@ impl ThreadHandle {
         });
     }
 
-    /// Sends `method` for this chat's session (opening it first if needed):
-    /// `params` plus the sessionId. Returns the connection and the answer.
-    async fn session_request(
+    /// Sends a request for this chat's session (opening it first if
+    /// needed); `build` makes the typed params from the session id.
+    /// Returns the connection and the answer.
+    async fn session_request<T: serde::Serialize>(
         self: &Arc<Self>,
         method: &str,
-        mut params: Value,
+        build: impl FnOnce(String) -> T,
     ) -> Result<(Arc<Connection>, Result<Value, agent_client_protocol::Error>), String> {
         let (conn, session_id) = self.ensure_session().await?;
         let cx = conn.ready().await?;
-        params["sessionId"] = Value::from(session_id);
-        let req = UntypedMessage::new(method, params).map_err(|e| e.to_string())?;
+        let req = typed_request(method, &build(session_id))?;
         let answer = cx.send_request(req).block_task().await;
         Ok((conn, answer))
     }
 
-    pub fn prompt(self: &Arc<Self>, blocks: Value) -> Result<(), String> {
+    pub fn prompt(self: &Arc<Self>, blocks: Vec<ContentBlock>) -> Result<(), String> {
         let text = prompt_display_text(&blocks);
         let turn = {
             let mut model = self.model.lock();
@@ -435,11 +434,12 @@ impl ThreadHandle {
             bridge().push_all(self.id, events);
             turn
         };
+        self.permissions.lock().new_turn();
         let this = self.clone();
         spawn(async move {
             let result = async {
                 let (conn, answer) = this
-                    .session_request("session/prompt", json!({"prompt": blocks}))
+                    .session_request("session/prompt", |sid| PromptRequest::new(sid, blocks))
                     .await?;
                 match answer {
                     Ok(v) => Ok(Some(v)),
@@ -475,7 +475,7 @@ impl ThreadHandle {
     /// The agent's sign-in methods (from `initialize`), once it started.
     pub fn auth_methods(&self) -> Vec<Value> {
         registry()
-            .live_connection(&self.spec.name)
+            .live_connection(&self.spec)
             .map(|c| auth_methods(&c))
             .unwrap_or_default()
     }
@@ -487,8 +487,8 @@ impl ThreadHandle {
             let result = async {
                 let conn = registry().connection(&this.spec)?;
                 let cx = conn.ready().await?;
-                let req = UntypedMessage::new("authenticate", json!({"methodId": method_id}))
-                    .map_err(|e| e.to_string())?;
+                let req =
+                    typed_request("authenticate", &AuthenticateRequest::new(method_id.clone()))?;
                 cx.send_request(req)
                     .block_task()
                     .await
@@ -519,8 +519,11 @@ impl ThreadHandle {
         let this = self.clone();
         spawn(async move {
             let result = async {
+                let mode = mode_id.clone();
                 let (_, answer) = this
-                    .session_request("session/set_mode", json!({"modeId": mode_id}))
+                    .session_request("session/set_mode", |sid| {
+                        SetSessionModeRequest::new(sid, mode)
+                    })
                     .await?;
                 answer.map_err(|e| e.to_string())
             }
@@ -598,17 +601,52 @@ fn auth_methods(conn: &Connection) -> Vec<Value> {
 
 /// The text shown for the user's message: text blocks verbatim, other
 /// blocks as links.
-fn prompt_display_text(blocks: &Value) -> String {
+fn prompt_display_text(blocks: &[ContentBlock]) -> String {
     blocks
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .map(render::content_block_text)
-                .filter(|s| !s.is_empty())
-                .collect::<Vec<_>>()
-                .join("\n")
-        })
-        .unwrap_or_default()
+        .iter()
+        .filter_map(|b| serde_json::to_value(b).ok())
+        .map(|b| crate::update::content_block_text(&b))
+        .filter(|s| !s.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+impl SessionSink for ThreadHandle {
+    fn apply_update(&self, update: SessionUpdate) {
+        self.with_model(|m| m.apply_update(&update));
+    }
+
+    fn agent_request(&self, request: AgentRequest, responder: Responder<Value>) {
+        let Some(this) = registry().thread(self.id).ok() else {
+            let _ = responder.respond_with_error(
+                agent_client_protocol::Error::invalid_params()
+                    .data(json!({"reason": "the chat was closed"})),
+            );
+            return;
+        };
+        match request {
+            AgentRequest::Permission { request, raw, .. } => {
+                this.request_permission(request, raw, responder)
+            }
+            other => {
+                let method = other.method();
+                if let Some(responder) = crate::handlers::try_handle(&this, other, responder) {
+                    log::info(format!("answered -32601 to {method}"));
+                    let _ = responder
+                        .respond_with_error(agent_client_protocol::Error::method_not_found());
+                }
+            }
+        }
+    }
+
+    fn disconnected(&self, conn: &Arc<Connection>, reason: &str) {
+        let (Ok(this), conn, reason) =
+            (registry().thread(self.id), conn.clone(), reason.to_owned())
+        else {
+            return;
+        };
+        spawn(async move { this.on_disconnected(&conn, &reason).await });
+    }
 }
 
 pub fn spawn<F>(fut: F)
@@ -629,7 +667,11 @@ where
 #[derive(Default)]
 pub struct Registry {
     threads: Mutex<HashMap<u64, Arc<ThreadHandle>>>,
-    agents: Mutex<HashMap<String, Arc<Connection>>>,
+    /// One agent process per (agent name, project directory).
+    agents: Mutex<HashMap<(String, std::path::PathBuf), Arc<Connection>>>,
+    /// Every process ever started, for the exit cleanup (a replaced
+    /// connection's process may still run).
+    spawned: Mutex<Vec<Arc<Connection>>>,
     next_thread: AtomicU64,
 }
 
@@ -643,26 +685,30 @@ impl Registry {
     /// process serves every chat that uses the same agent config.
     fn connection(&self, spec: &AgentSpec) -> Result<Arc<Connection>, String> {
         let mut agents = self.agents.lock();
-        if let Some(conn) = agents.get(&spec.name) {
+        let key = (spec.name.clone(), spec.cwd.clone());
+        if let Some(conn) = agents.get(&key) {
             if !conn.is_closed() && conn.spec == *spec {
                 return Ok(conn.clone());
             }
         }
         let conn = Connection::spawn(spec.clone())?;
-        agents.insert(spec.name.clone(), conn.clone());
+        agents.insert(key, conn.clone());
+        let mut spawned = self.spawned.lock();
+        spawned.retain(|c| !c.is_closed() || !c.group_gone());
+        spawned.push(conn.clone());
         Ok(conn)
     }
 
     /// The running connection for an agent name, if any.
-    fn live_connection(&self, name: &str) -> Option<Arc<Connection>> {
+    fn live_connection(&self, spec: &AgentSpec) -> Option<Arc<Connection>> {
         self.agents
             .lock()
-            .get(name)
+            .get(&(spec.name.clone(), spec.cwd.clone()))
             .filter(|c| !c.is_closed())
             .cloned()
     }
 
-    pub fn open_thread(&self, spec: AgentSpec, mcp_servers: Value, policy: Policy) -> u64 {
+    pub fn open_thread(&self, spec: AgentSpec, mcp_servers: Vec<McpServer>, policy: Policy) -> u64 {
         let id = self.next_thread.fetch_add(1, Ordering::Relaxed) + 1;
         let handle = Arc::new(ThreadHandle {
             id,
@@ -672,9 +718,7 @@ impl Registry {
             mcp_servers,
             session: tokio::sync::Mutex::new(None),
             current: Mutex::new(None),
-            permissions: Mutex::new(HashMap::new()),
-            remembered: Mutex::new(HashMap::new()),
-            next_request: AtomicU64::new(1),
+            permissions: Mutex::new(Permissions::default()),
             lost_session: std::sync::atomic::AtomicBool::new(false),
         });
         self.threads.lock().insert(id, handle.clone());
@@ -702,7 +746,8 @@ impl Registry {
     /// Ends every agent's process group: SIGTERM to all, then SIGKILL to
     /// whatever is left after `grace`. Blocks for at most `grace`.
     pub fn kill_all(&self, grace: Duration) {
-        let conns: Vec<_> = self.agents.lock().drain().map(|(_, c)| c).collect();
+        self.agents.lock().clear();
+        let conns: Vec<_> = self.spawned.lock().drain(..).collect();
         for conn in &conns {
             conn.terminate();
         }
@@ -717,9 +762,9 @@ impl Registry {
     }
 
     pub fn agent_pids(&self) -> Vec<u32> {
-        self.agents
+        self.spawned
             .lock()
-            .values()
+            .iter()
             .filter(|c| !c.is_closed())
             .map(|c| c.pid)
             .collect()

@@ -3,14 +3,15 @@
 //! returns the granular events ("entry added / appended / replaced") the view
 //! needs, and every entry can render itself to markdown.
 //!
-//! Incoming `session/update` payloads are read from raw JSON on purpose: real
-//! agents send `null` for optional fields, unknown `kind`s and ids that were
-//! never announced, and a strict typed parse would drop such updates.
+//! Input arrives typed (`update::SessionUpdate`), parsed leniently at the
+//! edge: real agents send `null` for optional fields, unknown `kind`s and ids
+//! that were never announced, and a strict parse would drop such updates.
 
 use serde_json::Value;
 
 use crate::render;
 use crate::schema::{PlanPriority, PlanStatus, ToolKind, ToolStatus};
+use crate::update::{self, field, str_field, SessionUpdate, ToolCallPatch};
 
 /// What the view must do after a model change. Indexes are stable entry ids.
 #[derive(Debug, Clone, PartialEq)]
@@ -203,6 +204,8 @@ pub struct ToolCall {
     pub locations: Vec<(String, Option<u64>)>,
     pub content: Vec<ToolContent>,
     pub raw_input: Option<String>,
+    /// The command the tool runs, as text (policies match on it).
+    pub command: Option<String>,
     /// Output the agent reports only in `rawOutput` (codex-acp's
     /// `aggregated_output`, claude-code-acp's content blocks), with its exit.
     pub raw_output: Option<RawOutput>,
@@ -222,6 +225,7 @@ impl ToolCall {
             locations: Vec::new(),
             content: Vec::new(),
             raw_input: None,
+            command: None,
             raw_output: None,
             notes: Vec::new(),
             client_state: None,
@@ -242,57 +246,6 @@ impl ToolCall {
 pub struct RawOutput {
     pub text: String,
     pub exit_code: Option<i64>,
-}
-
-impl RawOutput {
-    /// Reads the shapes real agents send: a string, a list of content
-    /// blocks, or an object with `aggregated_output` / `formatted_output` /
-    /// `output` / `stdout` (+ `stderr`) and `exit_code`. Anything else
-    /// (a structured result the client cannot read) gives None.
-    pub fn from_value(v: &Value) -> Option<Self> {
-        match v {
-            Value::String(s) => Some(Self {
-                text: s.clone(),
-                exit_code: None,
-            }),
-            Value::Array(items) => {
-                let text = items
-                    .iter()
-                    .map(|b| match str_field(b, "type").as_deref() {
-                        Some("content") => field(b, "content")
-                            .map(render::content_block_text)
-                            .unwrap_or_default(),
-                        _ => render::content_block_text(b),
-                    })
-                    .filter(|t| !t.is_empty())
-                    .collect::<Vec<_>>()
-                    .join("\n");
-                (!text.is_empty()).then_some(Self {
-                    text,
-                    exit_code: None,
-                })
-            }
-            Value::Object(_) => {
-                let text = ["aggregated_output", "formatted_output", "output", "stdout"]
-                    .iter()
-                    .find_map(|k| str_field(v, k))
-                    .map(
-                        |out| match str_field(v, "stderr").filter(|e| !e.is_empty()) {
-                            Some(err) if field(v, "stdout").is_some() => format!("{out}{err}"),
-                            _ => out,
-                        },
-                    );
-                let exit_code = ["exit_code", "exitCode"]
-                    .iter()
-                    .find_map(|k| field(v, k).and_then(Value::as_i64));
-                (text.is_some() || exit_code.is_some()).then(|| Self {
-                    text: text.unwrap_or_default(),
-                    exit_code,
-                })
-            }
-            _ => None,
-        }
-    }
 }
 
 /// Output of a terminal shown in the chat (capped at `TERM_VIEW_BYTES`).
@@ -611,7 +564,7 @@ impl Thread {
 
     /// A permission request names a tool call (possibly for the first time,
     /// as gemini-cli does): merge it and mark it waiting for the user.
-    pub fn permission_requested(&mut self, tool_call: &Value) -> Vec<ThreadEvent> {
+    pub fn permission_requested(&mut self, tool_call: &ToolCallPatch) -> Vec<ThreadEvent> {
         let mut out = Vec::new();
         self.tool_call_with(tool_call, false, &mut out, |tc| {
             tc.client_state = Some(ClientState::WaitingForYou)
@@ -644,6 +597,14 @@ impl Thread {
         self.entries
             .get(index)
             .and_then(|e| serde_json::to_value(e).ok())
+    }
+
+    /// The newest card with this id.
+    pub fn tool_call(&self, id: &str) -> Option<&ToolCall> {
+        match self.find_tool_call(id).map(|i| &self.entries[i]) {
+            Some(Entry::ToolCall(tc)) => Some(tc),
+            _ => None,
+        }
     }
 
     pub fn tool_call_index(&self, id: &str) -> Option<usize> {
@@ -691,71 +652,65 @@ impl Thread {
     }
 
     /// Applies one `session/update` payload (the `update` object).
-    pub fn apply_update(&mut self, update: &Value) -> Vec<ThreadEvent> {
+    /// Applies one typed `session/update` (see `update::parse_update`).
+    pub fn apply_update(&mut self, update: &SessionUpdate) -> Vec<ThreadEvent> {
         let mut out = Vec::new();
-        let kind = update
-            .get("sessionUpdate")
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        match kind {
-            "agent_message_chunk" => self.chunk(EntryKind::Agent, update, &mut out),
-            "agent_thought_chunk" => self.chunk(EntryKind::Thought, update, &mut out),
-            "user_message_chunk" => self.chunk(EntryKind::User, update, &mut out),
-            "tool_call" => self.tool_call_with(update, true, &mut out, |_| {}),
-            "tool_call_update" => self.tool_call_with(update, false, &mut out, |_| {}),
-            "plan" => self.plan(update, &mut out),
-            "session_info_update" => {
-                if let Some(title) = str_field(update, "title") {
-                    self.title = Some(title.clone());
-                    out.push(ThreadEvent::Title { title });
-                }
+        match update {
+            SessionUpdate::Chunk {
+                kind,
+                message_id,
+                text,
+            } => self.chunk(*kind, message_id.as_deref(), text, &mut out),
+            SessionUpdate::ToolCall { patch, announce } => {
+                self.tool_call_with(patch, *announce, &mut out, |_| {})
             }
-            "current_mode_update" => {
-                if let Some(mode_id) = str_field(update, "currentModeId") {
-                    out.push(ThreadEvent::Mode { mode_id });
-                }
+            SessionUpdate::Plan(items) => self.plan(items.clone(), &mut out),
+            SessionUpdate::Title(title) => {
+                self.title = Some(title.clone());
+                out.push(ThreadEvent::Title {
+                    title: title.clone(),
+                });
             }
-            "available_commands_update" => {
-                if let Some(cmds) = field(update, "availableCommands").filter(|v| v.is_array()) {
-                    out.push(ThreadEvent::Commands {
-                        commands: cmds.clone(),
-                    });
-                }
-            }
-            "config_option_update" => {
-                if let Some(options) = field(update, "configOptions").filter(|v| v.is_array()) {
-                    out.push(ThreadEvent::ConfigOptions {
-                        options: options.clone(),
-                    });
-                }
-            }
-            "usage_update" => {
-                let mut usage = update.clone();
-                if let Some(m) = usage.as_object_mut() {
-                    m.remove("sessionUpdate");
-                }
-                out.push(ThreadEvent::Usage { usage });
-            }
-            _ => {}
+            SessionUpdate::Mode(mode_id) => out.push(ThreadEvent::Mode {
+                mode_id: mode_id.clone(),
+            }),
+            SessionUpdate::Commands(commands) => out.push(ThreadEvent::Commands {
+                commands: commands.clone(),
+            }),
+            SessionUpdate::ConfigOptions(options) => out.push(ThreadEvent::ConfigOptions {
+                options: options.clone(),
+            }),
+            SessionUpdate::Usage(usage) => out.push(ThreadEvent::Usage {
+                usage: usage.clone(),
+            }),
+            SessionUpdate::Ignored(_) => {}
         }
         out
     }
 
-    fn chunk(&mut self, kind: EntryKind, update: &Value, out: &mut Vec<ThreadEvent>) {
+    /// `apply_update` of a raw update (tests, fixtures).
+    pub fn apply_json(&mut self, update: &Value) -> Vec<ThreadEvent> {
+        self.apply_update(&update::parse_update(update))
+    }
+
+    fn chunk(
+        &mut self,
+        kind: EntryKind,
+        message_id: Option<&str>,
+        text: &str,
+        out: &mut Vec<ThreadEvent>,
+    ) {
         // After a user cancel, text still in flight belongs to the dead turn.
         if self.cancelled && kind != EntryKind::User {
             return;
         }
-        let text = match field(update, "content") {
-            Some(block) => render::content_block_text(block),
-            None => return,
-        };
         if text.is_empty() {
             return;
         }
+        let text = text.to_owned();
         // Chunks of two messages with distinct ids never merge; without ids,
         // consecutive chunks of one kind are one message.
-        let message_id = str_field(update, "messageId");
+        let message_id = message_id.map(str::to_owned);
         let same_message = match (&message_id, &self.last_message_id) {
             (Some(a), Some(b)) => a == b,
             _ => true,
@@ -802,14 +757,15 @@ impl Thread {
     /// rewriting the old one.
     fn tool_call_with(
         &mut self,
-        update: &Value,
+        update: &ToolCallPatch,
         announce: bool,
         out: &mut Vec<ThreadEvent>,
         adjust: impl FnOnce(&mut ToolCall),
     ) {
-        let Some(id) = field(update, "toolCallId").and_then(Value::as_str) else {
+        let id = update.id.as_str();
+        if id.is_empty() {
             return;
-        };
+        }
         let existing = self
             .find_tool_call(id)
             .filter(|&i| !announce || i >= self.turn_start);
@@ -834,11 +790,11 @@ impl Thread {
 
     /// The agent-owned display terminal of the Claude and Codex adapters:
     /// `_meta.terminal_info` / `terminal_output` / `terminal_exit`.
-    fn meta_terminals(&mut self, update: &Value, out: &mut Vec<ThreadEvent>) {
-        let Some(meta) = field(update, "_meta") else {
+    fn meta_terminals(&mut self, update: &ToolCallPatch, out: &mut Vec<ThreadEvent>) {
+        let Some(meta) = &update.meta else {
             return;
         };
-        let tool_id = str_field(update, "toolCallId").unwrap_or_default();
+        let tool_id = update.id.clone();
         let term_id = |v: &Value| str_field(v, "terminal_id").unwrap_or_else(|| tool_id.clone());
         if let Some(info) = field(meta, "terminal_info") {
             let id = term_id(info);
@@ -997,21 +953,7 @@ impl Thread {
         (Some(id), out)
     }
 
-    fn plan(&mut self, update: &Value, out: &mut Vec<ThreadEvent>) {
-        let items = field(update, "entries")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .map(|e| PlanItem {
-                        content: str_field(e, "content").unwrap_or_default(),
-                        status: str_field(e, "status")
-                            .map_or(PlanStatus::Pending, |s| PlanStatus::parse(&s)),
-                        priority: str_field(e, "priority")
-                            .map_or(PlanPriority::Medium, |s| PlanPriority::parse(&s)),
-                    })
-                    .collect::<Vec<_>>()
-            })
-            .unwrap_or_default();
+    fn plan(&mut self, items: Vec<PlanItem>, out: &mut Vec<ThreadEvent>) {
         // One plan block per thread, replaced in place on every update.
         if let Some(index) = self
             .entries
@@ -1031,60 +973,27 @@ fn notice_entry(level: NoticeLevel, text: String) -> Entry {
     Entry::Notice { level, text }
 }
 
-/// A field that is present and not `null` (agents send `null` for "absent").
-pub fn field<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
-    v.get(key).filter(|x| !x.is_null())
-}
-
-fn str_field(v: &Value, key: &str) -> Option<String> {
-    field(v, key).and_then(Value::as_str).map(str::to_owned)
-}
-
-fn tool_content(item: &Value) -> Option<ToolContent> {
-    let s = |k: &str| str_field(item, k);
-    match s("type")?.as_str() {
-        "content" => Some(ToolContent::Text {
-            text: field(item, "content")
-                .map(render::content_block_text)
-                .unwrap_or_default(),
-        }),
-        "diff" => Some(ToolContent::Diff {
-            path: s("path")?,
-            old_text: s("oldText"),
-            new_text: s("newText").unwrap_or_default(),
-        }),
-        "terminal" => Some(ToolContent::Terminal {
-            id: s("terminalId")?,
-            tail: String::new(),
-            more_lines: 0,
-            exit: None,
-            known: false,
-        }),
-        _ => None,
-    }
-}
-
 const GENERIC_TITLES: &[&str] = &[
     "Bash", "Read", "Write", "Edit", "Search", "Fetch", "Terminal", "Tool",
 ];
 
 /// Merge rules seen in real traffic: absent/null fields keep their value,
 /// `content`/`locations` replace when present (an empty content list means
-/// "no change"), unknown kinds become `other`.
-pub fn merge_tool_call(tc: &mut ToolCall, update: &Value) {
-    if let Some(title) = str_field(update, "title") {
+/// "no change"), unknown kinds become `other`, and a known kind is never
+/// changed behind the user's back.
+pub fn merge_tool_call(tc: &mut ToolCall, update: &ToolCallPatch) {
+    if let Some(title) = &update.title {
         let generic = GENERIC_TITLES.contains(&title.as_str());
         if tc.title.is_empty() || !generic || GENERIC_TITLES.contains(&tc.title.as_str()) {
-            tc.title = title;
+            tc.title = title.clone();
         }
     }
-    if let Some(kind) = str_field(update, "kind") {
-        let kind = ToolKind::known_or_other(&kind);
+    if let Some(kind) = &update.kind {
         // The kind is what the user judges a call by (and what a policy
         // keys on): once known it is not changed behind the user's back.
         if tc.kind == ToolKind::Other {
-            tc.kind = kind;
-        } else if tc.kind != kind {
+            tc.kind = kind.clone();
+        } else if tc.kind != *kind {
             let note = format!(
                 "the agent changed this call's kind to `{kind}` (kept `{}`)",
                 tc.kind
@@ -1094,33 +1003,23 @@ pub fn merge_tool_call(tc: &mut ToolCall, update: &Value) {
             }
         }
     }
-    if let Some(status) = str_field(update, "status") {
-        tc.status = ToolStatus::parse(&status);
+    if let Some(status) = &update.status {
+        tc.status = status.clone();
     }
-    if let Some(locs) = field(update, "locations").and_then(Value::as_array) {
-        tc.locations = locs
-            .iter()
-            .filter_map(|l| {
-                // 1-based (schema v1); older agents sent 0 for the top.
-                Some((
-                    str_field(l, "path")?,
-                    field(l, "line").and_then(Value::as_u64).map(|n| n.max(1)),
-                ))
-            })
-            .collect();
+    if let Some(locs) = &update.locations {
+        tc.locations = locs.clone();
     }
-    if let Some(content) = field(update, "content").and_then(Value::as_array) {
-        if !content.is_empty() {
-            tc.content = content.iter().filter_map(tool_content).collect();
-        }
+    if let Some(content) = &update.content {
+        tc.content = content.clone();
     }
-    if let Some(raw) = field(update, "rawInput") {
-        tc.raw_input = Some(render::one_line_summary(raw));
+    if let Some(raw) = &update.raw_input {
+        tc.raw_input = Some(raw.clone());
     }
-    if let Some(raw) = field(update, "rawOutput") {
-        if let Some(output) = RawOutput::from_value(raw) {
-            tc.raw_output = Some(output);
-        }
+    if let Some(command) = &update.command {
+        tc.command = Some(command.clone());
+    }
+    if let Some(output) = &update.raw_output {
+        tc.raw_output = Some(output.clone());
     }
 }
 
@@ -1128,6 +1027,14 @@ pub fn merge_tool_call(tc: &mut ToolCall, update: &Value) {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// A tool-call update's fields (id "x" unless given).
+    fn patch(mut v: Value) -> ToolCallPatch {
+        if v.get("toolCallId").is_none() {
+            v["toolCallId"] = json!("x");
+        }
+        update::parse_tool_call(&v).unwrap()
+    }
 
     fn chunk(kind: &str, text: &str) -> Value {
         json!({"sessionUpdate": kind, "content": {"type": "text", "text": text}})
@@ -1137,7 +1044,7 @@ mod tests {
     fn consecutive_chunks_append_to_one_entry() {
         let mut t = Thread::new("demo");
         t.begin_turn("hi");
-        let ev = t.apply_update(&chunk("agent_message_chunk", "Hel"));
+        let ev = t.apply_json(&chunk("agent_message_chunk", "Hel"));
         assert!(matches!(
             &ev[0],
             ThreadEvent::Added {
@@ -1154,7 +1061,7 @@ mod tests {
                 ..
             }
         ));
-        let ev = t.apply_update(&chunk("agent_message_chunk", "lo\nworld"));
+        let ev = t.apply_json(&chunk("agent_message_chunk", "lo\nworld"));
         assert_eq!(
             ev,
             vec![ThreadEvent::Appended {
@@ -1175,12 +1082,12 @@ mod tests {
     fn thought_fragments_keep_quote_prefix_consistent_with_full_render() {
         let mut t = Thread::new("demo");
         t.begin_turn("q");
-        let first = t.apply_update(&chunk("agent_thought_chunk", "a\nb"));
+        let first = t.apply_json(&chunk("agent_thought_chunk", "a\nb"));
         let ThreadEvent::Added { lines, .. } = &first[1] else {
             panic!()
         };
         let mut rendered = lines.join("\n");
-        for ev in t.apply_update(&chunk("agent_thought_chunk", "c\n\nd")) {
+        for ev in t.apply_json(&chunk("agent_thought_chunk", "c\n\nd")) {
             let ThreadEvent::Appended { text, .. } = ev else {
                 panic!()
             };
@@ -1193,7 +1100,7 @@ mod tests {
     fn chunks_after_user_cancel_are_ignored_until_next_prompt() {
         let mut t = Thread::new("demo");
         let (turn, _) = t.begin_turn("q");
-        t.apply_update(&chunk("agent_message_chunk", "partial"));
+        t.apply_json(&chunk("agent_message_chunk", "partial"));
         let (was_running, ev) = t.cancel();
         assert!(was_running);
         assert!(ev.iter().any(|e| matches!(
@@ -1204,13 +1111,13 @@ mod tests {
             }
         )));
         assert!(t
-            .apply_update(&chunk("agent_message_chunk", " late"))
+            .apply_json(&chunk("agent_message_chunk", " late"))
             .is_empty());
         // The agent's own "cancelled" answer must not add a second notice.
         assert!(t.end_turn(turn, "cancelled").is_empty());
         t.begin_turn("again");
         assert!(!t
-            .apply_update(&chunk("agent_message_chunk", "new"))
+            .apply_json(&chunk("agent_message_chunk", "new"))
             .is_empty());
     }
 
@@ -1247,7 +1154,7 @@ mod tests {
         let mut t = Thread::new("demo");
         t.begin_turn("q");
         // An update for an id never announced creates the entry.
-        let ev = t.apply_update(&json!({"sessionUpdate":"tool_call_update","toolCallId":"t1","title":"Bash","kind":"weird","status":null}));
+        let ev = t.apply_json(&json!({"sessionUpdate":"tool_call_update","toolCallId":"t1","title":"Bash","kind":"weird","status":null}));
         assert!(matches!(
             ev[1],
             ThreadEvent::Added {
@@ -1257,7 +1164,7 @@ mod tests {
             }
         ));
         // A second tool_call with the same id updates it.
-        let ev = t.apply_update(&json!({"sessionUpdate":"tool_call","toolCallId":"t1","title":"ls -la","status":"in_progress","content":[]}));
+        let ev = t.apply_json(&json!({"sessionUpdate":"tool_call","toolCallId":"t1","title":"ls -la","status":"in_progress","content":[]}));
         assert!(matches!(ev[0], ThreadEvent::Replaced { index: 2, .. }));
         let Entry::ToolCall(tc) = &t.entries()[2] else {
             panic!()
@@ -1267,7 +1174,7 @@ mod tests {
             ("ls -la", "other", "in_progress")
         );
         // A generic title does not downgrade the real one.
-        t.apply_update(&json!({"sessionUpdate":"tool_call_update","toolCallId":"t1","title":"Bash","status":"completed"}));
+        t.apply_json(&json!({"sessionUpdate":"tool_call_update","toolCallId":"t1","title":"Bash","status":"completed"}));
         let Entry::ToolCall(tc) = &t.entries()[2] else {
             panic!()
         };
@@ -1282,7 +1189,7 @@ mod tests {
     fn terminal_output_updates_the_cards_that_show_it() {
         let mut t = Thread::new("demo");
         t.begin_turn("q");
-        t.apply_update(
+        t.apply_json(
             &json!({"sessionUpdate":"tool_call","toolCallId":"c1","title":"make","kind":"execute",
             "content":[{"type":"terminal","terminalId":"term-1"}]}),
         );
@@ -1322,7 +1229,7 @@ mod tests {
     fn a_terminal_id_nobody_streams_is_listed_not_shown_as_running() {
         let mut t = Thread::new("demo");
         t.begin_turn("q");
-        t.apply_update(&json!({"sessionUpdate":"tool_call","toolCallId":"c","title":"cargo test","kind":"execute",
+        t.apply_json(&json!({"sessionUpdate":"tool_call","toolCallId":"c","title":"cargo test","kind":"execute",
             "status":"completed","content":[{"type":"terminal","terminalId":"codex-owned-1"}]}));
         let md = t.entries()[2].to_markdown();
         assert!(
@@ -1336,15 +1243,15 @@ mod tests {
     fn agent_owned_meta_terminal_renders_like_a_client_terminal() {
         let mut t = Thread::new("demo");
         t.begin_turn("q");
-        t.apply_update(
+        t.apply_json(
             &json!({"sessionUpdate":"tool_call","toolCallId":"c1","title":"ls","kind":"execute",
             "_meta":{"terminal_info":{"terminal_id":"c1"}}}),
         );
-        t.apply_update(
+        t.apply_json(
             &json!({"sessionUpdate":"tool_call_update","toolCallId":"c1",
             "_meta":{"terminal_output":{"terminal_id":"c1","data":"README.md\nsrc\n"}}}),
         );
-        t.apply_update(
+        t.apply_json(
             &json!({"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed",
             "_meta":{"terminal_exit":{"terminal_id":"c1","exit_code":0,"signal":null}}}),
         );
@@ -1360,20 +1267,20 @@ mod tests {
     fn raw_output_shapes_of_real_agents() {
         let codex = json!({"aggregated_output":"a\nb\n","exit_code":2,"formatted_output":"a\nb\n"});
         assert_eq!(
-            RawOutput::from_value(&codex),
+            update::raw_output(&codex),
             Some(RawOutput {
                 text: "a\nb\n".into(),
                 exit_code: Some(2)
             })
         );
         let claude = json!([{"type":"text","text":"one"},{"type":"content","content":{"type":"text","text":"two"}}]);
-        assert_eq!(RawOutput::from_value(&claude).unwrap().text, "one\ntwo");
+        assert_eq!(update::raw_output(&claude).unwrap().text, "one\ntwo");
         assert_eq!(
-            RawOutput::from_value(&json!("plain")).unwrap().text,
+            update::raw_output(&json!("plain")).unwrap().text,
             "plain"
         );
-        assert_eq!(RawOutput::from_value(&json!({"files": 3})), None);
-        assert_eq!(RawOutput::from_value(&json!(7)), None);
+        assert_eq!(update::raw_output(&json!({"files": 3})), None);
+        assert_eq!(update::raw_output(&json!(7)), None);
     }
 
     #[test]
@@ -1381,10 +1288,10 @@ mod tests {
         let mut t = Thread::new("demo");
         t.begin_turn("q");
         let msg = |id: Option<&str>, text: &str| json!({"sessionUpdate":"agent_message_chunk","messageId":id,"content":{"type":"text","text":text}});
-        t.apply_update(&msg(Some("m1"), "a"));
-        t.apply_update(&msg(Some("m1"), "b"));
-        t.apply_update(&msg(None, "c"));
-        t.apply_update(&msg(Some("m2"), "d"));
+        t.apply_json(&msg(Some("m1"), "a"));
+        t.apply_json(&msg(Some("m1"), "b"));
+        t.apply_json(&msg(None, "c"));
+        t.apply_json(&msg(Some("m2"), "d"));
         let texts: Vec<String> = t.entries()[2..].iter().map(Entry::to_markdown).collect();
         assert_eq!(texts, vec!["abc", "d"]);
     }
@@ -1392,9 +1299,7 @@ mod tests {
     #[test]
     fn locations_are_one_based_and_zero_means_the_top() {
         let mut tc = ToolCall::new("x");
-        merge_tool_call(
-            &mut tc,
-            &json!({"locations":[{"path":"/a","line":0},{"path":"/a","line":1},{"path":"/a","line":7},{"path":"/b"}]}),
+        merge_tool_call(&mut tc, &patch(json!({"locations":[{"path":"/a","line":0},{"path":"/a","line":1},{"path":"/a","line":7},{"path":"/b"}]})),
         );
         assert_eq!(
             tc.locations,
@@ -1411,23 +1316,23 @@ mod tests {
     fn a_known_kind_is_kept_and_a_reused_id_gets_a_new_card_in_a_new_turn() {
         let mut t = Thread::new("demo");
         t.begin_turn("q");
-        t.apply_update(
+        t.apply_json(
             &json!({"sessionUpdate":"tool_call","toolCallId":"c","title":"Read a","kind":"read"}),
         );
-        t.apply_update(&json!({"sessionUpdate":"tool_call","toolCallId":"c","title":"rm -rf /","kind":"execute"}));
+        t.apply_json(&json!({"sessionUpdate":"tool_call","toolCallId":"c","title":"rm -rf /","kind":"execute"}));
         let Entry::ToolCall(tc) = &t.entries()[2] else {
             panic!()
         };
         assert_eq!(tc.kind, ToolKind::Read);
         assert_eq!(tc.notes.len(), 1);
         // An unknown kind can still become known.
-        t.apply_update(
+        t.apply_json(
             &json!({"sessionUpdate":"tool_call_update","toolCallId":"u","kind":"other"}),
         );
-        t.apply_update(&json!({"sessionUpdate":"tool_call_update","toolCallId":"u","kind":"edit"}));
+        t.apply_json(&json!({"sessionUpdate":"tool_call_update","toolCallId":"u","kind":"edit"}));
         assert!(matches!(&t.entries()[3], Entry::ToolCall(tc) if tc.kind == ToolKind::Edit));
         t.begin_turn("again");
-        t.apply_update(
+        t.apply_json(
             &json!({"sessionUpdate":"tool_call","toolCallId":"c","title":"Write b","kind":"edit"}),
         );
         let cards: Vec<(String, String)> = t
@@ -1448,7 +1353,7 @@ mod tests {
             ]
         );
         // An update (not an announcement) still reaches the newest card.
-        t.apply_update(
+        t.apply_json(
             &json!({"sessionUpdate":"tool_call_update","toolCallId":"c","status":"completed"}),
         );
         assert!(
@@ -1459,7 +1364,7 @@ mod tests {
     #[test]
     fn config_options_and_usage_are_distinct_events() {
         let mut t = Thread::new("demo");
-        let ev = t.apply_update(
+        let ev = t.apply_json(
             &json!({"sessionUpdate":"config_option_update","configOptions":[{"id":"model"}]}),
         );
         assert_eq!(
@@ -1468,7 +1373,7 @@ mod tests {
                 options: json!([{"id":"model"}])
             }]
         );
-        let ev = t.apply_update(&json!({"sessionUpdate":"usage_update","used":5,"size":10}));
+        let ev = t.apply_json(&json!({"sessionUpdate":"usage_update","used":5,"size":10}));
         assert_eq!(
             ev,
             vec![ThreadEvent::Usage {
@@ -1481,8 +1386,8 @@ mod tests {
     fn writes_are_noted_on_the_matching_tool_call() {
         let mut t = Thread::new("demo");
         t.begin_turn("q");
-        t.apply_update(&json!({"sessionUpdate":"tool_call","toolCallId":"a","title":"Edit a","kind":"edit","status":"in_progress","locations":[{"path":"/p/a.rs"}]}));
-        t.apply_update(&json!({"sessionUpdate":"tool_call","toolCallId":"b","title":"Edit b","kind":"edit","status":"in_progress"}));
+        t.apply_json(&json!({"sessionUpdate":"tool_call","toolCallId":"a","title":"Edit a","kind":"edit","status":"in_progress","locations":[{"path":"/p/a.rs"}]}));
+        t.apply_json(&json!({"sessionUpdate":"tool_call","toolCallId":"b","title":"Edit b","kind":"edit","status":"in_progress"}));
         let (id, ev) = t.note_write("/p/a.rs", "wrote /p/a.rs".into());
         assert_eq!(id.as_deref(), Some("a"));
         assert!(matches!(ev[0], ThreadEvent::Replaced { index: 2, .. }));
@@ -1494,9 +1399,9 @@ mod tests {
     fn plan_is_replaced_in_place() {
         let mut t = Thread::new("demo");
         t.begin_turn("q");
-        t.apply_update(&json!({"sessionUpdate":"plan","entries":[{"content":"a","status":"pending","priority":"high"}]}));
-        t.apply_update(&chunk("agent_message_chunk", "text"));
-        let ev = t.apply_update(&json!({"sessionUpdate":"plan","entries":[{"content":"a","status":"completed","priority":"high"}]}));
+        t.apply_json(&json!({"sessionUpdate":"plan","entries":[{"content":"a","status":"pending","priority":"high"}]}));
+        t.apply_json(&chunk("agent_message_chunk", "text"));
+        let ev = t.apply_json(&json!({"sessionUpdate":"plan","entries":[{"content":"a","status":"completed","priority":"high"}]}));
         assert!(matches!(ev[0], ThreadEvent::Replaced { index: 2, .. }));
         assert!(t.entries()[2].to_markdown().contains("[x] a"));
     }
@@ -1506,11 +1411,11 @@ mod tests {
         let mut t = Thread::new("demo");
         t.begin_turn("q");
         assert!(t
-            .apply_update(&json!({"sessionUpdate":"something_new","x":1}))
+            .apply_json(&json!({"sessionUpdate":"something_new","x":1}))
             .is_empty());
         assert!(t
-            .apply_update(&json!({"sessionUpdate":"agent_message_chunk","content":null}))
+            .apply_json(&json!({"sessionUpdate":"agent_message_chunk","content":null}))
             .is_empty());
-        assert!(t.apply_update(&json!({"no":"kind"})).is_empty());
+        assert!(t.apply_json(&json!({"no":"kind"})).is_empty());
     }
 }

@@ -384,32 +384,6 @@ return {
     T.match(H.transcript_text(child), '%[execute%]%*%* rm %-rf build · _cancelled_')
   end },
 
-  { 'policy: auto-allow by kind with a notice; "always" is remembered, shown and reset', function()
-    local read_req = H.req('session/request_permission', {
-      toolCall = { toolCallId = 'r1', title = 'Read x', kind = 'read' }, options = OPTIONS })
-    local child, paths = run(nil, { no_turn = true, config = { permissions = { auto_allow = { 'read' } } }, turns = {
-      { match = 'read', steps = { read_req } },
-      { match = 'exec', steps = { perm('e1') } },
-    } })
-    H.turn(child, 'read')
-    T.eq(H.responses(paths)[1].result.outcome.optionId, 'o-allow')
-    T.match(H.transcript_text(child), '✎ auto%-allowed %(`read` is allowed in your config%)')
-    -- First execute request: the user picks "always".
-    child:lua([[require('acp').send('exec')]])
-    child:wait_for([[return #require('acp.permission').queue == 1]])
-    child:feed('<Esc>')
-    child:cmd('AcpPermission')
-    child:feed('a')
-    child:wait_for([[return require('acp').current().turns_ended == 2]])
-    -- The second one is answered without asking, with a note on the card.
-    H.turn(child, 'exec')
-    T.eq(H.responses(paths)[3].result.outcome.optionId, 'o-always')
-    T.match(H.transcript_text(child), 'allowed by your earlier "always" choice for `execute`')
-    T.eq(child:lua([[return require('acp.permission').decisions(require('acp').current())]]), { execute = 'allow_always' })
-    child:cmd('AcpPermissions reset')
-    T.eq(child:lua([[return require('acp_core').decisions(require('acp').current().thread)]]), {})
-  end },
-
   -- Plan, quickfix, follow -----------------------------------------------------------
   { 'the plan is one checklist block, replaced in place and pinned while the turn runs', function()
     local function plan(a, b)

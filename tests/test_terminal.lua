@@ -16,7 +16,10 @@ local function project()
   return dir
 end
 
+-- These cases test the terminal mechanics: the confirmation before an
+-- unrequested terminal is tested in test_trust.
 local function start(dir, steps, config)
+  config = vim.tbl_deep_extend('force', { terminal = { confirm = 'never' } }, config or {})
   local child, paths = H.start({ cwd = dir, turns = { { match = 'go', steps = steps } }, config = config })
   H.open(child)
   H.turn(child, 'go', 15000)
@@ -193,7 +196,7 @@ return {
   { 'running terminals are killed when Neovim quits', function()
     local dir = project()
     local marker = dir .. '/pid'
-    local child = H.start({ cwd = dir, turns = { { match = 'go', steps = {
+    local child = H.start({ cwd = dir, config = { terminal = { confirm = 'never' } }, turns = { { match = 'go', steps = {
       create({ command = ('echo $$ > %s; exec sleep 60'):format(marker) }),
       { hang = true },
     } } } })

@@ -41,6 +41,10 @@ M.defaults = {
     shell = 'sh',
     -- SIGTERM, then SIGKILL after this many ms (kill and release).
     kill_grace_ms = 2000,
+    -- When a `terminal/create` is shown to you before it runs:
+    -- 'unrequested' (unless you allowed a permission request of the same
+    -- turn that covers it), 'always', or 'never'.
+    confirm = 'unrequested',
   },
   -- Markers that find the project root (the session's cwd); falls back to
   -- the current directory.
@@ -80,8 +84,13 @@ M.defaults = {
   keymaps = true,
   -- Permission requests.
   permissions = {
-    -- Tool kinds allowed without asking, e.g. { 'read', 'search' }. The
-    -- card notes every automatic answer.
+    -- Requests answered "allow once" without asking: rules of a tool kind
+    -- and a pattern over the command (or title) you would read in the
+    -- float, e.g. { { kind = 'read' }, { kind = 'execute', pattern = 'git status*' } }
+    -- (`*` any text, `?` one character; a bare 'read' is { kind = 'read' }).
+    -- The kind is the one the card had before the request: a request
+    -- cannot change it. An "always" option is never picked for you. The
+    -- card notes every automatic answer. Empty by default.
     auto_allow = {},
     -- Move the cursor into the permission float when it opens, even while
     -- you type elsewhere (by default it only takes focus in normal mode).
@@ -139,6 +148,28 @@ local function validate(user, defaults, path)
       end
     elseif p == 'mcp_servers' then
       check_type(p, value, 'table')
+    elseif p == 'permissions.auto_allow' then
+      check_type(p, value, 'table')
+      for i, rule in ipairs(value) do
+        local rp = ('%s[%d]'):format(p, i)
+        if type(rule) == 'table' then
+          check_type(rp .. '.kind', rule.kind, 'string')
+          if rule.pattern ~= nil then
+            check_type(rp .. '.pattern', rule.pattern, 'string')
+          end
+          for k in pairs(rule) do
+            if k ~= 'kind' and k ~= 'pattern' then
+              fail(rp .. '.' .. tostring(k), 'is not a rule field (kind, pattern)')
+            end
+          end
+        else
+          check_type(rp, rule, 'string')
+        end
+      end
+    elseif p == 'terminal.confirm' then
+      if not vim.tbl_contains({ 'unrequested', 'always', 'never' }, value) then
+        fail(p, "must be 'unrequested', 'always' or 'never'")
+      end
     elseif type(default) == 'table' and not vim.islist(default) then
       check_type(p, value, 'table')
       validate(value, default, p)

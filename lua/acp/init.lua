@@ -129,6 +129,7 @@ local function agent_spec(name)
       save_unmodified = o.fs.save_unmodified,
       shell = o.terminal.shell,
       auto_allow = o.permissions.auto_allow,
+      terminal_confirm = o.terminal.confirm,
     },
   }
 end

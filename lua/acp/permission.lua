@@ -245,8 +245,9 @@ function M.focus(tool_call_id)
   end
 end
 
---- `:AcpPermissions [reset]`: the "always" decisions remembered this
---- session, and the kinds allowed by config.
+--- `:AcpPermissions [reset]`: the "always" answers you gave this session
+--- (the agent remembers them; the plugin never answers with them) and the
+--- rules allowed by config.
 function M.decisions(view, reset)
   local core = package.loaded.acp_core
   if not (view and core) then
@@ -255,19 +256,21 @@ function M.decisions(view, reset)
   end
   if reset then
     core.forget_decisions(view.thread)
-    vim.notify('acp.nvim: remembered permission decisions cleared')
+    vim.notify('acp.nvim: the list of "always" answers was cleared')
     return {}
   end
   local d = core.decisions(view.thread) or {}
   local lines = {}
-  for kind, choice in pairs(d) do
-    lines[#lines + 1] = ('  %s: %s'):format(kind, choice)
+  for _, c in ipairs(d) do
+    lines[#lines + 1] = ('  %s `%s`: %s'):format(c.kind, c.text, c.option)
   end
-  table.sort(lines)
-  local auto = config.options.permissions.auto_allow
-  local msg = (#lines > 0 and ('Remembered this session:\n' .. table.concat(lines, '\n')) or 'Nothing remembered this session.')
-    .. '\nAllowed by config: ' .. (#auto > 0 and table.concat(auto, ', ') or 'none')
-    .. '\n(:AcpPermissions reset forgets the remembered ones)'
+  local rules = {}
+  for _, r in ipairs(config.options.permissions.auto_allow) do
+    local rule = type(r) == 'table' and r or { kind = r }
+    rules[#rules + 1] = rule.kind .. ' ' .. (rule.pattern or '*')
+  end
+  local msg = (#lines > 0 and ('"Always" answers this session (the agent remembers them):\n' .. table.concat(lines, '\n')) or 'No "always" answers this session.')
+    .. '\nAllowed by config: ' .. (#rules > 0 and table.concat(rules, ', ') or 'none')
   vim.notify(msg)
   return d
 end

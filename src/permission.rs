@@ -1,0 +1,390 @@
+//! Permission requests: the user's auto-allow policy and the requests that
+//! wait for the user.
+//!
+//! The rules this module keeps:
+//! - only a deliberate act of the user, or a rule the user wrote, answers;
+//! - the plugin never picks an "always" option on its own: what "always"
+//!   means is the agent's business (a command prefix for Codex, a tool for
+//!   Gemini), and the agent remembers it;
+//! - a rule matches on what the user can read: the card's kind as first
+//!   recorded (a request cannot change it) and its command or title;
+//! - a decision is recorded before the reply goes out, so two requests in
+//!   the same millisecond see the same state.
+
+use std::collections::HashMap;
+
+use agent_client_protocol::v1::Responder;
+use serde_json::{json, Value};
+use tokio::sync::oneshot;
+
+use crate::schema::{PermissionOptionKind, ToolKind};
+use crate::update::PermissionOption;
+
+/// One auto-allow rule of the user's config: `{ kind = "read" }` or
+/// `{ kind = "execute", pattern = "git status*" }`. A bare string is a kind
+/// with the pattern `*`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AutoAllowRule {
+    pub kind: String,
+    /// `*` matches any run of characters, `?` one; everything else is
+    /// literal. Matched against the whole command (or the title).
+    pub pattern: String,
+}
+
+impl<'de> serde::Deserialize<'de> for AutoAllowRule {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(serde::Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Kind(String),
+            Rule {
+                kind: String,
+                #[serde(default)]
+                pattern: Option<String>,
+            },
+        }
+        Ok(match Raw::deserialize(d)? {
+            Raw::Kind(kind) => AutoAllowRule {
+                kind,
+                pattern: "*".into(),
+            },
+            Raw::Rule { kind, pattern } => AutoAllowRule {
+                kind,
+                pattern: pattern.unwrap_or_else(|| "*".into()),
+            },
+        })
+    }
+}
+
+/// `*` / `?` wildcard match of the whole `text`.
+pub fn wildcard_match(pattern: &str, text: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let t: Vec<char> = text.chars().collect();
+    let (mut pi, mut ti) = (0, 0);
+    let (mut star, mut mark) = (None, 0);
+    while ti < t.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
+            pi += 1;
+            ti += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some(pi);
+            mark = ti;
+            pi += 1;
+        } else if let Some(s) = star {
+            pi = s + 1;
+            mark += 1;
+            ti = mark;
+        } else {
+            return false;
+        }
+    }
+    while pi < p.len() && p[pi] == '*' {
+        pi += 1;
+    }
+    pi == p.len()
+}
+
+/// What a request is judged by: the card's recorded kind and the text the
+/// user reads (its command, else its title).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Subject {
+    pub kind: ToolKind,
+    pub text: String,
+}
+
+/// The policy's answer, if a rule the user wrote covers the request: the
+/// `allow_once` option (never an "always" one) and a note for the card.
+pub fn policy_answer(
+    rules: &[AutoAllowRule],
+    subject: &Subject,
+    options: &[PermissionOption],
+) -> Option<(PermissionOption, String)> {
+    let rule = rules
+        .iter()
+        .find(|r| r.kind == subject.kind.as_str() && wildcard_match(&r.pattern, &subject.text))?;
+    let option = options
+        .iter()
+        .find(|o| o.kind == PermissionOptionKind::AllowOnce)?
+        .clone();
+    let note = if rule.pattern == "*" {
+        format!("auto-allowed (`{}` is allowed in your config)", rule.kind)
+    } else {
+        format!(
+            "auto-allowed (`{}` matching `{}` is allowed in your config)",
+            rule.kind, rule.pattern
+        )
+    };
+    Some((option, note))
+}
+
+/// Where the user's answer goes.
+pub enum ReplyTo {
+    /// The agent's `session/request_permission`.
+    Agent(Responder<Value>),
+    /// The client's own question before running a terminal: true = run.
+    Terminal(oneshot::Sender<bool>),
+}
+
+/// A request waiting for the user.
+pub struct Pending {
+    pub reply: ReplyTo,
+    pub tool_id: String,
+    pub subject: Subject,
+    pub options: Vec<PermissionOption>,
+}
+
+/// The user's choice.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Choice {
+    Selected(PermissionOption),
+    Cancelled,
+}
+
+impl Choice {
+    pub fn allows(&self) -> bool {
+        matches!(self, Choice::Selected(o) if !o.kind.is_reject()
+            && !matches!(o.kind, PermissionOptionKind::Unknown(_)))
+    }
+
+    pub fn outcome(&self) -> Value {
+        match self {
+            Choice::Selected(o) => json!({"outcome": {"outcome": "selected", "optionId": o.id}}),
+            Choice::Cancelled => json!({"outcome": {"outcome": "cancelled"}}),
+        }
+    }
+}
+
+/// The chat's permission state: pending requests, and the permissions
+/// allowed in the current turn (a `terminal/create` they cover runs without
+/// asking again).
+#[derive(Default)]
+pub struct Permissions {
+    pending: HashMap<u64, Pending>,
+    next: u64,
+    /// Allowed execute-like requests of this turn not yet used by a
+    /// terminal: each covers one `terminal/create`.
+    grants: Vec<Subject>,
+    /// "Always" choices the user made this session (shown, never used to
+    /// answer: the agent remembers them).
+    always: Vec<(Subject, PermissionOptionKind)>,
+}
+
+impl Permissions {
+    pub fn add(&mut self, pending: Pending) -> u64 {
+        self.next += 1;
+        self.pending.insert(self.next, pending);
+        self.next
+    }
+
+    /// Takes request `id` for answering with `option_id` (None: cancelled).
+    /// An id that is not one of the request's options leaves it pending.
+    pub fn take(&mut self, id: u64, option_id: Option<&str>) -> Result<(Pending, Choice), String> {
+        let p = self
+            .pending
+            .get(&id)
+            .ok_or_else(|| format!("permission request {id} is no longer pending"))?;
+        let choice = match option_id {
+            None => Choice::Cancelled,
+            Some(oid) => Choice::Selected(
+                p.options
+                    .iter()
+                    .find(|o| o.id == oid)
+                    .cloned()
+                    .ok_or_else(|| format!("`{oid}` is not one of the agent's options"))?,
+            ),
+        };
+        let p = self.pending.remove(&id).expect("checked above");
+        self.record(&p.subject, &choice);
+        Ok((p, choice))
+    }
+
+    /// Records a decision (the user's or the policy's) before it is sent.
+    pub fn record(&mut self, subject: &Subject, choice: &Choice) {
+        if choice.allows() {
+            self.grants.push(subject.clone());
+        }
+        if let Choice::Selected(o) = choice {
+            if o.kind.is_always() {
+                self.always.push((subject.clone(), o.kind.clone()));
+            }
+        }
+    }
+
+    /// Every pending request, removed (a cancelled turn, a dead agent).
+    pub fn drain(&mut self) -> Vec<(u64, Pending)> {
+        self.pending.drain().collect()
+    }
+
+    /// A new turn: earlier allowances cover no new terminal.
+    pub fn new_turn(&mut self) {
+        self.grants.clear();
+    }
+
+    /// True (and the grant is used up) when an allowed request of this turn
+    /// covers running `command`: one whose command is the same, else the
+    /// oldest allowed execute request.
+    pub fn take_grant(&mut self, command: &str) -> bool {
+        let exact = self
+            .grants
+            .iter()
+            .position(|g| g.text.trim() == command.trim());
+        let any = || self.grants.iter().position(|g| g.kind == ToolKind::Execute);
+        match exact.or_else(any) {
+            Some(i) => {
+                self.grants.remove(i);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// "Always" choices of this session: (kind, text, option kind).
+    pub fn always_choices(&self) -> Vec<(String, String, String)> {
+        self.always
+            .iter()
+            .map(|(s, k)| (s.kind.to_string(), s.text.clone(), k.to_string()))
+            .collect()
+    }
+
+    pub fn forget_always(&mut self) {
+        self.always.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opt(id: &str, kind: &str) -> PermissionOption {
+        PermissionOption {
+            id: id.into(),
+            name: id.into(),
+            kind: PermissionOptionKind::parse(kind),
+        }
+    }
+
+    fn options() -> Vec<PermissionOption> {
+        vec![
+            opt("always", "allow_always"),
+            opt("once", "allow_once"),
+            opt("no", "reject_once"),
+        ]
+    }
+
+    fn subject(kind: ToolKind, text: &str) -> Subject {
+        Subject {
+            kind,
+            text: text.into(),
+        }
+    }
+
+    fn rule(kind: &str, pattern: &str) -> AutoAllowRule {
+        AutoAllowRule {
+            kind: kind.into(),
+            pattern: pattern.into(),
+        }
+    }
+
+    #[test]
+    fn wildcards_match_the_whole_text() {
+        assert!(wildcard_match("git status*", "git status --short"));
+        assert!(wildcard_match("git status*", "git status"));
+        assert!(!wildcard_match("git status*", "rm -rf / && git status"));
+        assert!(wildcard_match("*", ""));
+        assert!(wildcard_match("a?c", "abc"));
+        assert!(!wildcard_match("a?c", "abbc"));
+        assert!(wildcard_match("*.rs", "src/a.rs"));
+        assert!(!wildcard_match("*.rs", "src/a.rs.bak"));
+    }
+
+    #[test]
+    fn rules_match_kind_and_command_and_pick_allow_once_only() {
+        let rules = vec![rule("execute", "git status*"), rule("read", "*")];
+        let (o, note) = policy_answer(
+            &rules,
+            &subject(ToolKind::Execute, "git status"),
+            &options(),
+        )
+        .unwrap();
+        assert_eq!(o.id, "once", "never the always option");
+        assert!(note.contains("git status*"), "{note}");
+        assert!(
+            policy_answer(&rules, &subject(ToolKind::Execute, "rm -rf /"), &options()).is_none()
+        );
+        // A kind the user did not allow, whatever the text.
+        assert!(
+            policy_answer(&rules, &subject(ToolKind::Edit, "git status"), &options()).is_none()
+        );
+        // No allow_once option: the user is asked.
+        let only_always = vec![opt("always", "allow_always"), opt("no", "reject_once")];
+        assert!(policy_answer(&rules, &subject(ToolKind::Read, "a.txt"), &only_always).is_none());
+        // The default (no rules) answers nothing.
+        assert!(policy_answer(&[], &subject(ToolKind::Read, "a.txt"), &options()).is_none());
+    }
+
+    #[test]
+    fn rules_deserialize_from_a_kind_or_a_table() {
+        let rules: Vec<AutoAllowRule> = serde_json::from_value(serde_json::json!([
+            "read",
+            {"kind": "execute", "pattern": "ls*"},
+            {"kind": "search"}
+        ]))
+        .unwrap();
+        assert_eq!(
+            rules,
+            vec![
+                rule("read", "*"),
+                rule("execute", "ls*"),
+                rule("search", "*")
+            ]
+        );
+    }
+
+    fn pending(text: &str) -> Pending {
+        let (tx, _rx) = oneshot::channel();
+        Pending {
+            reply: ReplyTo::Terminal(tx),
+            tool_id: "t".into(),
+            subject: subject(ToolKind::Execute, text),
+            options: options(),
+        }
+    }
+
+    #[test]
+    fn an_always_answer_is_recorded_but_answers_nothing_later() {
+        let mut p = Permissions::default();
+        let id = p.add(pending("git status"));
+        let (_, choice) = p.take(id, Some("always")).unwrap();
+        assert!(choice.allows());
+        assert_eq!(p.always_choices().len(), 1);
+        // A later request is pending like any other: nothing answers it.
+        let id2 = p.add(pending("rm -rf /"));
+        assert!(p.pending.contains_key(&id2));
+        assert!(p.take(id, None).is_err(), "answered once only");
+    }
+
+    #[test]
+    fn a_wrong_option_leaves_the_request_pending() {
+        let mut p = Permissions::default();
+        let id = p.add(pending("x"));
+        assert!(p.take(id, Some("bogus")).is_err());
+        assert!(p.take(id, Some("no")).is_ok());
+    }
+
+    #[test]
+    fn grants_cover_one_terminal_each_within_the_turn() {
+        let mut p = Permissions::default();
+        assert!(!p.take_grant("ls"));
+        let id = p.add(pending("ls -la"));
+        p.take(id, Some("once")).unwrap();
+        assert!(p.take_grant("ls -la"));
+        assert!(!p.take_grant("ls -la"), "used up");
+        let id = p.add(pending("make"));
+        p.take(id, Some("no")).unwrap();
+        assert!(!p.take_grant("make"), "a rejection grants nothing");
+        let id = p.add(pending("cargo build"));
+        p.take(id, Some("once")).unwrap();
+        p.new_turn();
+        assert!(!p.take_grant("cargo build"), "grants end with the turn");
+    }
+}

@@ -1,0 +1,615 @@
+//! The typed edge for what agents send: each `session/update` and each
+//! permission request is parsed once, leniently, into the data the model
+//! uses. A malformed field degrades that field (it reads as absent), never
+//! the message; unknown update kinds are kept as `Ignored`.
+//!
+//! Also the parsers of input values (content blocks, resource URIs, a tool's
+//! raw input and raw output) that the model stores as text.
+
+use agent_client_protocol::v1::schema as v1s;
+use serde_json::Value;
+
+use crate::schema::{PermissionOptionKind, PlanPriority, PlanStatus, ToolKind, ToolStatus};
+use crate::thread::{EntryKind, PlanItem, RawOutput, ToolContent};
+
+/// One `session/update`, typed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SessionUpdate {
+    /// `user_message_chunk`, `agent_message_chunk`, `agent_thought_chunk`:
+    /// the text of the chunk's content block (empty when it has none).
+    Chunk {
+        kind: EntryKind,
+        message_id: Option<String>,
+        text: String,
+    },
+    /// `tool_call` (`announce`) or `tool_call_update`.
+    ToolCall {
+        patch: ToolCallPatch,
+        announce: bool,
+    },
+    Plan(Vec<PlanItem>),
+    /// `session_info_update` with a title.
+    Title(String),
+    /// `current_mode_update`.
+    Mode(String),
+    /// `available_commands_update` (the list, kept as the agent sent it for
+    /// the view's completion).
+    Commands(Value),
+    /// `config_option_update`.
+    ConfigOptions(Value),
+    /// `usage_update` without its `sessionUpdate` key.
+    Usage(Value),
+    /// An update kind this client does not use, or one missing what it
+    /// needs (e.g. a tool call without an id).
+    Ignored(String),
+}
+
+/// The fields of a tool call or of an update to one. `None` means absent
+/// (or `null`, or malformed): the card keeps its value.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ToolCallPatch {
+    pub id: String,
+    pub title: Option<String>,
+    pub kind: Option<ToolKind>,
+    pub status: Option<ToolStatus>,
+    /// Replaces the card's locations when present. Lines are 1-based.
+    pub locations: Option<Vec<(String, Option<u64>)>>,
+    /// Replaces the card's content when present and non-empty.
+    pub content: Option<Vec<ToolContent>>,
+    /// One-line summary of `rawInput` as the card shows it.
+    pub raw_input: Option<String>,
+    /// The command the tool runs (`rawInput.command`/`cmd`), as text.
+    pub command: Option<String>,
+    pub raw_output: Option<RawOutput>,
+    /// `_meta` (the adapters' display terminals live here).
+    pub meta: Option<Value>,
+}
+
+/// One option of a permission request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PermissionOption {
+    pub id: String,
+    pub name: String,
+    pub kind: PermissionOptionKind,
+}
+
+/// `session/request_permission`, typed. Options without an id are dropped;
+/// a missing name shows the id.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PermissionRequest {
+    pub tool_call: ToolCallPatch,
+    pub options: Vec<PermissionOption>,
+}
+
+/// A request from the agent to this client, typed. fs and terminal params
+/// use the protocol crate's types (a malformed one is answered -32602 with
+/// serde's reason); the permission request is parsed leniently.
+#[derive(Debug, Clone)]
+pub enum AgentRequest {
+    Permission {
+        session_id: String,
+        request: PermissionRequest,
+        /// The params as sent, for the view's raw display.
+        raw: Value,
+    },
+    ReadTextFile(v1s::ReadTextFileRequest),
+    WriteTextFile(v1s::WriteTextFileRequest),
+    CreateTerminal(v1s::CreateTerminalRequest),
+    TerminalOutput(v1s::TerminalOutputRequest),
+    WaitForTerminalExit(v1s::WaitForTerminalExitRequest),
+    KillTerminal(v1s::KillTerminalRequest),
+    ReleaseTerminal(v1s::ReleaseTerminalRequest),
+}
+
+/// Why a request could not be parsed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RequestError {
+    /// Not a method this client serves (-32601).
+    UnknownMethod(String),
+    /// Params that do not fit the method (-32602).
+    InvalidParams(String),
+}
+
+impl AgentRequest {
+    pub fn parse(method: &str, params: Value) -> Result<Self, RequestError> {
+        fn typed<T: serde::de::DeserializeOwned>(
+            method: &str,
+            params: Value,
+        ) -> Result<T, RequestError> {
+            serde_json::from_value(params)
+                .map_err(|e| RequestError::InvalidParams(format!("{method}: {e}")))
+        }
+        Ok(match method {
+            "session/request_permission" => {
+                let session_id = str_field(&params, "sessionId")
+                    .ok_or_else(|| RequestError::InvalidParams("missing sessionId".into()))?;
+                AgentRequest::Permission {
+                    session_id,
+                    request: parse_permission_request(&params),
+                    raw: params,
+                }
+            }
+            "fs/read_text_file" => AgentRequest::ReadTextFile(typed(method, params)?),
+            "fs/write_text_file" => AgentRequest::WriteTextFile(typed(method, params)?),
+            "terminal/create" => AgentRequest::CreateTerminal(typed(method, params)?),
+            "terminal/output" => AgentRequest::TerminalOutput(typed(method, params)?),
+            "terminal/wait_for_exit" => AgentRequest::WaitForTerminalExit(typed(method, params)?),
+            "terminal/kill" => AgentRequest::KillTerminal(typed(method, params)?),
+            "terminal/release" => AgentRequest::ReleaseTerminal(typed(method, params)?),
+            other => return Err(RequestError::UnknownMethod(other.to_owned())),
+        })
+    }
+
+    pub fn method(&self) -> &'static str {
+        match self {
+            AgentRequest::Permission { .. } => "session/request_permission",
+            AgentRequest::ReadTextFile(_) => "fs/read_text_file",
+            AgentRequest::WriteTextFile(_) => "fs/write_text_file",
+            AgentRequest::CreateTerminal(_) => "terminal/create",
+            AgentRequest::TerminalOutput(_) => "terminal/output",
+            AgentRequest::WaitForTerminalExit(_) => "terminal/wait_for_exit",
+            AgentRequest::KillTerminal(_) => "terminal/kill",
+            AgentRequest::ReleaseTerminal(_) => "terminal/release",
+        }
+    }
+
+    pub fn session_id(&self) -> &str {
+        match self {
+            AgentRequest::Permission { session_id, .. } => session_id,
+            AgentRequest::ReadTextFile(r) => &r.session_id.0,
+            AgentRequest::WriteTextFile(r) => &r.session_id.0,
+            AgentRequest::CreateTerminal(r) => &r.session_id.0,
+            AgentRequest::TerminalOutput(r) => &r.session_id.0,
+            AgentRequest::WaitForTerminalExit(r) => &r.session_id.0,
+            AgentRequest::KillTerminal(r) => &r.session_id.0,
+            AgentRequest::ReleaseTerminal(r) => &r.session_id.0,
+        }
+    }
+}
+
+pub fn parse_update(update: &Value) -> SessionUpdate {
+    let kind = str_field(update, "sessionUpdate").unwrap_or_default();
+    let chunk = |kind: EntryKind| SessionUpdate::Chunk {
+        kind,
+        message_id: str_field(update, "messageId"),
+        text: field(update, "content")
+            .map(content_block_text)
+            .unwrap_or_default(),
+    };
+    let parsed = match kind.as_str() {
+        "agent_message_chunk" => Some(chunk(EntryKind::Agent)),
+        "agent_thought_chunk" => Some(chunk(EntryKind::Thought)),
+        "user_message_chunk" => Some(chunk(EntryKind::User)),
+        "tool_call" | "tool_call_update" => {
+            parse_tool_call(update).map(|patch| SessionUpdate::ToolCall {
+                patch,
+                announce: kind == "tool_call",
+            })
+        }
+        "plan" => Some(SessionUpdate::Plan(parse_plan(update))),
+        "session_info_update" => str_field(update, "title").map(SessionUpdate::Title),
+        "current_mode_update" => str_field(update, "currentModeId").map(SessionUpdate::Mode),
+        "available_commands_update" => field(update, "availableCommands")
+            .filter(|v| v.is_array())
+            .map(|v| SessionUpdate::Commands(v.clone())),
+        "config_option_update" => field(update, "configOptions")
+            .filter(|v| v.is_array())
+            .map(|v| SessionUpdate::ConfigOptions(v.clone())),
+        "usage_update" => {
+            let mut usage = update.clone();
+            if let Some(m) = usage.as_object_mut() {
+                m.remove("sessionUpdate");
+            }
+            Some(SessionUpdate::Usage(usage))
+        }
+        _ => None,
+    };
+    parsed.unwrap_or(SessionUpdate::Ignored(kind))
+}
+
+/// A tool call's fields; None without a `toolCallId`.
+pub fn parse_tool_call(v: &Value) -> Option<ToolCallPatch> {
+    let id = str_field(v, "toolCallId")?;
+    let raw = field(v, "rawInput");
+    Some(ToolCallPatch {
+        id,
+        title: str_field(v, "title"),
+        kind: str_field(v, "kind").map(|k| ToolKind::known_or_other(&k)),
+        status: str_field(v, "status").map(|s| ToolStatus::parse(&s)),
+        locations: field(v, "locations").and_then(Value::as_array).map(|locs| {
+            locs.iter()
+                .filter_map(|l| {
+                    // 1-based (schema v1); older agents sent 0 for the top.
+                    Some((
+                        str_field(l, "path")?,
+                        field(l, "line").and_then(Value::as_u64).map(|n| n.max(1)),
+                    ))
+                })
+                .collect()
+        }),
+        content: field(v, "content")
+            .and_then(Value::as_array)
+            .filter(|c| !c.is_empty())
+            .map(|c| c.iter().filter_map(tool_content).collect()),
+        raw_input: raw.map(one_line_summary),
+        command: raw.and_then(command_text),
+        raw_output: field(v, "rawOutput").and_then(raw_output),
+        meta: field(v, "_meta").cloned(),
+    })
+}
+
+pub fn parse_permission_request(params: &Value) -> PermissionRequest {
+    let tool_call = field(params, "toolCall")
+        .and_then(parse_tool_call)
+        .unwrap_or_default();
+    let options = field(params, "options")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|o| {
+                    let id = str_field(o, "optionId")?;
+                    Some(PermissionOption {
+                        name: str_field(o, "name").unwrap_or_else(|| id.clone()),
+                        kind: str_field(o, "kind")
+                            .map(|k| PermissionOptionKind::parse(&k))
+                            .unwrap_or_else(|| PermissionOptionKind::parse("")),
+                        id,
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    PermissionRequest { tool_call, options }
+}
+
+fn parse_plan(update: &Value) -> Vec<PlanItem> {
+    field(update, "entries")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .map(|e| PlanItem {
+                    content: str_field(e, "content").unwrap_or_default(),
+                    status: str_field(e, "status")
+                        .map_or(PlanStatus::Pending, |s| PlanStatus::parse(&s)),
+                    priority: str_field(e, "priority")
+                        .map_or(PlanPriority::Medium, |s| PlanPriority::parse(&s)),
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A field that is present and not `null` (agents send `null` for "absent").
+pub fn field<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
+    v.get(key).filter(|x| !x.is_null())
+}
+
+pub fn str_field(v: &Value, key: &str) -> Option<String> {
+    field(v, key).and_then(Value::as_str).map(str::to_owned)
+}
+
+fn tool_content(item: &Value) -> Option<ToolContent> {
+    let s = |k: &str| str_field(item, k);
+    match s("type")?.as_str() {
+        "content" => Some(ToolContent::Text {
+            text: field(item, "content")
+                .map(content_block_text)
+                .unwrap_or_default(),
+        }),
+        "diff" => Some(ToolContent::Diff {
+            path: s("path")?,
+            old_text: s("oldText"),
+            new_text: s("newText").unwrap_or_default(),
+        }),
+        "terminal" => Some(ToolContent::Terminal {
+            id: s("terminalId")?,
+            tail: String::new(),
+            more_lines: 0,
+            exit: None,
+            known: false,
+        }),
+        _ => None,
+    }
+}
+
+/// The command of a tool's raw input (`command` or `cmd`, a string or an
+/// argv list), for policies that match on what the user reads.
+fn command_text(raw: &Value) -> Option<String> {
+    ["command", "cmd"]
+        .iter()
+        .find_map(|k| field(raw, k))
+        .and_then(|v| match v {
+            Value::String(s) => Some(s.clone()),
+            Value::Array(a) => Some(
+                a.iter()
+                    .map(|x| match x {
+                        Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            ),
+            _ => None,
+        })
+}
+
+/// Reads the shapes real agents send in `rawOutput`: a string, a list of
+/// content blocks, or an object with `aggregated_output` /
+/// `formatted_output` / `output` / `stdout` (+ `stderr`) and `exit_code`.
+/// Anything else (a structured result the client cannot read) gives None.
+pub fn raw_output(v: &Value) -> Option<RawOutput> {
+    match v {
+        Value::String(s) => Some(RawOutput {
+            text: s.clone(),
+            exit_code: None,
+        }),
+        Value::Array(items) => {
+            let text = items
+                .iter()
+                .map(|b| match str_field(b, "type").as_deref() {
+                    Some("content") => field(b, "content")
+                        .map(content_block_text)
+                        .unwrap_or_default(),
+                    _ => content_block_text(b),
+                })
+                .filter(|t| !t.is_empty())
+                .collect::<Vec<_>>()
+                .join("\n");
+            (!text.is_empty()).then_some(RawOutput {
+                text,
+                exit_code: None,
+            })
+        }
+        Value::Object(_) => {
+            let text = ["aggregated_output", "formatted_output", "output", "stdout"]
+                .iter()
+                .find_map(|k| str_field(v, k))
+                .map(
+                    |out| match str_field(v, "stderr").filter(|e| !e.is_empty()) {
+                        Some(err) if field(v, "stdout").is_some() => format!("{out}{err}"),
+                        _ => out,
+                    },
+                );
+            let exit_code = ["exit_code", "exitCode"]
+                .iter()
+                .find_map(|k| field(v, k).and_then(Value::as_i64));
+            (text.is_some() || exit_code.is_some()).then(|| RawOutput {
+                text: text.unwrap_or_default(),
+                exit_code,
+            })
+        }
+        _ => None,
+    }
+}
+
+/// The text a content block contributes to a message.
+pub fn content_block_text(block: &Value) -> String {
+    let s = |k: &str| {
+        field(block, k)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned()
+    };
+    match field(block, "type").and_then(Value::as_str).unwrap_or("") {
+        "text" => s("text"),
+        "image" => format!("[image {}]", s("mimeType")),
+        "audio" => format!("[audio {}]", s("mimeType")),
+        "resource_link" => format!("[{}]({})", s("name"), s("uri")),
+        "resource" => {
+            let uri = field(block, "resource")
+                .and_then(|r| field(r, "uri"))
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            format!("@{}", uri_label(uri))
+        }
+        _ => String::new(),
+    }
+}
+
+/// A short label for an embedded resource's URI, as the user would mention
+/// it: the file name and the fragment (`file:///p/a.lua#L3-L5` gives
+/// `a.lua#L3-L5`); other schemes keep their name (`untitled:buffer-3`,
+/// `diagnostics:///p/a.lua` gives `diagnostics:a.lua`).
+pub fn uri_label(uri: &str) -> String {
+    if uri.is_empty() {
+        return "resource".to_owned();
+    }
+    let (base, fragment) = match uri.split_once('#') {
+        Some((b, f)) => (b, Some(f)),
+        None => (uri, None),
+    };
+    let scheme = base.split_once(':').map(|(s, _)| s).filter(|s| {
+        !s.is_empty()
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+    });
+    let mut label = match base.trim_end_matches('/').rsplit_once('/') {
+        Some((_, name)) => {
+            let name = percent_decode(name);
+            match scheme {
+                Some("file") | None => name,
+                Some(s) => format!("{s}:{name}"),
+            }
+        }
+        None => percent_decode(base),
+    };
+    if let Some(f) = fragment {
+        label.push('#');
+        label.push_str(f);
+    }
+    label
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            if let (Some(h), Some(l)) = (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// A one-line summary of a tool's raw input: the command or path when there
+/// is one, else compact JSON, cut to 120 characters.
+pub fn one_line_summary(raw: &Value) -> String {
+    let pick = [
+        "command",
+        "cmd",
+        "file_path",
+        "path",
+        "pattern",
+        "query",
+        "url",
+    ]
+    .iter()
+    .find_map(|k| field(raw, k))
+    .map(|v| match v {
+        Value::String(s) => s.clone(),
+        Value::Array(a) => a
+            .iter()
+            .filter_map(Value::as_str)
+            .collect::<Vec<_>>()
+            .join(" "),
+        other => other.to_string(),
+    });
+    let text = pick.unwrap_or_else(|| raw.to_string()).replace('\n', " ");
+    if text.chars().count() > 120 {
+        let cut: String = text.chars().take(119).collect();
+        format!("{cut}…")
+    } else {
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn summary_prefers_command_and_cuts_long_text() {
+        assert_eq!(
+            one_line_summary(&json!({"command": "ls -la\nx", "other": 1})),
+            "ls -la x"
+        );
+        let long = "a".repeat(300);
+        assert_eq!(
+            one_line_summary(&json!({ "query": long })).chars().count(),
+            120
+        );
+        assert_eq!(one_line_summary(&json!({"n": 1})), r#"{"n":1}"#);
+    }
+
+    #[test]
+    fn content_blocks_render_as_text_or_links() {
+        assert_eq!(
+            content_block_text(&json!({"type":"text","text":"hi"})),
+            "hi"
+        );
+        assert_eq!(
+            content_block_text(&json!({"type":"resource_link","name":"a.rs","uri":"file:///a.rs"})),
+            "[a.rs](file:///a.rs)"
+        );
+        assert_eq!(content_block_text(&json!({"type":"unknown"})), "");
+        assert_eq!(
+            content_block_text(
+                &json!({"type":"resource","resource":{"uri":"file:///p/my%20a.lua#L3-L5","text":"x"}})
+            ),
+            "@my a.lua#L3-L5"
+        );
+        assert_eq!(
+            uri_label("untitled:buffer-3#L1-L2"),
+            "untitled:buffer-3#L1-L2"
+        );
+        assert_eq!(uri_label("diagnostics:///p/src/a.lua"), "diagnostics:a.lua");
+        assert_eq!(uri_label("file:///p/dir/"), "dir");
+        assert_eq!(uri_label("file:///p/100%"), "100%");
+        assert_eq!(uri_label(""), "resource");
+    }
+
+    #[test]
+    fn malformed_fields_degrade_the_field_not_the_message() {
+        let u = parse_update(&json!({
+            "sessionUpdate": "tool_call", "toolCallId": "t", "title": 7,
+            "kind": "teleport", "status": ["x"], "locations": "nope",
+            "content": [{"type": "diff"}, {"type": "content", "content": {"type": "text", "text": "ok"}}],
+            "rawInput": {"command": ["ls", "-la"]}
+        }));
+        let SessionUpdate::ToolCall { patch, announce } = u else {
+            panic!("{u:?}")
+        };
+        assert!(announce);
+        assert_eq!(patch.title, None);
+        assert_eq!(patch.kind, Some(ToolKind::Other));
+        assert_eq!(patch.status, None);
+        assert_eq!(patch.locations, None);
+        assert_eq!(
+            patch.content,
+            Some(vec![ToolContent::Text { text: "ok".into() }])
+        );
+        assert_eq!(patch.command.as_deref(), Some("ls -la"));
+        assert_eq!(
+            parse_update(&json!({"sessionUpdate": "tool_call_update", "title": "x"})),
+            SessionUpdate::Ignored("tool_call_update".into())
+        );
+        assert_eq!(
+            parse_update(&json!({"sessionUpdate": "brand_new"})),
+            SessionUpdate::Ignored("brand_new".into())
+        );
+    }
+
+    #[test]
+    fn agent_requests_parse_typed_and_name_what_is_wrong() {
+        let r = AgentRequest::parse(
+            "fs/read_text_file",
+            json!({"sessionId": "s", "path": "/p/a", "line": 2}),
+        )
+        .unwrap();
+        assert_eq!(r.session_id(), "s");
+        let AgentRequest::ReadTextFile(r) = r else {
+            panic!()
+        };
+        assert_eq!(r.line, Some(2));
+        match AgentRequest::parse("fs/read_text_file", json!({"sessionId": "s"})) {
+            Err(RequestError::InvalidParams(m)) => assert!(m.contains("path"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            AgentRequest::parse("x/y", json!({})).unwrap_err(),
+            RequestError::UnknownMethod("x/y".into())
+        );
+        let p = AgentRequest::parse(
+            "session/request_permission",
+            json!({"sessionId": "s", "toolCall": {"toolCallId": "t", "title": "a\nb"}, "options": []}),
+        )
+        .unwrap();
+        assert_eq!(p.method(), "session/request_permission");
+    }
+
+    #[test]
+    fn permission_requests_keep_good_options_and_name_unknown_kinds() {
+        let r = parse_permission_request(&json!({
+            "toolCall": {"toolCallId": "t", "kind": "execute", "rawInput": {"command": "rm -rf /"}},
+            "options": [
+                {"optionId": "a", "name": "Allow", "kind": "allow_once"},
+                {"name": "no id"},
+                {"optionId": "w", "kind": "allow_forever"}
+            ]
+        }));
+        assert_eq!(r.tool_call.id, "t");
+        assert_eq!(r.tool_call.command.as_deref(), Some("rm -rf /"));
+        assert_eq!(r.options.len(), 2);
+        assert_eq!(r.options[1].name, "w");
+        assert!(!r.options[1].kind.is_always());
+    }
+}

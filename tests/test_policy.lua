@@ -1,0 +1,146 @@
+-- The permission policy the core keeps: rules the user wrote (kind and
+-- command), "always" never stretched by the plugin, a kind that a request
+-- cannot change, and terminals that ask first unless a permission of the
+-- same turn covers them.
+local T = require('tests.helpers.expect')
+local H = require('tests.helpers.acp')
+
+local OPTIONS = {
+  { optionId = 'o-allow', name = 'Allow', kind = 'allow_once' },
+  { optionId = 'o-always', name = 'Always allow', kind = 'allow_always' },
+  { optionId = 'o-reject', name = 'Reject', kind = 'reject_once' },
+}
+
+local function perm(id, command, kind)
+  return H.req('session/request_permission', {
+    toolCall = { toolCallId = id, title = command, kind = kind or 'execute', rawInput = { command = command } },
+    options = OPTIONS,
+  })
+end
+
+local function start(turns, config)
+  local child, paths = H.start({ cwd = H.project(), turns = turns, config = config })
+  H.open(child)
+  return child, paths
+end
+
+--- Sends `text` without waiting for the turn, then waits for `n` queued requests.
+local function send_until_queued(child, text, n)
+  child:lua([[assert(require('acp').send(...))]], { text })
+  child:wait_for(([[return #require('acp.permission').queue == %d]]):format(n or 1), 5000)
+end
+
+local function queued_payload(child)
+  return child:lua([[return require('acp.permission').queue[1].payload]])
+end
+
+local function choose(child, i)
+  child:lua([[require('acp.permission').choose(...)]], { i })
+end
+
+local function wait_turns(child, n)
+  child:wait_for(([[return require('acp').current().turns_ended >= %d]]):format(n), 5000)
+end
+
+return {
+  { 'auto_allow rules match the kind and the command, and answer allow_once only', function()
+    local child, paths = start({
+      { match = 'one', steps = { perm('p1', 'git status --short') } },
+      { match = 'two', steps = { perm('p2', 'rm -rf /') } },
+    }, { permissions = { auto_allow = { { kind = 'execute', pattern = 'git status*' } } } })
+    H.turn(child, 'one')
+    T.eq(H.responses(paths)[1].result.outcome.optionId, 'o-allow')
+    T.match(H.transcript_text(child), 'auto%-allowed %(`execute` matching `git status%*` is allowed in your config%)')
+    -- Same kind, another command: the user is asked.
+    send_until_queued(child, 'two')
+    T.eq(#H.responses(paths), 1)
+    choose(child, 3)
+    wait_turns(child, 2)
+    T.eq(H.responses(paths)[2].result.outcome.optionId, 'o-reject')
+  end },
+
+  { '"always" on one command does not answer a different command', function()
+    local child, paths = start({
+      { match = 'status', steps = { perm('p1', 'git status') } },
+      { match = 'remove', steps = { perm('p2', 'rm -rf /') } },
+    })
+    send_until_queued(child, 'status')
+    choose(child, 2)
+    wait_turns(child, 1)
+    T.eq(H.responses(paths)[1].result.outcome.optionId, 'o-always')
+    -- The agent remembers what "always" means; the plugin asks again.
+    send_until_queued(child, 'remove')
+    T.eq(#H.responses(paths), 1, 'the second request was not answered for the user')
+    T.eq(queued_payload(child).toolCall.rawInput.command, 'rm -rf /')
+    choose(child, 3)
+    wait_turns(child, 2)
+    T.eq(H.responses(paths)[2].result.outcome.optionId, 'o-reject')
+    -- The "always" answer is listed for the user, with its command.
+    local d = child:lua([[return require('acp.permission').decisions(require('acp').current())]])
+    T.eq(d, { { kind = 'execute', text = 'git status', option = 'allow_always' } })
+    child:cmd('AcpPermissions reset')
+    T.eq(child:lua([[return require('acp.permission').decisions(require('acp').current())]]), {})
+  end },
+
+  { 'a permission request cannot change the kind recorded for its card', function()
+    local child, paths = start({
+      { match = 'go', steps = {
+        { update = { sessionUpdate = 'tool_call', toolCallId = 'e1', title = 'rm -rf /', kind = 'execute',
+          rawInput = { command = 'rm -rf /' } } },
+        -- The request claims the call only reads: read is auto-allowed.
+        perm('e1', 'rm -rf /', 'read'),
+      } },
+    }, { permissions = { auto_allow = { 'read' } } })
+    send_until_queued(child, 'go')
+    T.eq(#H.responses(paths), 0, 'not auto-allowed as a read')
+    local text = H.transcript_text(child)
+    T.match(text, 'execute')
+    T.match(text, "changed this call's kind to `read` %(kept `execute`%)")
+    choose(child, 3)
+    wait_turns(child, 1)
+    T.eq(H.responses(paths)[1].result.outcome.optionId, 'o-reject')
+  end },
+
+  { 'an unrequested terminal asks first; declining is an error to the agent', function()
+    local child, paths = start({
+      { match = 'run', steps = { H.req('terminal/create', {
+        command = 'echo hi', env = { { name = 'FOO', value = 'bar' } } }) } },
+    })
+    send_until_queued(child, 'run')
+    local p = queued_payload(child)
+    T.eq(p._client.terminal.command, 'echo hi')
+    T.eq(p._client.terminal.env, { FOO = 'bar' })
+    T.eq(p.toolCall.kind, 'execute')
+    T.eq(#H.responses(paths), 0, 'nothing ran before the answer')
+    choose(child, 1)
+    wait_turns(child, 1)
+    T.match(H.responses(paths)[1].result.terminalId, '.+')
+    -- Declined: the agent gets an error that says so.
+    send_until_queued(child, 'run')
+    choose(child, 2)
+    wait_turns(child, 2)
+    T.match(H.responses(paths)[2].error.message, 'declined to run `echo hi`')
+  end },
+
+  { 'a terminal covered by a permission the user allowed in the same turn runs without asking', function()
+    local child, paths = start({
+      { match = 'go', steps = {
+        perm('b1', 'make test'),
+        H.req('terminal/create', { command = 'make test' }),
+        -- A second terminal is not covered by the same answer.
+        H.req('terminal/create', { command = 'curl x | sh' }),
+      } },
+    })
+    send_until_queued(child, 'go')
+    choose(child, 1)
+    -- The covered terminal ran; the next one asks.
+    child:wait_for([[local q = require('acp.permission').queue
+      return #q == 1 and q[1].payload._client ~= nil]], 5000)
+    T.eq(queued_payload(child)._client.terminal.command, 'curl x | sh')
+    local r = H.responses(paths)
+    T.eq(#r, 2)
+    T.match(r[2].result.terminalId, '.+')
+    choose(child, 2)
+    wait_turns(child, 1)
+  end },
+}
