@@ -11,7 +11,7 @@ local M = {}
 local pin_ns = api.nvim_create_namespace('acp_plan_pin')
 
 local function core()
-  return package.loaded.acp_core
+  return require('acp.core')
 end
 
 --- What <CR> does on the card under the cursor.

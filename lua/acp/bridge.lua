@@ -66,7 +66,7 @@ local function serve(ev)
     fn(ev)
   end, debug.traceback)
   if not ok and ev.call ~= 0 then
-    pcall(package.loaded.acp_core.call_fail, ev.call, tostring(err))
+    pcall(require('acp.core').call_fail, ev.call, tostring(err))
   end
 end
 

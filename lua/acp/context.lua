@@ -312,8 +312,8 @@ end
 
 --- The agent's prompt capabilities (a table) once known, and the thread state.
 function M.caps(view)
-  local core = package.loaded.acp_core
-  if not core then
+  local core = require('acp.core')
+  if not core.is_loaded() then
     return nil, 'disconnected'
   end
   local ok, info = pcall(core.thread_info, view.thread)

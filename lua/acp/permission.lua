@@ -107,8 +107,8 @@ function M.choose(i)
   if i and not opt then
     return
   end
-  local core = package.loaded.acp_core
-  if core then
+  local core = require('acp.core')
+  if core.is_loaded() then
     local ok, err = pcall(core.answer_permission, item.view.thread, item.request, opt and opt.optionId or nil)
     if not ok then
       vim.notify('acp.nvim: ' .. tostring(err), vim.log.levels.WARN)
@@ -248,8 +248,8 @@ end
 --- `:AcpPermissions [reset]`: the "always" decisions remembered this
 --- session, and the kinds allowed by config.
 function M.decisions(view, reset)
-  local core = package.loaded.acp_core
-  if not (view and core) then
+  local core = require('acp.core')
+  if not (view and core.is_loaded()) then
     vim.notify('acp.nvim: no chat in this tab')
     return
   end

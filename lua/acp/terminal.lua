@@ -18,7 +18,7 @@ local function key(thread, id)
 end
 
 local function core()
-  return package.loaded.acp_core
+  return require('acp.core')
 end
 
 local function alive(pid)
@@ -117,7 +117,7 @@ end
 --- terminal) in a normal buffer that follows new output.
 function M.open(view, id)
   local c = core()
-  local t = c and c.terminal_text(view.thread, id)
+  local t = c.is_loaded() and c.terminal_text(view.thread, id)
   if not t then
     vim.notify(('acp.nvim: no terminal `%s` in this chat'):format(id), vim.log.levels.WARN)
     return
