@@ -51,8 +51,6 @@ function M.attach(view)
       api.nvim_feedkeys(api.nvim_replace_termcodes('<CR>', true, false, true), 'n', false)
     end
   end, { buffer = view.buf, silent = true, desc = 'Review the diff / answer the permission / open the terminal of this card' })
-  view.qf_entries = {} -- entry index -> quickfix items
-  view.plan_index = nil
 end
 
 --- Folds the body of cards taller than `chat.card_max_lines`.

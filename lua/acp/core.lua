@@ -4,6 +4,7 @@
 --- checks that). Loading happens on first use, never at startup; a missing
 --- or stale core gives one message naming :AcpBuild. The native functions
 --- and the events the core sends are declared in `lua/acp/types.lua`.
+---@class acp.core
 local M = {}
 
 local uv = vim.uv or vim.loop
