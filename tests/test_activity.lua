@@ -315,7 +315,7 @@ return {
       child:wait_for(([[return require('acp').current().turns_ended == %d]]):format(i))
       T.eq(H.responses(paths)[i].result.outcome.optionId, want[i], 'key ' .. key)
       -- "always" answers are remembered by the core; forget them for the next key.
-      child:lua([[require('acp_core').forget_decisions(require('acp').current().thread)]])
+      child:lua([[require('acp.core').forget_decisions(require('acp').current().thread)]])
     end
   end, timeout = 60000 },
 
@@ -407,7 +407,7 @@ return {
     T.match(H.transcript_text(child), 'allowed by your earlier "always" choice for `execute`')
     T.eq(child:lua([[return require('acp.permission').decisions(require('acp').current())]]), { execute = 'allow_always' })
     child:cmd('AcpPermissions reset')
-    T.eq(child:lua([[return require('acp_core').decisions(require('acp').current().thread)]]), {})
+    T.eq(child:lua([[return require('acp.core').decisions(require('acp').current().thread)]]), {})
   end },
 
   -- Plan, quickfix, follow -----------------------------------------------------------
