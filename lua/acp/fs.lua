@@ -24,6 +24,7 @@ function M.find_buffer(path, resolved)
 end
 
 --- buffer_read: { path, resolved } -> parts (text slices) + { found, ... }
+---@param ev acp.Event.call payload acp.Call.buffer_read, reply acp.Reply.buffer_read
 function M.buffer_read(ev)
   local c, call, p = require('acp.core'), ev.call, ev.payload
   local buf = M.find_buffer(p.path, p.resolved)
@@ -63,6 +64,7 @@ end
 
 --- buffer_apply: { bufnr, tick, hunks = {{old_start, old_end, lines}}, save }
 --- Hunks are ascending; applied bottom-up so earlier offsets stay valid.
+---@param ev acp.Event.call payload acp.Call.buffer_apply, reply acp.Reply.buffer_apply
 function M.buffer_apply(ev)
   local c, call, p = require('acp.core'), ev.call, ev.payload
   local buf = p.bufnr

@@ -207,6 +207,8 @@ function M.render(focus)
   end
 end
 
+---@param view acp.ChatView
+---@param ev acp.Event.permission
 function M.enqueue(view, ev)
   M.queue[#M.queue + 1] = { view = view, request = ev.request, payload = ev.payload }
   M.render(#M.queue == 1)

@@ -40,6 +40,7 @@ local function hook_exit()
 end
 
 --- terminal_start: { id, argv, env, cwd } -> { pid } or { error }
+---@param ev acp.Event.call payload acp.Call.terminal_start, reply acp.Reply.terminal_start
 function M.start(ev)
   local c, p, thread = core(), ev.payload, ev.thread
   local k = key(thread, p.id)
@@ -77,6 +78,7 @@ function M.start(ev)
 end
 
 --- terminal_kill: { id, pid }: SIGTERM to the group, SIGKILL after a grace.
+---@param ev acp.Event.call payload acp.Call.terminal_kill (no reply)
 function M.kill(ev)
   local pid = ev.payload.pid
   if not pid or not alive(pid) then
