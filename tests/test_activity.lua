@@ -315,7 +315,7 @@ return {
       child:wait_for(([[return require('acp').current().turns_ended == %d]]):format(i))
       T.eq(H.responses(paths)[i].result.outcome.optionId, want[i], 'key ' .. key)
       -- "always" answers are remembered by the core; forget them for the next key.
-      child:lua([[require('acp_core').forget_decisions(require('acp').current().thread)]])
+      child:lua([[require('acp.core').forget_decisions(require('acp').current().thread)]])
     end
   end, timeout = 60000 },
 

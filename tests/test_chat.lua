@@ -111,7 +111,7 @@ return {
   { 'the agent crashing mid-turn shows exit code and stderr, Neovim stays up', function()
     local child = H.start()
     H.open(child)
-    local pid = child:lua([[return require('acp_core').thread_info(require('acp').current().thread).pid]])
+    local pid = child:lua([[return require('acp.core').thread_info(require('acp').current().thread).pid]])
     H.turn(child, 'crash now')
     local text = H.transcript_text(child)
     T.match(text, 'about to fail')
@@ -124,7 +124,7 @@ return {
     text = H.transcript_text(child)
     T.match(text, 'ℹ Restarted `test` with a new session')
     T.match(text, STREAM .. '$')
-    T.neq(child:lua([[return require('acp_core').thread_info(require('acp').current().thread).pid]]), pid)
+    T.neq(child:lua([[return require('acp.core').thread_info(require('acp').current().thread).pid]]), pid)
   end },
 
   { 'quitting Neovim mid-turn leaves no agent process behind', function()
@@ -137,7 +137,7 @@ return {
     H.open(child)
     child:lua([[require('acp').send('hang')]])
     child:wait_for([[return vim.tbl_contains(require('acp').current():lines(), 'working on it')]])
-    local pid = child:lua([[return require('acp_core').thread_info(require('acp').current().thread).pid]])
+    local pid = child:lua([[return require('acp.core').thread_info(require('acp').current().thread).pid]])
     local sleeper = tonumber(T.read_file(marker))
     T.truthy(H.pid_alive(pid) and H.pid_alive(sleeper))
     local t0 = T.now_ms()
@@ -182,7 +182,7 @@ return {
       local v = require('acp').current()
       _G.edits = 0
       vim.api.nvim_buf_attach(v.buf, false, { on_bytes = function() _G.edits = _G.edits + 1 end })
-      _G.stats0 = require('acp_core').stats()
+      _G.stats0 = require('acp.core').stats()
     ]])
     H.turn(child, 'flood', 10000)
     local lines = H.transcript(child)
@@ -192,7 +192,7 @@ return {
       T.eq(lines[7 + i], ('%06d:'):format(i) .. ('x'):rep(32))
     end
     local r = child:lua([[
-      local s = require('acp_core').stats()
+      local s = require('acp.core').stats()
       return { edits = _G.edits, drains = s.drains - _G.stats0.drains }
     ]])
     T.truthy(r.edits < 500, ('%d buffer edits for 5000 chunks'):format(r.edits))
@@ -207,7 +207,7 @@ return {
     H.open(child)
     H.turn(child, 'second tab')
     local r = child:lua([[
-      local core, out = require('acp_core'), {}
+      local core, out = require('acp.core'), {}
       for tab, v in pairs(require('acp').chats) do
         local i = core.thread_info(v.thread)
         out[#out + 1] = { pid = i.pid, sid = i.session_id, last = v:lines()[#v:lines()] }

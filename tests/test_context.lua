@@ -311,7 +311,7 @@ return {
     local listed = child:lua(
       [[
       local dir = ...
-      local core = require('acp_core')
+      local core = require('acp.core')
       _G.listed = nil
       local id = require('acp.bridge').request(function(ev) _G.listed = ev end)
       core.list_files(dir, 100, id)

@@ -107,7 +107,7 @@ return {
     child:cmd('edit ' .. dir .. '/big.txt')
     child:lua([[
       vim.api.nvim_buf_set_lines(0, 49999, 50000, false, { 'EDITED' })
-      local core = require('acp_core')
+      local core = require('acp.core')
       _G.parts = 0
       local orig = core.call_part
       core.call_part = function(...) _G.parts = _G.parts + 1; return orig(...) end

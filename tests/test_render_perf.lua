@@ -24,14 +24,14 @@ local function instrument(child)
       table.insert(_G.rec.edits, _G.rec.cur)
       table.insert(_G.rec.highlighted, vim.treesitter.highlighter.active[self.buf] ~= nil)
     end
-    _G.rec.drains0 = require('acp_core').stats().drains
+    _G.rec.drains0 = require('acp.core').stats().drains
   ]])
 end
 
 local function record(child)
   return child:lua([[
     local r = _G.rec
-    r.drains = require('acp_core').stats().drains - r.drains0
+    r.drains = require('acp.core').stats().drains - r.drains0
     r.max_edits = math.max(0, unpack(r.edits))
     r.active_now = vim.treesitter.highlighter.active[require('acp').current().buf] ~= nil
     r.lang = vim.treesitter.highlighter.active[require('acp').current().buf]

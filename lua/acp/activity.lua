@@ -11,7 +11,7 @@ local M = {}
 local pin_ns = api.nvim_create_namespace('acp_plan_pin')
 
 local function core()
-  return package.loaded.acp_core
+  return require('acp.core')
 end
 
 --- What <CR> does on the card under the cursor.
@@ -51,8 +51,6 @@ function M.attach(view)
       api.nvim_feedkeys(api.nvim_replace_termcodes('<CR>', true, false, true), 'n', false)
     end
   end, { buffer = view.buf, silent = true, desc = 'Review the diff / answer the permission / open the terminal of this card' })
-  view.qf_entries = {} -- entry index -> quickfix items
-  view.plan_index = nil
 end
 
 --- Folds the body of cards taller than `chat.card_max_lines`.

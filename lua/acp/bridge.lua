@@ -40,7 +40,9 @@ local function deliver(thread, run)
   end
 end
 
---- Main-thread services the core calls (see src/calls.rs), by method.
+--- Main-thread services the core calls (see src/calls.rs), by method;
+--- payloads and replies are declared in lua/acp/types.lua (acp.Call.*).
+---@type table<string, fun(ev: acp.Event.call)>
 M.services = {
   buffer_read = function(ev)
     require('acp.fs').buffer_read(ev)
@@ -66,7 +68,7 @@ local function serve(ev)
     fn(ev)
   end, debug.traceback)
   if not ok and ev.call ~= 0 then
-    pcall(package.loaded.acp_core.call_fail, ev.call, tostring(err))
+    pcall(require('acp.core').call_fail, ev.call, tostring(err))
   end
 end
 
@@ -93,7 +95,9 @@ local function answer(ev)
   end
 end
 
---- Called by the core with a list of event tables.
+--- Called by the core with a list of event tables (declared in
+--- lua/acp/types.lua).
+---@param batch acp.Event[]
 function M.dispatch(batch)
   local run, run_thread = {}, nil
   for _, ev in ipairs(batch) do

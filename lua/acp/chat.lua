@@ -7,14 +7,58 @@ local config = require('acp.config')
 local api = vim.api
 local ns = api.nvim_create_namespace('acp_chat')
 
+--- One chat. Every field is declared here and initialised in
+--- `ChatView.new`; the modules around the view (context, activity,
+--- quickfix) read and update these fields and add none of their own.
+---@class acp.ChatView
+---@field agent string The configured agent's name (`:AcpChat {agent}`).
+---@field thread integer The core's id of this chat.
+---@field root string The session's cwd.
+---@field tab integer The tabpage the chat belongs to.
+---@field buf integer The transcript buffer.
+---@field input integer The input buffer.
+---@field win? integer The transcript window, once shown.
+---@field input_win? integer The input window, once shown.
+---@field entries table<integer, { mark: integer, kind: acp.EntryKind }> Entry index -> its start extmark and kind.
+---@field count integer Entries rendered.
+---@field last_index? integer Index of the last entry.
+---@field cards table<integer, acp.CardMeta> Entry index -> metadata of each tool card.
+---@field flood_at? integer When the last flood drain came (uv.now()).
+---@field highlight_paused? boolean Highlighting stopped during a flood.
+---@field _winbar_set boolean The winbar was set once.
+---@field state acp.TurnState
+---@field status_detail? string
+---@field turns_started integer
+---@field turns_ended integer
+---@field info acp.ChatInfo Session metadata.
+---@field agent_name? string The agent's own name, from the `agent` event.
+---@field agent_info? acp.AgentInfo `agentInfo` from the `agent` event.
+---@field capabilities? acp.AgentCapabilities From the `agent` event ({} when the agent sent none); nil until it came.
+---@field agent_waiters { fn: fun(), timer: uv.uv_timer_t }[] Callbacks of `when_agent`.
+---@field context table[] Pending context items of the next prompt (acp.context).
+---@field qf_entries table<integer, table[]> Entry index -> its quickfix items.
+---@field qf_dirty boolean The quickfix list waits for a refresh.
+---@field qf_id? integer The session's quickfix list.
+---@field plan_index? integer Entry index of the latest plan.
+---@field plan_pinned boolean The plan is shown pinned at the end.
+---@field activity_turns? integer `turns_ended` at the last activity pass (nil before the first).
 local ChatView = {}
 ChatView.__index = ChatView
+
+--- Session metadata kept from typed events (see `info_field`).
+---@class acp.ChatInfo
+---@field session? string
+---@field title? string
+---@field mode? string
+---@field modes? acp.SessionModes
+---@field commands? table[]
+---@field config_options? table[]
+---@field usage? table
 
 -- The chat is markdown to Tree-sitter; highlight groups can be overridden.
 vim.treesitter.language.register('markdown', { 'acpchat', 'acpchat_input' })
 api.nvim_set_hl(0, 'AcpTitle', { link = 'Title', default = true })
 api.nvim_set_hl(0, 'AcpInputTitle', { link = 'Title', default = true })
-
 
 --- Splits on "\n" without patterns (text may hold any byte).
 local function split_lines(text)
@@ -37,19 +81,32 @@ local function set_buf_opts(buf, opts)
   end
 end
 
+--- A chat's view; every field of acp.ChatView starts here.
+---@param opts { agent: string, thread: integer, root: string, tab: integer }
+---@return acp.ChatView
 function ChatView.new(opts)
   local self = setmetatable({}, ChatView)
   self.agent = opts.agent
   self.thread = opts.thread
   self.root = opts.root
   self.tab = opts.tab
-  self.entries = {} -- index -> { mark = id, kind = kind }
-  self.count = 0 -- number of entries rendered
+  self.win, self.input_win = nil, nil
+  self.entries = {}
+  self.count = 0
+  self.last_index = nil
+  self.cards = {}
+  self.flood_at, self.highlight_paused = nil, nil
+  self._winbar_set = false
   self.state = 'connecting'
+  self.status_detail = nil
   self.turns_started, self.turns_ended = 0, 0
-  self.info = {} -- session metadata from typed events (see info_field)
-  self.cards = {} -- entry index -> acp.CardMeta of each tool card
-  self.permissions = {}
+  self.info = {}
+  self.agent_name, self.agent_info, self.capabilities = nil, nil, nil
+  self.agent_waiters = {}
+  self.context = {}
+  self.qf_entries, self.qf_dirty, self.qf_id = {}, false, nil
+  self.plan_index, self.plan_pinned = nil, false
+  self.activity_turns = nil
 
   self.buf = api.nvim_create_buf(false, true)
   api.nvim_buf_set_name(self.buf, ('acp://chat/%d/%s'):format(self.thread, self.agent))
@@ -416,8 +473,12 @@ function ChatView:apply(events)
         touched[ev.index] = true
       elseif t == 'terminal_output' then
         require('acp.terminal').append(self.thread, ev.id, ev.data)
+      elseif t == 'agent' then
+        -- The agent's info and capabilities, right before the chat is ready.
+        self.agent_name, self.agent_info = ev.name, ev.info
+        self.capabilities = type(ev.capabilities) == 'table' and ev.capabilities or {}
       elseif info_field[t] then
-        -- Session metadata: one typed event per thing (see acp.ThreadEvent in types.lua).
+        -- Session metadata: one typed event per thing (acp.Event.* in types.lua).
         local key, field = info_field[t][1], info_field[t][2]
         self.info[key] = ev[field]
         meta = true
@@ -453,8 +514,63 @@ function ChatView:apply(events)
   if follow then
     self:scroll_to_end(follow)
   end
+  if #self.agent_waiters > 0 and self:_agent_settled() then
+    -- Outside the drain: the callbacks may send a prompt.
+    vim.schedule(function()
+      self:_release_agent_waiters()
+    end)
+  end
   if not ok then
     error(err, 0)
+  end
+end
+
+-- Waiting for the agent -------------------------------------------------------------
+
+--- The agent's capabilities came, or they never will on this connection.
+function ChatView:_agent_settled()
+  return self.capabilities ~= nil or self.state == 'disconnected'
+end
+
+--- Runs `fn()` once the agent's `agent` event arrived (its capabilities
+--- are then in `self.capabilities`) or the chat got disconnected, or after
+--- `timeout_ms` (default 30 s) at the latest; at once when that already
+--- happened. Never blocks, never polls.
+---@param fn fun()
+---@param timeout_ms? integer
+function ChatView:when_agent(fn, timeout_ms)
+  if self:_agent_settled() then
+    return fn()
+  end
+  local waiter = { fn = fn, timer = assert(vim.uv.new_timer()) }
+  self.agent_waiters[#self.agent_waiters + 1] = waiter
+  waiter.timer:start(timeout_ms or 30000, 0, vim.schedule_wrap(function()
+    self:_release_agent_waiters(waiter)
+  end))
+end
+
+--- Runs and forgets the waiting callbacks (only `only`, when given).
+function ChatView:_release_agent_waiters(only, skip_run)
+  local keep, run = {}, {}
+  for _, w in ipairs(self.agent_waiters) do
+    if only == nil or w == only then
+      run[#run + 1] = w
+    else
+      keep[#keep + 1] = w
+    end
+  end
+  self.agent_waiters = keep
+  for _, w in ipairs(run) do
+    if not w.timer:is_closing() then
+      w.timer:stop()
+      w.timer:close()
+    end
+    if not skip_run then
+      local ok, err = xpcall(w.fn, debug.traceback)
+      if not ok then
+        vim.notify('acp.nvim: ' .. tostring(err), vim.log.levels.ERROR)
+      end
+    end
   end
 end
 
@@ -595,6 +711,8 @@ end
 
 function ChatView:destroy()
   require('acp.bridge').unregister(self.thread)
+  -- A closed chat sends nothing more.
+  self:_release_agent_waiters(nil, true)
   self:hide()
   for _, b in ipairs({ self.buf, self.input }) do
     if api.nvim_buf_is_valid(b) then

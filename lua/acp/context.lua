@@ -226,8 +226,8 @@ function M.view()
   return view
 end
 
+---@param view acp.ChatView
 function M.items(view)
-  view.context = view.context or {}
   return view.context
 end
 
@@ -310,37 +310,29 @@ end
 
 -- Capabilities ---------------------------------------------------------------
 
---- The agent's prompt capabilities (a table) once known, and the thread state.
+--- The agent's prompt capabilities (a table) once known (from the chat's
+--- `agent` event), and the chat's state.
+---@param view acp.ChatView
+---@return acp.PromptCapabilities?, acp.TurnState
 function M.caps(view)
-  local core = package.loaded.acp_core
-  if not core then
-    return nil, 'disconnected'
-  end
-  local ok, info = pcall(core.thread_info, view.thread)
-  if not ok or type(info) ~= 'table' then
-    return nil, 'disconnected'
-  end
-  local ac = info.agent_capabilities
+  local ac = view.capabilities
   if type(ac) ~= 'table' then
-    return nil, info.state
+    return nil, view.state
   end
   local pc = ac.promptCapabilities
-  return type(pc) == 'table' and pc or {}, info.state
+  return type(pc) == 'table' and pc or {}, view.state
 end
 
 --- Calls `fn(caps)` once the agent's capabilities are known (at once when
---- they are); `caps` is {} when the agent never got ready. Never blocks.
+--- they are); `caps` is {} when the agent never got ready (disconnected,
+--- or no answer within `timeout_ms`). Never blocks.
+---@param view acp.ChatView
+---@param fn fun(caps: acp.PromptCapabilities)
+---@param timeout_ms? integer
 function M.when_ready(view, fn, timeout_ms)
-  local deadline = vim.uv.now() + (timeout_ms or 30000)
-  local function poll()
-    local caps, state = M.caps(view)
-    if caps or state == 'disconnected' or state == nil or vim.uv.now() > deadline then
-      fn(caps or {})
-    else
-      vim.defer_fn(poll, 30)
-    end
-  end
-  poll()
+  view:when_agent(function()
+    fn(M.caps(view) or {})
+  end, timeout_ms)
 end
 
 -- Content blocks --------------------------------------------------------------------
@@ -696,7 +688,6 @@ end
 --- Sets up the context of a new chat: the pending list, the removal key and
 --- the tracking of the source buffer. Called by ChatView.new.
 function M.attach(view)
-  view.context = view.context or {}
   local cur = api.nvim_get_current_buf()
   if is_source_buf(cur) and cur ~= view.input and cur ~= view.buf then
     M.source_buf = cur

@@ -1,5 +1,10 @@
---- Finds, checks and loads the Rust core (`libacp_core.so`), and builds it.
---- Loading happens on first use, never at startup.
+--- The one door to the Rust core (`libacp_core.so`): finds, checks, loads
+--- and builds it, and forwards every call of the rest of the plugin to it.
+--- No other module touches the native module (tests/test_contract.lua
+--- checks that). Loading happens on first use, never at startup; a missing
+--- or stale core gives one message naming :AcpBuild. The native functions
+--- and the events the core sends are declared in `lua/acp/types.lua`.
+---@class acp.core
 local M = {}
 
 local uv = vim.uv or vim.loop
@@ -62,7 +67,10 @@ end
 local loaded, load_error
 
 --- Loads the core, or returns nil and a message for the user that names the
---- build command. Never raises.
+--- build command. Never raises. Returns the native module itself: only the
+--- health check and the forwarders below use it.
+---@return acp.Native? core
+---@return string? err
 function M.load()
   if loaded then
     return loaded
@@ -105,13 +113,22 @@ function M.load()
   return core
 end
 
---- Like load(), but reports a failure with vim.notify and returns nil.
+--- Like load(), but reports a failure with vim.notify and returns nil; on
+--- success the facade itself (this module).
+---@return acp.core?
 function M.get()
   local core, err = M.load()
   if not core then
     vim.notify(err, vim.log.levels.ERROR)
+    return nil
   end
-  return core
+  return M
+end
+
+--- True once the core is loaded (and current); never tries to load it.
+---@return boolean
+function M.is_loaded()
+  return loaded ~= nil
 end
 
 local building
@@ -169,5 +186,105 @@ function M.build(on_done)
     vim.notify('acp.nvim: cannot start cargo: ' .. tostring(err), vim.log.levels.ERROR)
   end
 end
+
+-- The native functions ---------------------------------------------------------
+-- Each forwards to the native function of the same name (declared with its
+-- arguments in `acp.Native`, lua/acp/types.lua), loading the core on first
+-- use; a core that cannot be loaded raises the load message (:AcpBuild).
+
+---@return acp.Native
+local function native()
+  local core, err = M.load()
+  if not core then
+    error(err, 0)
+  end
+  return core
+end
+
+local function forward(name)
+  return function(...)
+    return native()[name](...)
+  end
+end
+
+--- Starts the core: its log, the dispatcher of drained batches, the wake-up.
+---@type fun(opts: acp.InitOpts)
+M.init = forward('init')
+--- The stamp the library was built with (`M.source_stamp()` is the one of
+--- the sources on disk; `load()` refuses a library whose stamp differs).
+---@type fun(): string
+M.built_stamp = forward('source_stamp')
+---@type fun(): string
+M.version = forward('version')
+---@type fun(): string?
+M.log_path = forward('log_path')
+
+-- Chats.
+---@type fun(spec: acp.AgentSpec): integer
+M.open_thread = forward('open_thread')
+---@type fun(thread: integer, prompt: string|acp.ContentBlock[])
+M.prompt = forward('prompt')
+---@type fun(thread: integer, method_id: string)
+M.authenticate = forward('authenticate')
+---@type fun(thread: integer): acp.AuthMethod[]
+M.auth_methods = forward('auth_methods')
+---@type fun(thread: integer, mode_id: string)
+M.set_mode = forward('set_mode')
+--- True when a running turn was cancelled.
+---@type fun(thread: integer): boolean
+M.cancel = forward('cancel')
+--- Answers a `permission` event: an option id, or nil for "cancelled".
+---@type fun(thread: integer, request: integer, option_id: string?)
+M.answer_permission = forward('answer_permission')
+---@type fun(thread: integer)
+M.close_thread = forward('close_thread')
+---@type fun(thread: integer): string
+M.markdown = forward('markdown')
+---@type fun(thread: integer): acp.ThreadInfo
+M.thread_info = forward('thread_info')
+---@type fun(thread: integer, index: integer): acp.Entry?
+M.entry = forward('entry')
+---@type fun(thread: integer): table<string, acp.PermissionOptionKind>
+M.decisions = forward('decisions')
+---@type fun(thread: integer)
+M.forget_decisions = forward('forget_decisions')
+---@type fun(thread: integer): acp.WriteRecord[]
+M.writes = forward('writes')
+---@type fun(thread: integer): string[]
+M.roots = forward('roots')
+---@type fun(): integer[]
+M.agent_pids = forward('agent_pids')
+
+-- Files under a root (`@` completion): the answer is a `files` event.
+---@type fun(root: string, max: integer?, request: integer)
+M.list_files = forward('list_files')
+---@type fun(root: string, query: string, limit: integer?): string[]?
+M.match_files = forward('match_files')
+
+-- Answers to `call` events (main-thread services).
+---@type fun(call: integer, text: string)
+M.call_part = forward('call_part')
+---@type fun(call: integer, value: acp.Reply?)
+M.call_done = forward('call_done')
+---@type fun(call: integer, message: string)
+M.call_fail = forward('call_fail')
+
+-- Client terminals (jobs run by lua/acp/terminal.lua).
+---@type fun(thread: integer, terminal: string, data: string)
+M.terminal_output = forward('terminal_output')
+---@type fun(thread: integer, terminal: string, code: integer)
+M.terminal_exit = forward('terminal_exit')
+---@type fun(thread: integer, terminal: string): acp.TerminalText?
+M.terminal_text = forward('terminal_text')
+
+--- Three-way merge of line lists: the merged lines, or nil and the 1-based
+--- { first, last } lines of `base` that both sides changed.
+---@type fun(base: string[], ours: string[], theirs: string[]): string[]?, integer[]?
+M.merge3 = forward('merge3')
+---@type fun(): acp.BridgeStats
+M.stats = forward('stats')
+--- Ends every agent and the runtime (bounded: under a second).
+---@type fun()
+M.shutdown = forward('shutdown')
 
 return M

@@ -23,13 +23,10 @@ function M.find_buffer(path, resolved)
   end
 end
 
-local function core()
-  return package.loaded.acp_core
-end
-
 --- buffer_read: { path, resolved } -> parts (text slices) + { found, ... }
+---@param ev acp.Event.call payload acp.Call.buffer_read, reply acp.Reply.buffer_read
 function M.buffer_read(ev)
-  local c, call, p = core(), ev.call, ev.payload
+  local c, call, p = require('acp.core'), ev.call, ev.payload
   local buf = M.find_buffer(p.path, p.resolved)
   if not buf then
     return c.call_done(call, { found = false })
@@ -67,8 +64,9 @@ end
 
 --- buffer_apply: { bufnr, tick, hunks = {{old_start, old_end, lines}}, save }
 --- Hunks are ascending; applied bottom-up so earlier offsets stay valid.
+---@param ev acp.Event.call payload acp.Call.buffer_apply, reply acp.Reply.buffer_apply
 function M.buffer_apply(ev)
-  local c, call, p = core(), ev.call, ev.payload
+  local c, call, p = require('acp.core'), ev.call, ev.payload
   local buf = p.bufnr
   if not (api.nvim_buf_is_valid(buf) and api.nvim_buf_is_loaded(buf)) or api.nvim_buf_get_changedtick(buf) ~= p.tick then
     return c.call_done(call, { stale = true })

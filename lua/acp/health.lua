@@ -19,9 +19,9 @@ function M.check()
   else
     h.warn('cargo is not in PATH: the core cannot be (re)built', { 'Install Rust from https://rustup.rs' })
   end
-  local core, err = core_mod.load()
-  if core then
-    h.ok(('core %s loaded, built from the current sources'):format(core.version()))
+  local loaded, err = core_mod.load()
+  if loaded then
+    h.ok(('core %s loaded, built from the current sources'):format(core_mod.version()))
   else
     h.error(err, { 'Run :AcpBuild and restart Neovim', 'Build output: :AcpLog build' })
   end

@@ -45,8 +45,9 @@ M.chats = {}
 
 local started
 
---- Loads and initialises the core once; nil (after telling the user) if
---- it is not available.
+--- Loads and initialises the core once; the facade (`acp.core`), or nil
+--- (after telling the user) if it is not available.
+---@return acp.core?
 function M._core()
   local core = require('acp.core').get()
   if not core then
@@ -62,7 +63,7 @@ function M._core()
       return nil
     end
     started = true
-    local group = vim.api.nvim_create_augroup('acp_core', { clear = true })
+    local group = vim.api.nvim_create_augroup('acp_lifecycle', { clear = true })
     vim.api.nvim_create_autocmd('VimLeavePre', {
       group = group,
       callback = function()
@@ -83,8 +84,8 @@ function M._forget_closed_tabs()
   for tab, view in pairs(M.chats) do
     if not vim.api.nvim_tabpage_is_valid(tab) then
       M.chats[tab] = nil
-      local core = package.loaded.acp_core
-      if core then
+      local core = require('acp.core')
+      if core.is_loaded() then
         pcall(core.close_thread, view.thread)
       end
       view:destroy()
@@ -175,10 +176,18 @@ function M.current()
   return M.chats[vim.api.nvim_get_current_tabpage()]
 end
 
+--- The core if it is loaded (a chat exists only then), else nil.
+---@return acp.core?
+local function loaded_core()
+  local core = require('acp.core')
+  return core.is_loaded() and core or nil
+end
+
 --- The current tab's chat and the core, or nil after telling the user.
+---@return acp.ChatView?, acp.core?
 local function chat_and_core()
   local view = M.current()
-  local core = package.loaded.acp_core
+  local core = loaded_core()
   if not (view and core) then
     vim.notify('acp.nvim: no chat in this tab')
     return nil
@@ -212,7 +221,7 @@ end
 --- Cancels the running turn of the current tab's chat.
 function M.cancel()
   local view = M.current()
-  local core = package.loaded.acp_core
+  local core = loaded_core()
   if not (view and core) then
     vim.notify('acp.nvim: no chat in this tab')
     return false
@@ -346,14 +355,14 @@ end
 --- Files the current chat's agent wrote: { path, time, tool_call_id, ... }.
 function M.writes()
   local view = M.current()
-  local core = package.loaded.acp_core
+  local core = loaded_core()
   return (view and core) and core.writes(view.thread) or {}
 end
 
 --- The transcript of the current chat as markdown (as the core renders it).
 function M.export()
   local view = M.current()
-  local core = package.loaded.acp_core
+  local core = loaded_core()
   if view and core then
     return core.markdown(view.thread)
   end

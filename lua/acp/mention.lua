@@ -54,7 +54,7 @@ function M.refresh(root, on_done, force)
     return entry
   end
   local core = require('acp.core').get()
-  if not core or not core.list_files then
+  if not core then
     return entry
   end
   entry.loading = true
@@ -139,8 +139,8 @@ function M.candidates(view, base)
     add(b.word, b.modified and 'buffer [+]' or 'buffer', 'buf')
   end
   -- Files of each root, best matches first (ranked by the core).
-  local core = package.loaded.acp_core
-  if core and core.match_files then
+  local core = require('acp.core')
+  if core.is_loaded() then
     for _, root in ipairs(M.roots(view)) do
       local room = max - #items
       if room <= 0 then

@@ -107,8 +107,8 @@ function M.choose(i)
   if i and not opt then
     return
   end
-  local core = package.loaded.acp_core
-  if core then
+  local core = require('acp.core')
+  if core.is_loaded() then
     local ok, err = pcall(core.answer_permission, item.view.thread, item.request, opt and opt.optionId or nil)
     if not ok then
       vim.notify('acp.nvim: ' .. tostring(err), vim.log.levels.WARN)
@@ -207,6 +207,8 @@ function M.render(focus)
   end
 end
 
+---@param view acp.ChatView
+---@param ev acp.Event.permission
 function M.enqueue(view, ev)
   M.queue[#M.queue + 1] = { view = view, request = ev.request, payload = ev.payload }
   M.render(#M.queue == 1)
@@ -249,8 +251,8 @@ end
 --- (the agent remembers them; the plugin never answers with them) and the
 --- rules allowed by config.
 function M.decisions(view, reset)
-  local core = package.loaded.acp_core
-  if not (view and core) then
+  local core = require('acp.core')
+  if not (view and core.is_loaded()) then
     vim.notify('acp.nvim: no chat in this tab')
     return
   end

@@ -28,7 +28,7 @@ end
 --- Items: tool-call locations in transcript order (cached per card by
 --- acp.activity as cards change), then the files the agent wrote.
 function M.items(view)
-  local core = package.loaded.acp_core
+  local core = require('acp.core')
   local items, seen = {}, {}
   local function add(item)
     local k = item.filename .. ':' .. item.lnum .. ':' .. item.text

@@ -100,7 +100,7 @@ end
 --- Files the session changed with their pre-session text: fs writes first
 --- (their first recorded original), then diff contents of tool cards.
 function M.changed_files(view)
-  local core = package.loaded.acp_core
+  local core = require('acp.core')
   local files, seen = {}, {}
   for _, w in ipairs(core.writes(view.thread)) do
     if not seen[w.path] then

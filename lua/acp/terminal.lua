@@ -18,7 +18,7 @@ local function key(thread, id)
 end
 
 local function core()
-  return package.loaded.acp_core
+  return require('acp.core')
 end
 
 local function alive(pid)
@@ -40,6 +40,7 @@ local function hook_exit()
 end
 
 --- terminal_start: { id, argv, env, cwd } -> { pid } or { error }
+---@param ev acp.Event.call payload acp.Call.terminal_start, reply acp.Reply.terminal_start
 function M.start(ev)
   local c, p, thread = core(), ev.payload, ev.thread
   local k = key(thread, p.id)
@@ -77,6 +78,7 @@ function M.start(ev)
 end
 
 --- terminal_kill: { id, pid }: SIGTERM to the group, SIGKILL after a grace.
+---@param ev acp.Event.call payload acp.Call.terminal_kill (no reply)
 function M.kill(ev)
   local pid = ev.payload.pid
   if not pid or not alive(pid) then
@@ -117,7 +119,7 @@ end
 --- terminal) in a normal buffer that follows new output.
 function M.open(view, id)
   local c = core()
-  local t = c and c.terminal_text(view.thread, id)
+  local t = c.is_loaded() and c.terminal_text(view.thread, id)
   if not t then
     vim.notify(('acp.nvim: no terminal `%s` in this chat'):format(id), vim.log.levels.WARN)
     return
