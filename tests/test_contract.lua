@@ -104,7 +104,7 @@ local function full_chat()
   local file = dir .. '/a.txt'
   local child = H.start({
     cwd = dir,
-    config = { permissions = { auto_allow = {} } },
+    config = { permissions = { auto_allow = {} }, terminal = { confirm = 'never' } },
     agent_info = {
       modes = MODES,
       session_updates = {
