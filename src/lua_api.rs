@@ -270,9 +270,20 @@ fn json_list(v: Value) -> Value {
     }
 }
 
+/// The native module `acp_core` (declared in lua/acp/types.lua): one table
+/// of mlua functions, registered by area.
 pub fn module(lua: &Lua) -> LuaResult<Table> {
     let m = lua.create_table()?;
+    register_lifecycle(lua, &m)?;
+    register_threads(lua, &m)?;
+    register_permissions(lua, &m)?;
+    register_files(lua, &m)?;
+    register_editor_calls(lua, &m)?;
+    Ok(m)
+}
 
+/// Loading, logging, statistics and shutdown.
+fn register_lifecycle(lua: &Lua, m: &Table) -> LuaResult<()> {
     m.set(
         "init",
         lua.create_function(|_, opts: Table| {
@@ -293,15 +304,61 @@ pub fn module(lua: &Lua) -> LuaResult<Table> {
         "source_stamp",
         lua.create_function(|_, ()| Ok(env!("ACP_SOURCE_STAMP")))?,
     )?;
+
     m.set(
         "version",
         lua.create_function(|_, ()| Ok(env!("CARGO_PKG_VERSION")))?,
     )?;
+
     m.set(
         "log_path",
         lua.create_function(|_, ()| Ok(log::path().map(|p| p.to_string_lossy().into_owned())))?,
     )?;
 
+    m.set(
+        "agent_pids",
+        lua.create_function(|_, ()| Ok(registry().agent_pids()))?,
+    )?;
+
+    m.set(
+        "stats",
+        lua.create_function(|lua, ()| {
+            let s = &bridge().stats;
+            let t = lua.create_table()?;
+            t.set("pushed", s.pushed.load(Ordering::Relaxed))?;
+            t.set("drains", s.drains.load(Ordering::Relaxed))?;
+            t.set("delivered", s.delivered.load(Ordering::Relaxed))?;
+            t.set("waits", s.waits.load(Ordering::Relaxed))?;
+            t.set("sliced", s.sliced.load(Ordering::Relaxed))?;
+            t.set("timed_wakes", s.timed_wakes.load(Ordering::Relaxed))?;
+            t.set("queued_bytes", bridge().queued_bytes())?;
+            Ok(t)
+        })?,
+    )?;
+
+    m.set(
+        "shutdown",
+        lua.create_function(|_, ()| {
+            // Bounded: 400 ms for agents to exit, then SIGKILL; 300 ms for
+            // tasks. Neovim's exit never waits longer than that.
+            if runtime::is_running() {
+                registry().kill_all(Duration::from_millis(400));
+                runtime::shutdown(Duration::from_millis(300));
+            }
+            Ok(())
+        })?,
+    )?;
+
+    // Test hook: proves that a panic in the core surfaces as a Lua error.
+    m.set(
+        "_panic",
+        lua.create_function(|_, ()| -> LuaResult<()> { panic!("deliberate test panic") })?,
+    )?;
+    Ok(())
+}
+
+/// Chat threads: open, prompt, sign-in, modes, cancel, and what the view reads of them.
+fn register_threads(lua: &Lua, m: &Table) -> LuaResult<()> {
     m.set(
         "open_thread",
         lua.create_function(|lua, spec: Table| {
@@ -350,6 +407,7 @@ pub fn module(lua: &Lua) -> LuaResult<Table> {
             Ok(())
         })?,
     )?;
+
     m.set(
         "auth_methods",
         lua.create_function(|lua, id: u64| {
@@ -369,17 +427,6 @@ pub fn module(lua: &Lua) -> LuaResult<Table> {
     m.set(
         "cancel",
         lua.create_function(|_, id: u64| Ok(registry().thread(id).map_err(lua_err)?.cancel()))?,
-    )?;
-
-    m.set(
-        "answer_permission",
-        lua.create_function(|_, (id, request, option): (u64, u64, Option<String>)| {
-            registry()
-                .thread(id)
-                .map_err(lua_err)?
-                .answer_permission(request, option)
-                .map_err(lua_err)
-        })?,
     )?;
 
     m.set(
@@ -419,6 +466,84 @@ pub fn module(lua: &Lua) -> LuaResult<Table> {
         })?,
     )?;
 
+    m.set(
+        "entry",
+        lua.create_function(|lua, (id, index): (u64, usize)| {
+            let t = registry().thread(id).map_err(lua_err)?;
+            match t.entry_json(index) {
+                Some(v) => to_lua(lua, &v),
+                None => Ok(LuaValue::Nil),
+            }
+        })?,
+    )?;
+
+    m.set(
+        "writes",
+        lua.create_function(|lua, id: u64| {
+            let t = registry().thread(id).map_err(lua_err)?;
+            let writes = t.editor.writes.lock().clone();
+            to_lua(lua, &writes)
+        })?,
+    )?;
+
+    m.set(
+        "roots",
+        lua.create_function(|lua, id: u64| {
+            let t = registry().thread(id).map_err(lua_err)?;
+            let dirs: Vec<String> = t
+                .editor
+                .roots
+                .dirs()
+                .iter()
+                .map(|d| d.to_string_lossy().into_owned())
+                .collect();
+            to_lua(lua, &dirs)
+        })?,
+    )?;
+    Ok(())
+}
+
+/// The user's answers to permission requests and the "always" list.
+fn register_permissions(lua: &Lua, m: &Table) -> LuaResult<()> {
+    m.set(
+        "answer_permission",
+        lua.create_function(|_, (id, request, option): (u64, u64, Option<String>)| {
+            registry()
+                .thread(id)
+                .map_err(lua_err)?
+                .answer_permission(request, option)
+                .map_err(lua_err)
+        })?,
+    )?;
+
+    m.set(
+        "decisions",
+        lua.create_function(|lua, id: u64| {
+            let t = registry().thread(id).map_err(lua_err)?;
+            let list = lua.create_table()?;
+            for (i, (kind, text, option)) in t.always_choices().into_iter().enumerate() {
+                let d = lua.create_table()?;
+                d.set("kind", kind)?;
+                d.set("text", text)?;
+                d.set("option", option)?;
+                list.raw_set(i + 1, d)?;
+            }
+            Ok(list)
+        })?,
+    )?;
+
+    m.set(
+        "forget_decisions",
+        lua.create_function(|_, id: u64| {
+            registry().thread(id).map_err(lua_err)?.forget_decisions();
+            Ok(())
+        })?,
+    )?;
+    Ok(())
+}
+
+/// The `@` file walk and the text helpers the view uses (merge).
+fn register_files(lua: &Lua, m: &Table) -> LuaResult<()> {
     // Lists the files under `root` (ignore files respected) on a blocking
     // thread and keeps the list for `match_files`; a `files` event with
     // `request` (and the count) says when it is ready.
@@ -475,124 +600,6 @@ pub fn module(lua: &Lua) -> LuaResult<Table> {
         )?,
     )?;
 
-    m.set(
-        "agent_pids",
-        lua.create_function(|_, ()| Ok(registry().agent_pids()))?,
-    )?;
-
-    m.set(
-        "entry",
-        lua.create_function(|lua, (id, index): (u64, usize)| {
-            let t = registry().thread(id).map_err(lua_err)?;
-            match t.entry_json(index) {
-                Some(v) => to_lua(lua, &v),
-                None => Ok(LuaValue::Nil),
-            }
-        })?,
-    )?;
-    m.set(
-        "decisions",
-        lua.create_function(|lua, id: u64| {
-            let t = registry().thread(id).map_err(lua_err)?;
-            let list = lua.create_table()?;
-            for (i, (kind, text, option)) in t.always_choices().into_iter().enumerate() {
-                let d = lua.create_table()?;
-                d.set("kind", kind)?;
-                d.set("text", text)?;
-                d.set("option", option)?;
-                list.raw_set(i + 1, d)?;
-            }
-            Ok(list)
-        })?,
-    )?;
-    m.set(
-        "forget_decisions",
-        lua.create_function(|_, id: u64| {
-            registry().thread(id).map_err(lua_err)?.forget_decisions();
-            Ok(())
-        })?,
-    )?;
-
-    // Answers to main-thread calls (see src/calls.rs).
-    m.set(
-        "call_part",
-        lua.create_function(|_, (id, text): (u64, mlua::String)| {
-            crate::calls::part(id, text.to_str()?.to_string()).map_err(lua_err)
-        })?,
-    )?;
-    m.set(
-        "call_done",
-        lua.create_function(|lua, (id, value): (u64, LuaValue)| {
-            let v: Value = if value.is_nil() {
-                Value::Null
-            } else {
-                lua.from_value(value)?
-            };
-            crate::calls::finish(id, Ok(v)).map_err(lua_err)
-        })?,
-    )?;
-    m.set(
-        "call_fail",
-        lua.create_function(|_, (id, msg): (u64, String)| {
-            crate::calls::finish(id, Err(msg)).map_err(lua_err)
-        })?,
-    )?;
-
-    // Job events of client terminals (lua/acp/terminal.lua).
-    m.set(
-        "terminal_output",
-        lua.create_function(|_, (id, term, data): (u64, String, mlua::String)| {
-            let t = registry().thread(id).map_err(lua_err)?;
-            handlers::on_terminal_output(&t, &term, &data.as_bytes());
-            Ok(())
-        })?,
-    )?;
-    m.set(
-        "terminal_exit",
-        lua.create_function(|_, (id, term, code): (u64, String, i64)| {
-            let t = registry().thread(id).map_err(lua_err)?;
-            handlers::on_terminal_exit(&t, &term, code);
-            Ok(())
-        })?,
-    )?;
-    m.set(
-        "terminal_text",
-        lua.create_function(|lua, (id, term): (u64, String)| {
-            let t = registry().thread(id).map_err(lua_err)?;
-            match t.terminal_text(&term) {
-                None => Ok(LuaValue::Nil),
-                Some((output, exit)) => {
-                    let r = lua.create_table()?;
-                    r.set("output", output)?;
-                    r.set("exit", exit)?;
-                    Ok(LuaValue::Table(r))
-                }
-            }
-        })?,
-    )?;
-    m.set(
-        "writes",
-        lua.create_function(|lua, id: u64| {
-            let t = registry().thread(id).map_err(lua_err)?;
-            let writes = t.editor.writes.lock().clone();
-            to_lua(lua, &writes)
-        })?,
-    )?;
-    m.set(
-        "roots",
-        lua.create_function(|lua, id: u64| {
-            let t = registry().thread(id).map_err(lua_err)?;
-            let dirs: Vec<String> = t
-                .editor
-                .roots
-                .dirs()
-                .iter()
-                .map(|d| d.to_string_lossy().into_owned())
-                .collect();
-            to_lua(lua, &dirs)
-        })?,
-    )?;
-
     // Three-way merge of line lists (the view merges disk edits into
     // buffers with unsaved changes): returns the merged lines, or nil and
     // the 1-based (first, last) lines of `base` where both changed.
@@ -612,41 +619,71 @@ pub fn module(lua: &Lua) -> LuaResult<Table> {
             },
         )?,
     )?;
+    Ok(())
+}
 
+/// Answers of the main thread to the core's calls, and terminal jobs reporting back.
+fn register_editor_calls(lua: &Lua, m: &Table) -> LuaResult<()> {
+    // Answers to main-thread calls (see src/calls.rs).
     m.set(
-        "stats",
-        lua.create_function(|lua, ()| {
-            let s = &bridge().stats;
-            let t = lua.create_table()?;
-            t.set("pushed", s.pushed.load(Ordering::Relaxed))?;
-            t.set("drains", s.drains.load(Ordering::Relaxed))?;
-            t.set("delivered", s.delivered.load(Ordering::Relaxed))?;
-            t.set("waits", s.waits.load(Ordering::Relaxed))?;
-            t.set("sliced", s.sliced.load(Ordering::Relaxed))?;
-            t.set("timed_wakes", s.timed_wakes.load(Ordering::Relaxed))?;
-            t.set("queued_bytes", bridge().queued_bytes())?;
-            Ok(t)
+        "call_part",
+        lua.create_function(|_, (id, text): (u64, mlua::String)| {
+            crate::calls::part(id, text.to_str()?.to_string()).map_err(lua_err)
         })?,
     )?;
 
     m.set(
-        "shutdown",
-        lua.create_function(|_, ()| {
-            // Bounded: 400 ms for agents to exit, then SIGKILL; 300 ms for
-            // tasks. Neovim's exit never waits longer than that.
-            if runtime::is_running() {
-                registry().kill_all(Duration::from_millis(400));
-                runtime::shutdown(Duration::from_millis(300));
-            }
+        "call_done",
+        lua.create_function(|lua, (id, value): (u64, LuaValue)| {
+            let v: Value = if value.is_nil() {
+                Value::Null
+            } else {
+                lua.from_value(value)?
+            };
+            crate::calls::finish(id, Ok(v)).map_err(lua_err)
+        })?,
+    )?;
+
+    m.set(
+        "call_fail",
+        lua.create_function(|_, (id, msg): (u64, String)| {
+            crate::calls::finish(id, Err(msg)).map_err(lua_err)
+        })?,
+    )?;
+
+    // Job events of client terminals (lua/acp/terminal.lua).
+    m.set(
+        "terminal_output",
+        lua.create_function(|_, (id, term, data): (u64, String, mlua::String)| {
+            let t = registry().thread(id).map_err(lua_err)?;
+            handlers::on_terminal_output(&t, &term, &data.as_bytes());
             Ok(())
         })?,
     )?;
 
-    // Test hook: proves that a panic in the core surfaces as a Lua error.
     m.set(
-        "_panic",
-        lua.create_function(|_, ()| -> LuaResult<()> { panic!("deliberate test panic") })?,
+        "terminal_exit",
+        lua.create_function(|_, (id, term, code): (u64, String, i64)| {
+            let t = registry().thread(id).map_err(lua_err)?;
+            handlers::on_terminal_exit(&t, &term, code);
+            Ok(())
+        })?,
     )?;
 
-    Ok(m)
+    m.set(
+        "terminal_text",
+        lua.create_function(|lua, (id, term): (u64, String)| {
+            let t = registry().thread(id).map_err(lua_err)?;
+            match t.terminal_text(&term) {
+                None => Ok(LuaValue::Nil),
+                Some((output, exit)) => {
+                    let r = lua.create_table()?;
+                    r.set("output", output)?;
+                    r.set("exit", exit)?;
+                    Ok(LuaValue::Table(r))
+                }
+            }
+        })?,
+    )?;
+    Ok(())
 }

@@ -1275,10 +1275,7 @@ mod tests {
         );
         let claude = json!([{"type":"text","text":"one"},{"type":"content","content":{"type":"text","text":"two"}}]);
         assert_eq!(update::raw_output(&claude).unwrap().text, "one\ntwo");
-        assert_eq!(
-            update::raw_output(&json!("plain")).unwrap().text,
-            "plain"
-        );
+        assert_eq!(update::raw_output(&json!("plain")).unwrap().text, "plain");
         assert_eq!(update::raw_output(&json!({"files": 3})), None);
         assert_eq!(update::raw_output(&json!(7)), None);
     }
@@ -1299,7 +1296,11 @@ mod tests {
     #[test]
     fn locations_are_one_based_and_zero_means_the_top() {
         let mut tc = ToolCall::new("x");
-        merge_tool_call(&mut tc, &patch(json!({"locations":[{"path":"/a","line":0},{"path":"/a","line":1},{"path":"/a","line":7},{"path":"/b"}]})),
+        merge_tool_call(
+            &mut tc,
+            &patch(
+                json!({"locations":[{"path":"/a","line":0},{"path":"/a","line":1},{"path":"/a","line":7},{"path":"/b"}]}),
+            ),
         );
         assert_eq!(
             tc.locations,
@@ -1326,9 +1327,7 @@ mod tests {
         assert_eq!(tc.kind, ToolKind::Read);
         assert_eq!(tc.notes.len(), 1);
         // An unknown kind can still become known.
-        t.apply_json(
-            &json!({"sessionUpdate":"tool_call_update","toolCallId":"u","kind":"other"}),
-        );
+        t.apply_json(&json!({"sessionUpdate":"tool_call_update","toolCallId":"u","kind":"other"}));
         t.apply_json(&json!({"sessionUpdate":"tool_call_update","toolCallId":"u","kind":"edit"}));
         assert!(matches!(&t.entries()[3], Entry::ToolCall(tc) if tc.kind == ToolKind::Edit));
         t.begin_turn("again");
