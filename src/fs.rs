@@ -72,8 +72,9 @@ const READ_CHUNK: usize = 8 << 10;
 
 /// Reads `limit` lines from 1-based `line` of a text file (the whole file
 /// when both are None), with the slicing of [`slice_lines`], streaming:
-/// only the bytes up to the end of the part are read, and the NUL check
-/// stops at the first chunk that has one.
+/// only the bytes up to the end of the part are read. A NUL byte before
+/// the end of the part (in skipped lines too) refuses the file as binary
+/// at the chunk that holds it; UTF-8 is checked on the part.
 ///
 /// The path is `stat`ed first: anything but a regular file (directory,
 /// FIFO, socket, device) is refused without being opened for reading.
