@@ -14,6 +14,7 @@ pub mod bridge;
 pub mod calls;
 pub mod connection;
 pub mod files;
+pub mod framing;
 pub mod fs;
 pub mod handlers;
 pub mod log;
