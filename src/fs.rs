@@ -1,7 +1,7 @@
 //! Disk side of `fs/*`: reading text files with clear errors, line/limit
 //! slicing, and atomic writes that keep the file's mode.
 
-use std::io::Write;
+use std::io::{BufRead, Write};
 use std::path::Path;
 
 /// A failure the agent gets as a JSON-RPC error: code and message.
@@ -25,9 +25,68 @@ impl FsError {
     }
 }
 
-/// Reads a text file. Directories, missing files, binary or invalid UTF-8
-/// content are errors naming the path and the reason.
+/// Reads a whole text file within the default [`ReadLimits`]. Directories,
+/// other non-regular files, missing files, files over the limit, binary or
+/// invalid UTF-8 content are errors naming the path and the reason.
 pub fn read_text(path: &Path) -> Result<String, FsError> {
+    read_text_bounded(path, None, None, &ReadLimits::default()).map(|r| r.content)
+}
+
+/// Default for both [`ReadLimits`] sizes.
+pub const DEFAULT_READ_REFUSE_BYTES: u64 = 32 << 20;
+
+/// Sizes past which a read from disk is refused, so that memory stays
+/// bounded whatever file an agent names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadLimits {
+    /// A file larger than this is read only in parts (`line`/`limit`).
+    pub whole_file_bytes: u64,
+    /// The most bytes a `line`/`limit` part may hold.
+    pub part_bytes: u64,
+}
+
+impl Default for ReadLimits {
+    fn default() -> Self {
+        Self {
+            whole_file_bytes: DEFAULT_READ_REFUSE_BYTES,
+            part_bytes: DEFAULT_READ_REFUSE_BYTES,
+        }
+    }
+}
+
+/// What [`read_text_bounded`] read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TextRead {
+    /// The selected lines, with their own line endings.
+    pub content: String,
+    /// `content` is the whole file (read from its first byte to its end),
+    /// so it can serve as the base of a later merge.
+    pub whole: bool,
+    /// The file's size when it was opened.
+    pub size: u64,
+}
+
+/// Chunk size of the streaming read: the memory a read of any part of any
+/// file needs besides the part itself.
+const READ_CHUNK: usize = 8 << 10;
+
+/// Reads `limit` lines from 1-based `line` of a text file (the whole file
+/// when both are None), with the slicing of [`slice_lines`], streaming:
+/// only the bytes up to the end of the part are read. A NUL byte before
+/// the end of the part (in skipped lines too) refuses the file as binary
+/// at the chunk that holds it; UTF-8 is checked on the part.
+///
+/// The path is `stat`ed first: anything but a regular file (directory,
+/// FIFO, socket, device) is refused without being opened for reading.
+/// A whole-file read of a file over `limits.whole_file_bytes`, or a part
+/// over `limits.part_bytes`, is refused with a message saying how to ask
+/// for less.
+pub fn read_text_bounded(
+    path: &Path,
+    line: Option<u32>,
+    limit: Option<u32>,
+    limits: &ReadLimits,
+) -> Result<TextRead, FsError> {
     let shown = path.display();
     let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => {
@@ -38,28 +97,209 @@ pub fn read_text(path: &Path) -> Result<String, FsError> {
         }
         _ => FsError::new(INTERNAL, format!("{shown}: {e}")),
     })?;
-    if meta.is_dir() {
+    refuse_non_regular(path, &meta)?;
+    let size = meta.len();
+    let part = line.is_some() || limit.is_some();
+    if !part && size > limits.whole_file_bytes {
         return Err(FsError::new(
             INVALID_PARAMS,
-            format!("{shown}: is a directory, not a file"),
+            format!(
+                "{shown}: too large to read whole ({}, the limit is {}); read a part with `line` and `limit`",
+                human_bytes(size),
+                human_bytes(limits.whole_file_bytes)
+            ),
         ));
     }
-    let bytes = std::fs::read(path).map_err(|e| FsError::new(INTERNAL, format!("{shown}: {e}")))?;
-    if bytes.contains(&0) {
-        return Err(FsError::new(
+    let file = open_regular(path)?;
+    let cap = if part {
+        limits.part_bytes
+    } else {
+        limits.whole_file_bytes
+    };
+    let mut reader = std::io::BufReader::with_capacity(READ_CHUNK, file);
+    let io_err = |e: std::io::Error| FsError::new(INTERNAL, format!("{shown}: {e}"));
+    let binary = || {
+        FsError::new(
             INVALID_PARAMS,
             format!("{shown}: binary file (contains NUL bytes), not text"),
-        ));
+        )
+    };
+
+    // Skip to the first selected line.
+    let skip = u64::from(line.unwrap_or(1).max(1)) - 1;
+    let mut skipped = 0u64;
+    let mut offset = 0u64;
+    while skipped < skip {
+        let buf = reader.fill_buf().map_err(io_err)?;
+        if buf.is_empty() {
+            return Ok(TextRead {
+                content: String::new(),
+                whole: false,
+                size,
+            });
+        }
+        let mut used = buf.len();
+        let mut from = 0;
+        while let Some(i) = buf[from..].iter().position(|&b| b == b'\n') {
+            skipped += 1;
+            from += i + 1;
+            if skipped == skip {
+                used = from;
+                break;
+            }
+        }
+        // Skipped text is checked too: a binary file is refused at its
+        // first chunk instead of being scanned to the end for newlines.
+        if buf[..used].contains(&0) {
+            return Err(binary());
+        }
+        reader.consume(used);
+        offset += used as u64;
     }
-    String::from_utf8(bytes).map_err(|e| {
+
+    // Take `limit` lines (or the rest).
+    let mut out: Vec<u8> = Vec::with_capacity(if part { 0 } else { size.min(cap) as usize });
+    let mut left = limit.map(u64::from);
+    let mut at_end = false;
+    while left != Some(0) {
+        let buf = reader.fill_buf().map_err(io_err)?;
+        if buf.is_empty() {
+            at_end = true;
+            break;
+        }
+        let mut take = buf.len();
+        if let Some(n) = left.as_mut() {
+            let mut from = 0;
+            while let Some(i) = buf[from..].iter().position(|&b| b == b'\n') {
+                from += i + 1;
+                *n -= 1;
+                if *n == 0 {
+                    take = from;
+                    break;
+                }
+            }
+        }
+        let chunk = &buf[..take];
+        if chunk.contains(&0) {
+            return Err(binary());
+        }
+        if (out.len() + take) as u64 > cap {
+            let what = if part {
+                "the selected lines are"
+            } else {
+                "the file is"
+            };
+            return Err(FsError::new(
+                INVALID_PARAMS,
+                format!(
+                    "{shown}: {what} larger than the read limit ({}); ask for fewer lines with `line` and `limit`",
+                    human_bytes(cap)
+                ),
+            ));
+        }
+        out.extend_from_slice(chunk);
+        reader.consume(take);
+    }
+    if !at_end {
+        at_end = reader.fill_buf().map_err(io_err)?.is_empty();
+    }
+    let content = String::from_utf8(out).map_err(|e| {
         FsError::new(
             INVALID_PARAMS,
             format!(
                 "{shown}: not valid UTF-8 text (invalid byte at offset {})",
-                e.utf8_error().valid_up_to()
+                offset + e.utf8_error().valid_up_to() as u64
             ),
         )
+    })?;
+    Ok(TextRead {
+        content,
+        whole: skip == 0 && at_end,
+        size,
     })
+}
+
+/// Anything but a regular file is refused: reading a FIFO would wait for a
+/// writer forever, a device may never end.
+fn refuse_non_regular(path: &Path, meta: &std::fs::Metadata) -> Result<(), FsError> {
+    use std::os::unix::fs::FileTypeExt;
+    let t = meta.file_type();
+    let what = if t.is_file() {
+        return Ok(());
+    } else if t.is_dir() {
+        "is a directory, not a file"
+    } else if t.is_fifo() {
+        "is a named pipe (FIFO), not a regular file"
+    } else if t.is_socket() {
+        "is a socket, not a regular file"
+    } else if t.is_char_device() {
+        "is a character device, not a regular file"
+    } else if t.is_block_device() {
+        "is a block device, not a regular file"
+    } else {
+        "is not a regular file"
+    };
+    Err(FsError::new(
+        INVALID_PARAMS,
+        format!("{}: {what}", path.display()),
+    ))
+}
+
+/// Opens a file `stat` said was regular. Non-blocking, so that a path
+/// swapped for a FIFO in between cannot hang the open, and checked again
+/// on the open descriptor.
+fn open_regular(path: &Path) -> Result<std::fs::File, FsError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::io::AsRawFd;
+    let shown = path.display();
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| FsError::new(INTERNAL, format!("{shown}: {e}")))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| FsError::new(INTERNAL, format!("{shown}: {e}")))?;
+    refuse_non_regular(path, &meta)?;
+    // Back to blocking reads (a no-op for regular files on most systems).
+    let fd = file.as_raw_fd();
+    unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        if flags >= 0 {
+            libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK);
+        }
+    }
+    Ok(file)
+}
+
+/// `3.0 GiB`, `32 MiB`, `512 B`.
+fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if n < 1024 {
+        return format!("{n} B");
+    }
+    let mut v = n as f64 / 1024.0;
+    let mut unit = 0;
+    while v >= 1024.0 && unit < UNITS.len() - 1 {
+        v /= 1024.0;
+        unit += 1;
+    }
+    if v.fract() == 0.0 {
+        format!("{v:.0} {}", UNITS[unit])
+    } else {
+        format!("{v:.1} {}", UNITS[unit])
+    }
+}
+
+/// A cheap fingerprint of a text (SipHash, fixed keys: stable within one
+/// build of the core), so that what an agent read can be recognised later
+/// without keeping the text.
+pub fn content_hash(text: &str) -> u64 {
+    use std::hash::Hasher;
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    h.write(text.as_bytes());
+    h.write_usize(text.len());
+    h.finish()
 }
 
 /// `limit` lines starting at 1-based `line`, each with its own line ending
@@ -117,6 +357,74 @@ pub fn write_atomic(path: &Path, content: &str) -> Result<(), FsError> {
     })
 }
 
+/// Test-only: bytes allocated by the current thread, to show that a
+/// bounded operation stays bounded. Counting is per thread, so tests
+/// running in parallel do not disturb each other.
+#[cfg(test)]
+pub(crate) mod alloc_meter {
+    use std::alloc::{GlobalAlloc, Layout, System};
+    use std::cell::Cell;
+
+    struct Counting;
+
+    thread_local! {
+        static LIVE: Cell<isize> = const { Cell::new(0) };
+        static PEAK: Cell<isize> = const { Cell::new(0) };
+    }
+
+    fn add(n: isize) {
+        let _ = LIVE.try_with(|live| {
+            let v = live.get() + n;
+            live.set(v);
+            let _ = PEAK.try_with(|p| {
+                if v > p.get() {
+                    p.set(v)
+                }
+            });
+        });
+    }
+
+    unsafe impl GlobalAlloc for Counting {
+        unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+            add(l.size() as isize);
+            unsafe { System.alloc(l) }
+        }
+        unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
+            add(l.size() as isize);
+            unsafe { System.alloc_zeroed(l) }
+        }
+        unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+            add(-(l.size() as isize));
+            unsafe { System.dealloc(p, l) }
+        }
+        unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
+            add(new as isize - l.size() as isize);
+            unsafe { System.realloc(p, l, new) }
+        }
+    }
+
+    #[global_allocator]
+    static GLOBAL: Counting = Counting;
+
+    /// Peak of this thread's live heap bytes since `start`, above what was
+    /// live at `start`.
+    pub struct Meter {
+        base: isize,
+    }
+
+    impl Meter {
+        pub fn start() -> Self {
+            let base = LIVE.with(Cell::get);
+            PEAK.with(|p| p.set(base));
+            Meter { base }
+        }
+
+        pub fn peak(&self) -> usize {
+            (PEAK.with(Cell::get) - self.base).max(0) as usize
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -162,6 +470,246 @@ mod tests {
         );
         std::fs::write(d.join("ok"), "fine\n").unwrap();
         assert_eq!(read_text(&d.join("ok")).unwrap(), "fine\n");
+    }
+
+    /// Text with long and short lines, CRLF, multibyte characters and
+    /// empty lines, longer than several read chunks.
+    fn varied_text() -> String {
+        let mut t = String::new();
+        for i in 0..3000 {
+            match i % 7 {
+                0 => t.push_str(&"x".repeat(i * 7 % 9000)),
+                1 => t.push_str("é漢字🎉"),
+                2 => {}
+                3 => t.push_str(&format!("line {i}\r")),
+                _ => t.push_str(&format!("plain {i}")),
+            }
+            t.push('\n');
+        }
+        t.push_str("no newline at the end");
+        t
+    }
+
+    #[test]
+    fn bounded_read_slices_like_slice_lines() {
+        let d = TempDir::new("fs-bounded");
+        let text = varied_text();
+        assert!(text.len() > 20 * READ_CHUNK);
+        let small = ["", "a", "a\n", "\n\n", "a\r\nb\r\n", "é\n漢字\n🎉"];
+        let lim = ReadLimits::default();
+        for (k, t) in small.iter().copied().chain([text.as_str()]).enumerate() {
+            let p = d.path().join(format!("f{k}"));
+            std::fs::write(&p, t).unwrap();
+            let lines = [
+                None,
+                Some(0),
+                Some(1),
+                Some(2),
+                Some(3),
+                Some(700),
+                Some(2999),
+                Some(3001),
+                Some(3002),
+                Some(9999),
+            ];
+            let limits = [
+                None,
+                Some(0),
+                Some(1),
+                Some(2),
+                Some(5),
+                Some(1000),
+                Some(5000),
+            ];
+            for line in lines {
+                for limit in limits {
+                    let got = read_text_bounded(&p, line, limit, &lim).unwrap();
+                    let want = slice_lines(t, line, limit);
+                    assert!(
+                        got.content == want,
+                        "file {k} line {line:?} limit {limit:?}"
+                    );
+                    assert_eq!(
+                        got.whole,
+                        want == t && line.unwrap_or(1) <= 1,
+                        "whole: file {k} line {line:?} limit {limit:?}"
+                    );
+                    assert_eq!(got.size, t.len() as u64);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn non_regular_files_are_refused_without_reading() {
+        let d = TempDir::new("fs-special");
+        let fifo = d.path().join("pipe");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let sock = d.path().join("sock");
+        let _listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+        // A read that opened the FIFO would wait for a writer forever: run
+        // it on a thread and give up after a while instead of hanging.
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (f, s) = (fifo.clone(), sock.clone());
+        std::thread::spawn(move || {
+            let lim = ReadLimits::default();
+            let r = [
+                read_text_bounded(&f, None, None, &lim),
+                read_text_bounded(&f, Some(1), Some(1), &lim),
+                read_text_bounded(&s, None, None, &lim),
+                read_text_bounded(Path::new("/dev/null"), None, Some(1), &lim),
+                read_text_bounded(Path::new("/dev/zero"), None, None, &lim),
+            ];
+            tx.send(r).unwrap();
+        });
+        let r = rx
+            .recv_timeout(std::time::Duration::from_secs(5))
+            .expect("a read of a FIFO must not wait");
+        let msg = |i: usize| r[i].clone().unwrap_err().message;
+        assert!(
+            msg(0).contains("pipe") && msg(0).contains(fifo.to_str().unwrap()),
+            "{}",
+            msg(0)
+        );
+        assert!(msg(1).contains("named pipe (FIFO)"), "{}", msg(1));
+        assert!(msg(2).contains("is a socket"), "{}", msg(2));
+        assert!(
+            msg(3).contains("/dev/null: is a character device"),
+            "{}",
+            msg(3)
+        );
+        assert!(msg(4).contains("character device"), "{}", msg(4));
+        assert_eq!(r[0].clone().unwrap_err().code, INVALID_PARAMS);
+        assert!(read_text(d.path())
+            .unwrap_err()
+            .message
+            .contains("is a directory"));
+    }
+
+    #[test]
+    fn huge_sparse_file_reads_only_what_is_asked() {
+        let d = TempDir::new("fs-sparse");
+        let p = d.path().join("sparse");
+        std::fs::write(&p, "hello\nworld\n").unwrap();
+        let f = std::fs::OpenOptions::new().write(true).open(&p).unwrap();
+        f.set_len(3 << 30).unwrap(); // 3 GiB, the rest NUL bytes
+        drop(f);
+        let lim = ReadLimits::default();
+
+        let m = alloc_meter::Meter::start();
+        let first = read_text_bounded(&p, None, Some(1), &lim).unwrap();
+        let peak = m.peak();
+        println!("3 GiB sparse file, limit 1: {peak} bytes allocated at peak");
+        assert_eq!(first.content, "hello\n");
+        assert!(!first.whole);
+        assert_eq!(first.size, 3 << 30);
+        assert!(peak < 32 << 10, "{peak} bytes");
+
+        let m = alloc_meter::Meter::start();
+        let second = read_text_bounded(&p, Some(2), Some(1), &lim).unwrap();
+        assert_eq!(second.content, "world\n");
+        assert!(m.peak() < 32 << 10, "{} bytes", m.peak());
+
+        // The third "line" is 3 GiB of NUL bytes: refused at the first chunk.
+        let m = alloc_meter::Meter::start();
+        let t0 = std::time::Instant::now();
+        let e = read_text_bounded(&p, Some(3), Some(1), &lim).unwrap_err();
+        assert!(e.message.contains("binary"), "{}", e.message);
+        assert!(m.peak() < 32 << 10, "{} bytes", m.peak());
+        println!("binary refusal after {:?}", t0.elapsed());
+
+        // No part selected: refused by size before any read.
+        let m = alloc_meter::Meter::start();
+        let e = read_text_bounded(&p, None, None, &lim).unwrap_err();
+        assert!(
+            e.message
+                .contains("too large to read whole (3 GiB, the limit is 32 MiB)")
+                && e.message.contains("`line` and `limit`"),
+            "{}",
+            e.message
+        );
+        assert_eq!(e.code, INVALID_PARAMS);
+        assert!(m.peak() < 32 << 10, "{} bytes", m.peak());
+        assert!(read_text(&p).is_err());
+    }
+
+    #[test]
+    fn parts_over_the_limit_are_refused() {
+        let d = TempDir::new("fs-part-limit");
+        d.write("f", "0123456789\nabc\n");
+        let p = d.path().join("f");
+        let lim = ReadLimits {
+            whole_file_bytes: 12,
+            part_bytes: 11,
+        };
+        assert_eq!(
+            read_text_bounded(&p, Some(1), Some(1), &lim)
+                .unwrap()
+                .content,
+            "0123456789\n"
+        );
+        assert_eq!(
+            read_text_bounded(&p, Some(2), None, &lim).unwrap().content,
+            "abc\n"
+        );
+        let e = read_text_bounded(&p, Some(1), Some(2), &lim).unwrap_err();
+        assert!(
+            e.message
+                .contains("selected lines are larger than the read limit (11 B)"),
+            "{}",
+            e.message
+        );
+        let e = read_text_bounded(&p, None, None, &lim).unwrap_err();
+        assert!(
+            e.message
+                .contains("too large to read whole (15 B, the limit is 12 B)"),
+            "{}",
+            e.message
+        );
+    }
+
+    #[test]
+    fn binary_and_utf8_checks_see_the_part_read() {
+        let d = TempDir::new("fs-part-check");
+        let p = d.path().join("f");
+        std::fs::write(&p, b"text\ncaf\xe9\nmore\n\0").unwrap();
+        let lim = ReadLimits::default();
+        assert_eq!(
+            read_text_bounded(&p, Some(1), Some(1), &lim)
+                .unwrap()
+                .content,
+            "text\n"
+        );
+        let e = read_text_bounded(&p, Some(2), Some(1), &lim).unwrap_err();
+        assert!(
+            e.message.contains("invalid byte at offset 8"),
+            "{}",
+            e.message
+        );
+        assert_eq!(
+            read_text_bounded(&p, Some(3), Some(1), &lim)
+                .unwrap()
+                .content,
+            "more\n"
+        );
+        assert!(read_text_bounded(&p, Some(3), None, &lim)
+            .unwrap_err()
+            .message
+            .contains("binary"));
+        assert!(read_text(&p).unwrap_err().message.contains("binary"));
+    }
+
+    #[test]
+    fn content_hash_tells_texts_apart() {
+        assert_eq!(
+            content_hash("a\nb\n"),
+            content_hash(&String::from("a\nb\n"))
+        );
+        assert_ne!(content_hash("a\nb\n"), content_hash("a\nb"));
+        assert_ne!(content_hash(""), content_hash("\n"));
+        assert_eq!(human_bytes(3 << 30), "3 GiB");
+        assert_eq!(human_bytes(1536), "1.5 KiB");
     }
 
     #[test]

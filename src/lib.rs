@@ -15,6 +15,7 @@ pub mod calls;
 pub mod connection;
 pub mod editor;
 pub mod files;
+pub mod framing;
 pub mod fs;
 pub mod handlers;
 pub mod log;

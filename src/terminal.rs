@@ -3,7 +3,7 @@
 //! their output within the agent's byte limit, their exit status, and the
 //! `wait_for_exit` calls still waiting.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 
 use serde::Serialize;
 use tokio::sync::oneshot;
@@ -56,41 +56,102 @@ pub fn signal_name(n: i32) -> String {
     }
 }
 
+/// Output kept of a terminal when the agent sets no `outputByteLimit` (or
+/// a larger one): the tail of what the command printed.
+pub const DEFAULT_OUTPUT_CAP: usize = 1 << 20;
+
 /// Output kept within a byte limit, dropping from the start on a UTF-8
-/// character boundary.
-#[derive(Debug, Default)]
+/// character boundary. Memory stays within the limit whatever the command
+/// prints: a ring buffer, so dropping the head moves nothing.
+#[derive(Debug)]
 pub struct OutputBuffer {
-    bytes: Vec<u8>,
-    limit: Option<usize>,
+    bytes: VecDeque<u8>,
+    limit: usize,
     pub truncated: bool,
 }
 
+impl Default for OutputBuffer {
+    fn default() -> Self {
+        Self::new(None)
+    }
+}
+
 impl OutputBuffer {
+    /// The agent's `outputByteLimit`, within [`DEFAULT_OUTPUT_CAP`].
     pub fn new(limit: Option<usize>) -> Self {
+        Self::with_cap(limit, DEFAULT_OUTPUT_CAP)
+    }
+
+    /// The agent's `outputByteLimit` within a configured `cap`: the
+    /// smaller one applies.
+    pub fn with_cap(limit: Option<usize>, cap: usize) -> Self {
         Self {
-            bytes: Vec::new(),
-            limit,
+            bytes: VecDeque::new(),
+            limit: limit.map_or(cap, |l| l.min(cap)),
             truncated: false,
         }
     }
 
     pub fn push(&mut self, data: &[u8]) {
-        self.bytes.extend_from_slice(data);
-        if let Some(limit) = self.limit {
-            if self.bytes.len() > limit {
-                let mut cut = self.bytes.len() - limit;
-                // Never start inside a multi-byte character.
-                while cut < self.bytes.len() && (self.bytes[cut] & 0b1100_0000) == 0b1000_0000 {
-                    cut += 1;
+        let limit = self.limit;
+        let mut dropped = false;
+        // A chunk larger than the limit: only its tail can be kept.
+        let data = if data.len() > limit {
+            self.bytes.clear();
+            dropped = true;
+            &data[data.len() - limit..]
+        } else {
+            data
+        };
+        let over = (self.bytes.len() + data.len()).saturating_sub(limit);
+        if over > 0 {
+            self.bytes.drain(..over);
+            dropped = true;
+        }
+        self.bytes.extend(data);
+        if dropped {
+            self.truncated = true;
+            // Never start inside a multi-byte character (at most 3
+            // continuation bytes follow a character's first byte).
+            for _ in 0..3 {
+                match self.bytes.front() {
+                    Some(b) if b & 0b1100_0000 == 0b1000_0000 => {
+                        self.bytes.pop_front();
+                    }
+                    _ => break,
                 }
-                self.bytes.drain(..cut);
-                self.truncated = true;
             }
         }
     }
 
     pub fn text(&self) -> String {
-        String::from_utf8_lossy(&self.bytes).into_owned()
+        let (a, b) = self.bytes.as_slices();
+        if b.is_empty() {
+            return String::from_utf8_lossy(a).into_owned();
+        }
+        let mut all = Vec::with_capacity(a.len() + b.len());
+        all.extend_from_slice(a);
+        all.extend_from_slice(b);
+        String::from_utf8_lossy(&all).into_owned()
+    }
+
+    /// Bytes kept.
+    pub fn len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
+    /// The byte limit in force.
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// Bytes allocated for the kept output.
+    pub fn capacity(&self) -> usize {
+        self.bytes.capacity()
     }
 }
 
@@ -102,13 +163,31 @@ pub struct Terminal {
     waiters: Vec<oneshot::Sender<ExitStatus>>,
 }
 
-#[derive(Default)]
 pub struct Terminals {
     map: HashMap<String, Terminal>,
     next: u64,
+    output_cap: usize,
+}
+
+impl Default for Terminals {
+    fn default() -> Self {
+        Self {
+            map: HashMap::new(),
+            next: 0,
+            output_cap: DEFAULT_OUTPUT_CAP,
+        }
+    }
 }
 
 impl Terminals {
+    /// The most output kept of each terminal created from now on (the
+    /// agent's `outputByteLimit` applies when smaller).
+    pub fn set_output_cap(&mut self, cap: usize) {
+        self.output_cap = cap;
+    }
+
+    /// A terminal whose output is kept within `limit` (the agent's
+    /// `outputByteLimit`) and the output cap.
     pub fn create(&mut self, command_line: String, limit: Option<usize>) -> String {
         self.next += 1;
         let id = format!("term-{}", self.next);
@@ -116,7 +195,7 @@ impl Terminals {
             id.clone(),
             Terminal {
                 command_line,
-                output: OutputBuffer::new(limit),
+                output: OutputBuffer::with_cap(limit, self.output_cap),
                 exit: None,
                 pid: None,
                 waiters: Vec::new(),
@@ -205,9 +284,80 @@ mod tests {
         assert!(b.truncated);
         // Cutting 3 bytes would land inside "é": the cut moves past it.
         assert_eq!(b.text(), "漢x");
-        let mut unlimited = OutputBuffer::new(None);
-        unlimited.push(&[b'x'; 10_000]);
-        assert_eq!(unlimited.text().len(), 10_000);
+        let mut no_limit = OutputBuffer::new(None);
+        no_limit.push(&[b'x'; 10_000]);
+        assert_eq!(no_limit.text().len(), 10_000);
+        assert!(!no_limit.truncated);
+    }
+
+    #[test]
+    fn no_agent_limit_keeps_a_capped_tail() {
+        assert_eq!(OutputBuffer::new(None).limit(), DEFAULT_OUTPUT_CAP);
+        assert_eq!(OutputBuffer::new(Some(10)).limit(), 10);
+        assert_eq!(
+            OutputBuffer::new(Some(usize::MAX)).limit(),
+            DEFAULT_OUTPUT_CAP
+        );
+        assert_eq!(OutputBuffer::with_cap(Some(100), 8).limit(), 8);
+
+        // A chunk larger than the limit keeps its tail, on a char boundary.
+        let mut b = OutputBuffer::with_cap(None, 4);
+        b.push("abc漢字".as_bytes()); // 9 bytes; the last 4 start inside 漢
+        assert_eq!(b.text(), "字");
+        assert!(b.truncated);
+
+        let mut zero = OutputBuffer::new(Some(0));
+        zero.push(b"");
+        assert!(!zero.truncated);
+        zero.push(b"x");
+        assert!(zero.truncated && zero.text().is_empty());
+
+        let mut t = Terminals::default();
+        t.set_output_cap(6);
+        let id = t.create("yes".into(), None);
+        t.output(&id, b"1234");
+        t.output(&id, b"5678");
+        let out = &t.get(&id).unwrap().output;
+        assert_eq!((out.text().as_str(), out.truncated), ("345678", true));
+        let small = t.create("yes".into(), Some(2));
+        assert_eq!(t.get(&small).unwrap().output.limit(), 2);
+    }
+
+    #[test]
+    fn a_300_mb_flood_keeps_memory_flat() {
+        let mut b = OutputBuffer::new(None);
+        let mut chunk = vec![0u8; 64 << 10];
+        let total: usize = 300 << 20;
+        let m = crate::fs::alloc_meter::Meter::start();
+        let t0 = std::time::Instant::now();
+        let (mut max_len, mut max_cap) = (0, 0);
+        for i in 0..total / chunk.len() {
+            // Each chunk: a line naming it, then "é" to its end (so cuts
+            // fall inside multi-byte characters).
+            let head = format!("chunk {i}\n");
+            chunk[..head.len()].copy_from_slice(head.as_bytes());
+            for pair in chunk[head.len()..].chunks_mut(2) {
+                pair.copy_from_slice(&"é".as_bytes()[..pair.len()]);
+            }
+            b.push(&chunk);
+            max_len = max_len.max(b.len());
+            max_cap = max_cap.max(b.capacity());
+        }
+        let peak = m.peak();
+        println!(
+            "300 MiB in 64 KiB chunks: {:?}, kept {} bytes, capacity {max_cap}, peak heap {peak}",
+            t0.elapsed(),
+            b.len()
+        );
+        assert!(max_len <= DEFAULT_OUTPUT_CAP, "{max_len}");
+        assert!(max_cap <= 2 * DEFAULT_OUTPUT_CAP, "{max_cap}");
+        assert!(peak <= 2 * DEFAULT_OUTPUT_CAP + (64 << 10), "{peak}");
+        assert!(b.truncated);
+        let text = b.text();
+        assert!(!text.starts_with('\u{fffd}'), "starts inside a character");
+        let last = total / chunk.len() - 1;
+        assert!(text.contains(&format!("chunk {last}\n")));
+        assert!(!text.contains(&format!("chunk {}\n", last - 16)));
     }
 
     #[test]

@@ -1,7 +1,12 @@
 //! Line-level text operations for agent writes: the minimal hunks that turn
 //! a buffer into the new content (so marks, folds and the cursor outside the
 //! changed lines stay put), and a three-way merge that keeps the user's
-//! edits made after the agent read the file.
+//! edits made after the agent read the file. Also the bounded unified diff
+//! of a tool card.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::time::{Duration, Instant};
 
 use similar::{capture_diff_slices, Algorithm, DiffOp};
 
@@ -160,6 +165,234 @@ pub fn merge3(
     Ok(apply(base, &all))
 }
 
+/// Bounds on the diff shown in a tool card.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DiffLimits {
+    /// Inputs larger than this (old and new together) are summarised
+    /// without diffing.
+    pub max_bytes: usize,
+    /// Inputs with more lines than this (old and new together) are
+    /// summarised without diffing.
+    pub max_lines: usize,
+    /// Time allowed for the diff; past it the result is a summary.
+    pub timeout: Duration,
+    /// Unified-diff lines returned; the rest are only counted.
+    pub max_output_lines: usize,
+}
+
+impl Default for DiffLimits {
+    fn default() -> Self {
+        Self {
+            max_bytes: 4 << 20,
+            max_lines: 100_000,
+            timeout: Duration::from_millis(20),
+            max_output_lines: 400,
+        }
+    }
+}
+
+/// Why a diff was summarised.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SummaryReason {
+    /// Over `max_bytes` or `max_lines`: not diffed at all.
+    TooLarge,
+    /// The diff did not finish within `timeout`.
+    Timeout,
+}
+
+/// A card's diff body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DiffBody {
+    /// A unified diff with 3 lines of context, as `similar` renders it
+    /// without its `---`/`+++` header: `@@ … @@` hunk headers, then lines
+    /// starting with ` `, `-` or `+` (and `\ No newline at end of file`),
+    /// without their line endings. At most `max_output_lines` lines;
+    /// `more` counts those left out. `added`/`removed` count changed lines.
+    Unified {
+        lines: Vec<String>,
+        more: usize,
+        added: usize,
+        removed: usize,
+    },
+    /// Too large or too slow to diff. `added`/`removed` are the lines
+    /// only in `new` / only in `old`, counted as multisets: a moved line
+    /// counts as unchanged, so these are lower bounds of a real diff's.
+    Summary {
+        added: usize,
+        removed: usize,
+        reason: SummaryReason,
+    },
+}
+
+/// The diff of a tool card from `old` to `new` (a new file is `old` = ""),
+/// bounded in size and time: the diff step of the card rendering, whose
+/// unified lines are exactly those of
+/// `TextDiff::from_lines(old, new).unified_diff().context_radius(3)`.
+pub fn unified_diff_bounded(old: &str, new: &str, limits: &DiffLimits) -> DiffBody {
+    let summary = |reason| {
+        let (added, removed) = line_count_delta(old, new);
+        DiffBody::Summary {
+            added,
+            removed,
+            reason,
+        }
+    };
+    if old.len() + new.len() > limits.max_bytes {
+        return summary(SummaryReason::TooLarge);
+    }
+    let line_count = |t: &str| t.bytes().filter(|&b| b == b'\n').count() + 1;
+    if line_count(old) + line_count(new) > limits.max_lines {
+        return summary(SummaryReason::TooLarge);
+    }
+    let deadline = Instant::now() + limits.timeout;
+    let diff = similar::TextDiff::configure()
+        .algorithm(Algorithm::Myers)
+        .deadline(deadline)
+        .diff_lines(old, new);
+    // `similar` ends a diff that reaches its deadline with coarse
+    // replacements instead of saying so: past the deadline, the result is
+    // not the diff a reader expects.
+    if Instant::now() >= deadline {
+        return summary(SummaryReason::Timeout);
+    }
+    let (mut added, mut removed) = (0, 0);
+    for op in diff.ops() {
+        match *op {
+            DiffOp::Equal { .. } => {}
+            DiffOp::Delete { old_len, .. } => removed += old_len,
+            DiffOp::Insert { new_len, .. } => added += new_len,
+            DiffOp::Replace {
+                old_len, new_len, ..
+            } => {
+                removed += old_len;
+                added += new_len;
+            }
+        }
+    }
+    let mut lines = Vec::new();
+    let mut more = 0;
+    let mut unified = diff.unified_diff();
+    unified.context_radius(3);
+    for hunk in unified.iter_hunks() {
+        if lines.len() >= limits.max_output_lines {
+            // Counted, not rendered: the header, each change, and a hint
+            // after a change without a final newline.
+            more += 1 + hunk
+                .iter_changes()
+                .map(|c| 1 + usize::from(c.missing_newline()))
+                .sum::<usize>();
+            continue;
+        }
+        for line in hunk.to_string().lines() {
+            if lines.len() < limits.max_output_lines {
+                lines.push(line.trim_end_matches('\r').to_owned());
+            } else {
+                more += 1;
+            }
+        }
+    }
+    DiffBody::Unified {
+        lines,
+        more,
+        added,
+        removed,
+    }
+}
+
+/// Lines only in `new` and lines only in `old`, as multisets (line
+/// endings ignored): linear time and memory in the number of lines, and
+/// only the lines between the common head and tail are counted.
+pub fn line_count_delta(old: &str, new: &str) -> (usize, usize) {
+    let (old, new) = trim_common_lines(old, new);
+    let mut counts: HashMap<u64, isize, BuildHasherDefault<KeyIsHash>> = HashMap::default();
+    for l in old.lines() {
+        *counts.entry(line_hash(l.as_bytes())).or_default() -= 1;
+    }
+    for l in new.lines() {
+        *counts.entry(line_hash(l.as_bytes())).or_default() += 1;
+    }
+    counts.values().fold((0, 0), |(a, r), &c| {
+        if c > 0 {
+            (a + c as usize, r)
+        } else {
+            (a, r + (-c) as usize)
+        }
+    })
+}
+
+/// `old` and `new` without the whole lines they start and end with in
+/// common (a byte comparison, far cheaper than hashing those lines).
+fn trim_common_lines<'a, 'b>(old: &'a str, new: &'b str) -> (&'a str, &'b str) {
+    let (o, n) = (old.as_bytes(), new.as_bytes());
+    let same = o.iter().zip(n).take_while(|(a, b)| a == b).count();
+    // Back to just after the last newline both share.
+    let head = o[..same]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1);
+    let (o, n) = (&o[head..], &n[head..]);
+    let same = o
+        .iter()
+        .rev()
+        .zip(n.iter().rev())
+        .take_while(|(a, b)| a == b)
+        .count();
+    // Forward to just after a newline, so that only whole lines go (the
+    // byte before the common tail must end a line on both sides).
+    let tail_start = |t: &[u8]| {
+        let from = t.len() - same;
+        if from == 0 || t[from - 1] == b'\n' {
+            from
+        } else {
+            t[from..]
+                .iter()
+                .position(|&b| b == b'\n')
+                .map_or(t.len(), |i| from + i + 1)
+        }
+    };
+    let (oe, ne) = (tail_start(o), tail_start(n));
+    // Both cuts drop the same bytes: each tail is the other's.
+    let cut = (o.len() - oe).min(n.len() - ne);
+    (
+        &old[head..head + o.len() - cut],
+        &new[head..head + n.len() - cut],
+    )
+}
+
+/// A fast 64-bit hash of a line (multiply-rotate over 8-byte words, as
+/// rustc's FxHash), good enough to count lines.
+fn line_hash(bytes: &[u8]) -> u64 {
+    const K: u64 = 0x517c_c1b7_2722_0a95;
+    let mut h = bytes.len() as u64;
+    let mut words = bytes.chunks_exact(8);
+    for w in words.by_ref() {
+        let v = u64::from_le_bytes(w.try_into().unwrap_or([0; 8]));
+        h = (h.rotate_left(5) ^ v).wrapping_mul(K);
+    }
+    for &b in words.remainder() {
+        h = (h.rotate_left(5) ^ u64::from(b)).wrapping_mul(K);
+    }
+    h
+}
+
+/// The keys are hashes already.
+#[derive(Default)]
+struct KeyIsHash(u64);
+
+impl Hasher for KeyIsHash {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8) | u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -224,6 +457,226 @@ mod tests {
         assert_eq!(merge3(&base, &agent, &user).unwrap(), l("x,a,b,y"));
         let both_at_same_place = l("a,z,b");
         assert!(merge3(&base, &l("a,w,b"), &both_at_same_place).is_err());
+    }
+
+    /// The card's diff lines as rendered before the bounds: the whole
+    /// unified diff, header dropped, `\r` trimmed.
+    fn unbounded_lines(old: &str, new: &str) -> Vec<String> {
+        let text = similar::TextDiff::from_lines(old, new)
+            .unified_diff()
+            .context_radius(3)
+            .header("a", "b")
+            .to_string();
+        text.lines()
+            .skip(2)
+            .map(|l| l.trim_end_matches('\r').to_owned())
+            .collect()
+    }
+
+    fn numbered(n: usize, changed_every: usize, tag: &str) -> String {
+        (0..n)
+            .map(|i| {
+                if changed_every > 0 && i % changed_every == 0 {
+                    format!("{tag} line {i}\n")
+                } else {
+                    format!("line {i}\n")
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn bounded_diff_matches_the_unbounded_rendering() {
+        let big_old = numbered(2000, 0, "");
+        let big_new = numbered(2000, 40, "changed");
+        let pairs: Vec<(String, String)> = vec![
+            ("a\nb\nc\n".into(), "a\nB\nc\n".into()),
+            ("a\nb\nc".into(), "a\nb\nc\nd".into()),
+            ("a\r\nb\r\n".into(), "a\r\nc\r\n".into()),
+            ("".into(), "new\nfile\n".into()),
+            ("same\n".into(), "same\n".into()),
+            ("x".into(), "".into()),
+            (big_old.clone(), big_new.clone()),
+        ];
+        let all = DiffLimits {
+            max_output_lines: usize::MAX,
+            ..DiffLimits::default()
+        };
+        for (old, new) in &pairs {
+            let want = unbounded_lines(old, new);
+            match unified_diff_bounded(old, new, &all) {
+                DiffBody::Unified { lines, more, .. } => {
+                    assert_eq!((lines, more), (want.clone(), 0), "{old:?} -> {new:?}");
+                }
+                other => panic!("{other:?}"),
+            }
+            // Cut at 400 lines, the rest counted exactly.
+            match unified_diff_bounded(old, new, &DiffLimits::default()) {
+                DiffBody::Unified { lines, more, .. } => {
+                    let n = want.len().min(400);
+                    assert_eq!(lines, want[..n].to_vec());
+                    assert_eq!(more, want.len() - n);
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        // The big pair has 50 changed lines, enough hunks to be cut.
+        match unified_diff_bounded(&big_old, &big_new, &DiffLimits::default()) {
+            DiffBody::Unified {
+                more,
+                added,
+                removed,
+                ..
+            } => assert_eq!((more > 0, added, removed), (true, 50, 50)),
+            other => panic!("{other:?}"),
+        }
+        // A missing final newline is counted in `more` like it is shown.
+        let old = "1\n".repeat(100) + "end";
+        let new = "2\n".repeat(100) + "END";
+        let want = unbounded_lines(&old, &new);
+        assert!(want.iter().any(|l| l.starts_with("\\ No newline")));
+        let few = DiffLimits {
+            max_output_lines: 1,
+            ..DiffLimits::default()
+        };
+        match unified_diff_bounded(&old, &new, &few) {
+            DiffBody::Unified { lines, more, .. } => assert_eq!(lines.len() + more, want.len()),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn large_diffs_become_summaries() {
+        let lim = DiffLimits::default();
+        let timed = |old: &str, new: &str| {
+            let t0 = Instant::now();
+            let body = unified_diff_bounded(old, new, &lim);
+            (body, t0.elapsed())
+        };
+        // 2 × 20,000 lines, all different: too slow to diff within bounds.
+        let old = numbered(20_000, 1, "old");
+        let new = numbered(20_000, 1, "new");
+        let (body, took) = timed(&old, &new);
+        println!("2 x 20k lines, all changed: {took:?}");
+        assert_eq!(
+            body,
+            DiffBody::Summary {
+                added: 20_000,
+                removed: 20_000,
+                reason: SummaryReason::Timeout
+            }
+        );
+        // Every other line changed.
+        let (body, took) = timed(&numbered(20_000, 0, ""), &numbered(20_000, 2, "new"));
+        println!("2 x 20k lines, every other line changed: {took:?}");
+        match body {
+            DiffBody::Summary { added, removed, .. } => {
+                assert_eq!((added, removed), (10_000, 10_000))
+            }
+            DiffBody::Unified {
+                lines,
+                added,
+                removed,
+                ..
+            } => {
+                assert!(lines.len() <= lim.max_output_lines);
+                assert_eq!((added, removed), (10_000, 10_000));
+            }
+        }
+        // One line changed in 20,000: the real hunk, quickly.
+        let mut one = numbered(20_000, 0, "");
+        one = one.replacen("line 10000\n", "line ten thousand\n", 1);
+        let (body, took) = timed(&numbered(20_000, 0, ""), &one);
+        println!("2 x 20k lines, one changed: {took:?}");
+        assert_eq!(
+            body,
+            DiffBody::Unified {
+                lines: unbounded_lines(&numbered(20_000, 0, ""), &one),
+                more: 0,
+                added: 1,
+                removed: 1
+            }
+        );
+        // Over the size limits: summarised without diffing.
+        let small = DiffLimits {
+            max_bytes: 100,
+            ..lim
+        };
+        let (a, b) = ("x\n".repeat(40), "y\n".repeat(30) + "x\n");
+        assert_eq!(
+            unified_diff_bounded(&a, &b, &small),
+            DiffBody::Summary {
+                added: 30,
+                removed: 39,
+                reason: SummaryReason::TooLarge
+            }
+        );
+        let few_lines = DiffLimits {
+            max_lines: 50,
+            ..lim
+        };
+        assert!(matches!(
+            unified_diff_bounded(&a, &b, &few_lines),
+            DiffBody::Summary {
+                reason: SummaryReason::TooLarge,
+                ..
+            }
+        ));
+        let huge = "some line of text\n".repeat(1_000_000);
+        let t0 = Instant::now();
+        let body = unified_diff_bounded("", &huge, &lim);
+        println!("new file of 1M lines: {:?}", t0.elapsed());
+        assert_eq!(
+            body,
+            DiffBody::Summary {
+                added: 1_000_000,
+                removed: 0,
+                reason: SummaryReason::TooLarge
+            }
+        );
+    }
+
+    #[test]
+    fn line_delta_counts_multisets() {
+        assert_eq!(line_count_delta("a\nb\nc\n", "c\na\nb\n"), (0, 0));
+        assert_eq!(line_count_delta("a\na\n", "a\n"), (0, 1));
+        assert_eq!(line_count_delta("a\r\nb", "a\nb\nb\n"), (1, 0));
+        assert_eq!(line_count_delta("", "x\ny\n"), (2, 0));
+        assert_eq!(line_count_delta("b\n", "ab\n"), (1, 1));
+        assert_eq!(line_count_delta("x\nab\n", "x\nb\n"), (1, 1));
+
+        // Against a plain multiset count, on texts with shared heads and
+        // tails cut at every kind of place.
+        let naive = |old: &str, new: &str| {
+            let mut m: HashMap<&str, isize> = HashMap::new();
+            old.lines().for_each(|l| *m.entry(l).or_default() -= 1);
+            new.lines().for_each(|l| *m.entry(l).or_default() += 1);
+            m.values().fold((0, 0), |(a, r), &c| {
+                (a + c.max(0) as usize, r + (-c).max(0) as usize)
+            })
+        };
+        let mut seed = 7u64;
+        let mut next = |n: u64| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) % n
+        };
+        let pieces = ["a", "b", "ab", "ba", "\n", "\r\n", "é", ""];
+        for _ in 0..3000 {
+            let mut text = |len: u64| -> String {
+                (0..len)
+                    .map(|_| pieces[next(pieces.len() as u64) as usize])
+                    .collect()
+            };
+            let (head, o, n, tail) = (text(6), text(5), text(5), text(6));
+            let (old, new) = (format!("{head}{o}{tail}"), format!("{head}{n}{tail}"));
+            assert_eq!(
+                line_count_delta(&old, &new),
+                naive(&old, &new),
+                "{old:?} {new:?}"
+            );
+        }
     }
 
     #[test]
