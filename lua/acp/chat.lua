@@ -78,6 +78,14 @@ function ChatView:_keymaps()
       require('acp').cancel()
     end, 'Cancel the running turn')
   end
+  local key = config.options.permissions.focus_key
+  if key then
+    for _, buf in ipairs({ self.input, self.buf }) do
+      map(buf, { 'n', 'i' }, key, function()
+        require('acp.permission').focus()
+      end, 'Answer the pending permission request')
+    end
+  end
   map(self.buf, 'n', 'q', function()
     self:hide()
   end, 'Hide the chat')
