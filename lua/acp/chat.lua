@@ -663,6 +663,8 @@ end
 
 function ChatView:destroy()
   require('acp.bridge').unregister(self.thread)
+  -- The session ended: so do the commands it started, background ones too.
+  require('acp.terminal').kill_thread(self.thread)
   self:hide()
   for _, b in ipairs({ self.buf, self.input }) do
     if api.nvim_buf_is_valid(b) then
