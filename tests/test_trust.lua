@@ -385,6 +385,28 @@ return {
     T.eq(child:lua('return 1'), 1)
   end },
 
+  { 'config: focus_key may be false, env_deny replaces the default list, both and confirm are checked', function()
+    local child = T.Child.new()
+    local r = child:lua([[
+      local config = require('acp.config')
+      local ok1 = pcall(config.setup, { permissions = { focus_key = false }, terminal = { env_deny = { 'ONLY_*' } } })
+      local deny = config.options.terminal.env_deny
+      local ok2, err = pcall(config.setup, { terminal = { env_deny = { 'A', 3 } } })
+      local ok3, err3 = pcall(config.setup, { terminal = { confirm = 'sometimes' } })
+      vim.env.ONLY_ME, vim.env.X_TOKEN = 'a', 'b'
+      config.setup({ terminal = { env_deny = { 'ONLY_*' } } })
+      local env = require('acp.terminal').env({ EXTRA = 'e' })
+      return { ok1 = ok1, deny = deny, ok2 = ok2, err = err, ok3 = ok3, err3 = err3, only = env.ONLY_ME, token = env.X_TOKEN, extra = env.EXTRA }
+    ]])
+    T.eq(r.ok1, true)
+    T.eq(r.deny, { 'ONLY_*' })
+    T.eq(r.ok2, false)
+    T.match(r.err, '`terminal.env_deny%[2%]` must be a string, got number')
+    T.eq(r.ok3, false)
+    T.match(r.err3, '`terminal.confirm` must be "unrequested", "always" or "never"')
+    T.eq({ r.only, r.token, r.extra }, { nil, 'b', 'e' })
+  end },
+
   { 'a flood of output reaches the core whole and in order', function()
     local dir = H.project()
     local _, paths = start({

@@ -44,6 +44,9 @@ M.defaults = {
     shell = 'sh',
     -- SIGTERM, then SIGKILL after this many ms (kill and release).
     kill_grace_ms = 2000,
+    -- Ask before running a command: 'unrequested' (one that no allowed
+    -- permission request of the turn covers), 'always' or 'never'.
+    confirm = 'unrequested',
     -- Commands get your environment without Neovim's own variables (`NVIM`,
     -- `NVIM_LISTEN_ADDRESS`, any holding this Neovim's server address) and
     -- without the variables whose names match these patterns (`*` any
@@ -177,6 +180,10 @@ local function validate(user, defaults, path)
       end
     elseif p == 'mcp_servers' then
       check_type(p, value, 'table')
+    elseif p == 'terminal.confirm' then
+      if not vim.tbl_contains({ 'unrequested', 'always', 'never' }, value) then
+        fail(p, 'must be "unrequested", "always" or "never"')
+      end
     elseif p == 'terminal.env_deny' then
       check_type(p, value, 'table')
       for i, pat in ipairs(value) do

@@ -128,6 +128,7 @@ local function agent_spec(name)
       allow_terminal_outside = o.terminal.allow_outside_roots,
       save_unmodified = o.fs.save_unmodified,
       shell = o.terminal.shell,
+      terminal_confirm = o.terminal.confirm,
       auto_allow = o.permissions.auto_allow,
     },
   }
