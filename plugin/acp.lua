@@ -82,6 +82,10 @@ cmd('AcpPermission', function()
   require('acp.permission').focus()
 end, { desc = 'Answer the pending permission request' })
 
+vim.keymap.set({ 'n', 'i' }, '<Plug>(AcpPermission)', function()
+  require('acp.permission').focus()
+end, { desc = 'Answer the pending permission request' })
+
 cmd('AcpTerminal', function(o)
   require('acp').open_terminal(o.args)
 end, { nargs = 1, desc = "Open a terminal's output from the chat in a buffer" })

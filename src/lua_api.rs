@@ -315,6 +315,19 @@ fn register_lifecycle(lua: &Lua, m: &Table) -> LuaResult<()> {
         lua.create_function(|_, ()| Ok(log::path().map(|p| p.to_string_lossy().into_owned())))?,
     )?;
 
+    // The view's own errors go to the same log (one writer, one format).
+    m.set(
+        "log",
+        lua.create_function(|_, (level, msg): (String, String)| {
+            match level.as_str() {
+                "error" => log::error(&msg),
+                "warn" => log::warn(&msg),
+                _ => log::info(&msg),
+            }
+            Ok(())
+        })?,
+    )?;
+
     m.set(
         "agent_pids",
         lua.create_function(|_, ()| Ok(registry().agent_pids()))?,

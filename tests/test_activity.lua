@@ -243,9 +243,11 @@ return {
     local float = child:lua([[return vim.api.nvim_buf_get_lines(require('acp.permission').buf, 0, -1, false)]])
     T.contains(float, '  edit /p/cfg.json: +1 -1   (d: review)')
     child:feed('<Esc>')
-    child:cmd('AcpPermission')
+    H.enter_permission(child)
     child:feed('d')
     T.eq(child:lua('return #vim.api.nvim_list_tabpages()'), 2)
+    -- The review tab has its own grace period before its keys answer.
+    child:wait_for([[return require('acp.permission').armed]])
     T.eq(child:lua('return vim.wo.diff'), true)
     child:feed('y')
     child:wait_for([[return require('acp').current().turns_ended == 1]])
@@ -307,7 +309,7 @@ return {
       child:lua([[require('acp').send(...)]], { 'go' .. i .. '!' })
       child:wait_for([[return #require('acp.permission').queue == 1]])
       child:feed('<Esc>')
-      child:cmd('AcpPermission')
+      H.enter_permission(child)
       T.eq(child:lua([[return vim.api.nvim_buf_get_lines(require('acp.permission').buf, 0, -1, false)]]), {
         'test asks for permission', '', '[execute] rm -rf build', '  rm -rf build', '',
         '  1/y  Allow', '  2/a  Always allow', '  3/n  Reject', '  4/N  Never', '', '  q  decide later (:AcpPermission)' })
@@ -330,12 +332,12 @@ return {
     local head = child:lua([[return vim.api.nvim_buf_get_lines(require('acp.permission').buf, 0, 3, false)]])
     T.eq(head, { 'test asks for permission (1 of 2)', '', '[execute] first' })
     child:feed('<Esc>')
-    child:cmd('AcpPermission')
+    H.enter_permission(child)
     child:feed('n')
     child:wait_for([[return #require('acp.permission').queue == 1]])
     T.eq(child:lua([[return vim.api.nvim_buf_get_lines(require('acp.permission').buf, 0, 3, false)]]),
       { 'test asks for permission', '', '[edit] second' })
-    child:cmd('AcpPermission')
+    H.enter_permission(child)
     child:feed('y')
     T.wait(function()
       return #H.responses(paths) == 2
@@ -353,7 +355,7 @@ return {
     child:lua([[require('acp').send('go')]])
     child:wait_for([[return #require('acp.permission').queue == 1]])
     child:feed('<Esc>')
-    child:cmd('AcpPermission')
+    H.enter_permission(child)
     child:feed('q')
     T.eq(child:lua([[return require('acp.permission').win == nil and #require('acp.permission').queue]]), 1)
     T.match(H.transcript_text(child), '%[execute%]%*%* rm %-rf build · _waiting for you_')
@@ -365,6 +367,7 @@ return {
     ]])
     child:feed('<CR>')
     T.eq(child:lua([[return vim.api.nvim_get_current_win() == require('acp.permission').win]]), true)
+    child:wait_for([[return require('acp.permission').armed]])
     child:feed('2')
     child:wait_for([[return require('acp').current().turns_ended == 1]])
     T.eq(H.responses(paths)[1].result.outcome.optionId, 'o-always')

@@ -238,7 +238,7 @@ return {
     -- The user was typing in the input: the float did not take focus.
     T.eq(child:lua([[return vim.api.nvim_get_current_win() == require('acp').current().input_win]]), true)
     child:feed('<Esc>')
-    child:cmd('AcpPermission')
+    H.enter_permission(child)
     T.eq(child:lua([[return vim.api.nvim_get_current_win() == require('acp.permission').win]]), true)
     child:feed('y')
     child:wait_for([[return require('acp').current().turns_ended == 1]])

@@ -24,6 +24,21 @@ function M.unregister(thread)
   M.pending[thread] = nil
 end
 
+local notified = false
+
+--- Records a view error in the core's log (`:AcpLog`); the first one of a
+--- session is also shown with vim.notify, later ones only in the log and
+--- where they happened (the chat shows its own error lines).
+function M.log_error(msg)
+  msg = tostring(msg)
+  local core = require('acp.core')
+  local logged = core.is_loaded() and pcall(core.log, 'error', 'view: ' .. msg) or false
+  if not notified or not logged then
+    notified = true
+    vim.notify('acp.nvim: ' .. msg:match('^[^\n]*') .. (logged and ' (details: :AcpLog)' or ''), vim.log.levels.ERROR)
+  end
+end
+
 local function deliver(thread, run)
   local handler = M.handlers[thread]
   if not handler then
@@ -34,9 +49,11 @@ local function deliver(thread, run)
     M.pending[thread] = q
     return
   end
+  -- The view applies each event on its own; this only catches what
+  -- escapes it.
   local ok, err = xpcall(handler.apply, debug.traceback, handler, run)
   if not ok then
-    vim.notify('acp.nvim: chat view error: ' .. tostring(err), vim.log.levels.ERROR)
+    M.log_error('chat view error: ' .. tostring(err))
   end
 end
 

@@ -6,6 +6,8 @@ local config = require('acp.config')
 
 local api = vim.api
 local ns = api.nvim_create_namespace('acp_chat')
+local notice_ns = api.nvim_create_namespace('acp_chat_notice')
+local text = require('acp.text')
 
 --- One chat. Every field is declared here and initialised in
 --- `ChatView.new`; the modules around the view (context, activity,
@@ -60,19 +62,8 @@ vim.treesitter.language.register('markdown', { 'acpchat', 'acpchat_input' })
 api.nvim_set_hl(0, 'AcpTitle', { link = 'Title', default = true })
 api.nvim_set_hl(0, 'AcpInputTitle', { link = 'Title', default = true })
 
---- Splits on "\n" without patterns (text may hold any byte).
-local function split_lines(text)
-  local out, pos = {}, 1
-  while true do
-    local nl = text:find('\n', pos, true)
-    if not nl then
-      out[#out + 1] = text:sub(pos)
-      return out
-    end
-    out[#out + 1] = text:sub(pos, nl - 1)
-    pos = nl + 1
-  end
-end
+
+local split_lines = text.split
 ChatView._split_lines = split_lines
 
 local function set_buf_opts(buf, opts)
@@ -144,6 +135,14 @@ function ChatView:_keymaps()
     map(buf, { 'n', 'i' }, '<C-c>', function()
       require('acp').cancel()
     end, 'Cancel the running turn')
+  end
+  local key = config.options.permissions.focus_key
+  if key then
+    for _, buf in ipairs({ self.input, self.buf }) do
+      map(buf, { 'n', 'i' }, key, function()
+        require('acp.permission').focus()
+      end, 'Answer the pending permission request')
+    end
   end
   map(self.buf, 'n', 'q', function()
     self:hide()
@@ -309,7 +308,7 @@ function ChatView:_add_many(list)
       lines[#lines + 1] = ''
     end
     starts[i] = base + #lines
-    for _, l in ipairs(ev.lines) do
+    for _, l in ipairs(text.safe_lines(ev.lines)) do
       lines[#lines + 1] = l
     end
   end
@@ -331,11 +330,15 @@ function ChatView:_add(ev)
 end
 
 function ChatView:_append(ev)
-  if ev.index ~= self.last_index then
-    error(('append to entry %d, but the last entry is %s'):format(ev.index, tostring(self.last_index)))
-  end
   local buf = self.buf
-  local row = api.nvim_buf_line_count(buf) - 1
+  if not self.entries[ev.index] then
+    if ev.index ~= nil and ev.index > (self.last_index or -1) then
+      -- An entry whose own event was lost: its text still shows.
+      return self:_add({ index = ev.index, kind = 'message', lines = split_lines(ev.text) })
+    end
+    error(('append to entry %s, which is not shown'):format(tostring(ev.index)))
+  end
+  local _, row = self:entry_range(ev.index)
   local col = #api.nvim_buf_get_lines(buf, row, row + 1, true)[1]
   api.nvim_buf_set_text(buf, row, col, row, col, split_lines(ev.text))
 end
@@ -346,7 +349,7 @@ function ChatView:_replace(ev)
     error(('replace of unknown entry %d'):format(ev.index))
   end
   local e = self.entries[ev.index]
-  api.nvim_buf_set_lines(self.buf, first, last + 1, false, ev.lines)
+  api.nvim_buf_set_lines(self.buf, first, last + 1, false, text.safe_lines(ev.lines))
   -- The start mark may have collapsed with the deleted lines: pin it again.
   api.nvim_buf_set_extmark(self.buf, ns, first, 0, { id = e.mark, right_gravity = false })
 end
@@ -395,7 +398,9 @@ end
 
 --- Applies a run of events for this thread (one drain's worth). Appends to
 --- the same entry are merged, so the buffer gets one edit per message per
---- drain; the windows follow the end once.
+--- drain; the windows follow the end once. Each event is applied on its
+--- own: one that fails is logged and shown as an error line, and the rest
+--- still applies.
 function ChatView:apply(events)
   local buf = self.buf
   if not api.nvim_buf_is_valid(buf) then
@@ -411,105 +416,116 @@ function ChatView:apply(events)
   local fresh, at
   local function flush()
     if pending then
-      self:_append({ index = pending, text = table.concat(parts) })
+      local ev = { type = 'appended', index = pending, text = table.concat(parts) }
       pending, parts = nil, nil
+      self:_guard(ev, self._append, self, ev)
     end
     if fresh then
-      self:_add_many(fresh)
+      local list = fresh
       fresh, at = nil, nil
-    end
-  end
-  vim.bo[buf].modifiable = true
-  local ok, err = pcall(function()
-    for _, ev in ipairs(events) do
-      local t = ev.type
-      if t == 'appended' then
-        local new = at and at[ev.index]
-        if new then
-          -- Into a new entry's lines: the text continues its last line.
-          local pieces = split_lines(ev.text)
-          local lines = new.lines
-          lines[#lines] = lines[#lines] .. pieces[1]
-          for i = 2, #pieces do
-            lines[#lines + 1] = pieces[i]
+      if not pcall(self._add_many, self, list) then
+        -- One of them cannot be shown: add them one by one.
+        for _, new in ipairs(list) do
+          if not self.entries[new.index] then
+            self:_guard(new, self._add, self, new)
           end
-        else
-          if pending ~= ev.index then
-            flush()
-            pending, parts = ev.index, {}
-          end
-          parts[#parts + 1] = ev.text
-        end
-        if new == nil or new.kind ~= 'user' then
-          bytes = bytes + #ev.text
-        end
-        touched[ev.index] = true
-      elseif t == 'added' then
-        fresh, at = fresh or {}, at or {}
-        local new = { index = ev.index, kind = ev.kind, lines = ev.lines }
-        fresh[#fresh + 1] = new
-        at[ev.index] = new
-        touched[ev.index] = true
-        if ev.kind ~= 'user' then
-          for _, l in ipairs(ev.lines) do
-            bytes = bytes + #l + 1
-          end
-        end
-      elseif t == 'replaced' and at and at[ev.index] then
-        at[ev.index].lines = ev.lines
-        touched[ev.index] = true
-      elseif t == 'status' then
-        if ev.state == 'running' then
-          self.turns_started = self.turns_started + 1
-        elseif self.state == 'running' then
-          self.turns_ended = self.turns_ended + 1
-        end
-        self.state = ev.state
-        self.status_detail = ev.detail
-        meta = true
-      elseif t == 'card' then
-        -- A tool card's metadata (acp.CardMeta), right after its rendering.
-        self.cards[ev.index] = ev.card
-        touched[ev.index] = true
-      elseif t == 'terminal_output' then
-        require('acp.terminal').append(self.thread, ev.id, ev.data)
-      elseif t == 'agent' then
-        -- The agent's info and capabilities, right before the chat is ready.
-        self.agent_name, self.agent_info = ev.name, ev.info
-        self.capabilities = type(ev.capabilities) == 'table' and ev.capabilities or {}
-      elseif info_field[t] then
-        -- Session metadata: one typed event per thing (acp.Event.* in types.lua).
-        local key, field = info_field[t][1], info_field[t][2]
-        self.info[key] = ev[field]
-        meta = true
-      else
-        -- Everything else sees the buffer as the events so far left it.
-        flush()
-        if t == 'replaced' then
-          self:_replace(ev)
-          touched[ev.index] = true
-        elseif t == 'permission' then
-          require('acp.permission').enqueue(self, ev)
-        elseif t == 'permission_done' then
-          require('acp.permission').done(self, ev.request)
         end
       end
     end
-    flush()
-  end)
-  if not ok then
-    -- Still show what the events before the failing one brought.
-    pcall(flush)
   end
+  local function handle(ev)
+    local t = ev.type
+    if t == 'appended' then
+      local new = at and at[ev.index]
+      if new then
+        -- Into a new entry's lines: the text continues its last line.
+        local pieces = split_lines(ev.text)
+        local lines = new.lines
+        if #lines == 0 then
+          lines[1] = ''
+        end
+        lines[#lines] = lines[#lines] .. pieces[1]
+        for i = 2, #pieces do
+          lines[#lines + 1] = pieces[i]
+        end
+      else
+        if pending ~= ev.index then
+          flush()
+          pending, parts = ev.index, {}
+        end
+        parts[#parts + 1] = ev.text
+      end
+      if new == nil or new.kind ~= 'user' then
+        bytes = bytes + #ev.text
+      end
+      touched[ev.index] = true
+    elseif t == 'added' then
+      fresh, at = fresh or {}, at or {}
+      local new = { type = t, index = ev.index, kind = ev.kind, lines = text.safe_lines(ev.lines) }
+      fresh[#fresh + 1] = new
+      at[ev.index] = new
+      touched[ev.index] = true
+      if ev.kind ~= 'user' then
+        for _, l in ipairs(new.lines) do
+          bytes = bytes + #l + 1
+        end
+      end
+    elseif t == 'replaced' and at and at[ev.index] then
+      at[ev.index].lines = text.safe_lines(ev.lines)
+      touched[ev.index] = true
+    elseif t == 'status' then
+      if ev.state == 'running' then
+        self.turns_started = self.turns_started + 1
+      elseif self.state == 'running' then
+        self.turns_ended = self.turns_ended + 1
+      end
+      self.state = ev.state
+      self.status_detail = ev.detail
+      meta = true
+    elseif t == 'card' then
+      -- A tool card's metadata (acp.CardMeta), right after its rendering.
+      self.cards[ev.index] = ev.card
+      touched[ev.index] = true
+    elseif t == 'terminal_output' then
+      require('acp.terminal').append(self.thread, ev.id, ev.data)
+    elseif t == 'agent' then
+      -- The agent's info and capabilities, right before the chat is ready.
+      self.agent_name, self.agent_info = ev.name, ev.info
+      self.capabilities = type(ev.capabilities) == 'table' and ev.capabilities or {}
+    elseif info_field[t] then
+      -- Session metadata: one typed event per thing (see acp.ThreadEvent in types.lua).
+      local key, field = info_field[t][1], info_field[t][2]
+      self.info[key] = ev[field]
+      meta = true
+    else
+      -- Everything else sees the buffer as the events so far left it.
+      flush()
+      if t == 'replaced' then
+        touched[ev.index] = true
+        self:_replace(ev)
+      elseif t == 'permission' then
+        require('acp.permission').enqueue(self, ev)
+      elseif t == 'permission_done' then
+        require('acp.permission').done(self, ev.request)
+      end
+    end
+  end
+  vim.bo[buf].modifiable = true
+  for _, ev in ipairs(events) do
+    self:_guard(ev, handle, ev)
+  end
+  self:_guard(nil, flush)
   vim.bo[buf].modifiable = false
-  self:_highlight_policy(bytes)
-  self:_refold(touched)
-  -- Tool cards and plan: long-card folds, quickfix, follow mode, pinned plan.
-  require('acp.activity').after_apply(self, touched)
+  self:_guard(nil, function()
+    self:_highlight_policy(bytes)
+    self:_refold(touched)
+    -- Tool cards and plan: long-card folds, quickfix, follow mode, pinned plan.
+    require('acp.activity').after_apply(self, touched)
+  end)
   -- Setting 'winbar' redraws the window: only when its text can change.
   if meta or not self._winbar_set then
     self._winbar_set = true
-    self:_update_winbar()
+    self:_guard(nil, self._update_winbar, self)
   end
   if follow then
     self:scroll_to_end(follow)
@@ -520,9 +536,62 @@ function ChatView:apply(events)
       self:_release_agent_waiters()
     end)
   end
+end
+
+--- Runs `fn(...)` for event `ev`; a failure is logged and shown in the
+--- chat instead of stopping the rest of the batch.
+function ChatView:_guard(ev, fn, ...)
+  local ok, err = xpcall(fn, debug.traceback, ...)
   if not ok then
-    error(err, 0)
+    self:_failed(ev, err)
   end
+  return ok
+end
+
+--- What the user sees of an event that could not be applied: a new entry
+--- becomes an error line in its place (so later appends to it still land),
+--- anything else an error line below the current end.
+function ChatView:_failed(ev, err)
+  local what = ev and ('%s event'):format(text.line(ev.type, '?')) or 'chat update'
+  require('acp.bridge').log_error(('%s for chat %s could not be shown: %s'):format(what, self.thread, err))
+  local msg = ('⚠ acp.nvim could not show this %s: %s'):format(what, text.line(tostring(err):match('^[^\n]*')))
+  local modifiable = vim.bo[self.buf].modifiable
+  vim.bo[self.buf].modifiable = true
+  local shown = ev
+    and ev.type == 'added'
+    and type(ev.index) == 'number'
+    and not self.entries[ev.index]
+    and pcall(self._add, self, { index = ev.index, kind = text.line(ev.kind, 'error'), lines = { msg } })
+  vim.bo[self.buf].modifiable = modifiable
+  if not shown then
+    self:notice({ msg })
+  end
+end
+
+--- Shows `lines` (plain text) as virtual lines below the current end of
+--- the transcript: errors and notices that are not part of any entry.
+function ChatView:notice(lines, hl)
+  local virt = {}
+  for _, l in ipairs(text.safe_lines(lines)) do
+    virt[#virt + 1] = { { l, hl or 'ErrorMsg' } }
+  end
+  local row = api.nvim_buf_line_count(self.buf) - 1
+  pcall(api.nvim_buf_set_extmark, self.buf, notice_ns, row, 0, { virt_lines = virt })
+end
+
+--- The notice lines shown in the transcript, in order (for tests).
+function ChatView:notices()
+  local out = {}
+  for _, m in ipairs(api.nvim_buf_get_extmarks(self.buf, notice_ns, 0, -1, { details = true })) do
+    for _, vl in ipairs(m[4].virt_lines or {}) do
+      local parts = {}
+      for _, chunk in ipairs(vl) do
+        parts[#parts + 1] = chunk[1]
+      end
+      out[#out + 1] = table.concat(parts)
+    end
+  end
+  return out
 end
 
 -- Waiting for the agent -------------------------------------------------------------
@@ -713,6 +782,8 @@ function ChatView:destroy()
   require('acp.bridge').unregister(self.thread)
   -- A closed chat sends nothing more.
   self:_release_agent_waiters(nil, true)
+  -- The session ended: so do the commands it started, background ones too.
+  require('acp.terminal').kill_thread(self.thread)
   self:hide()
   for _, b in ipairs({ self.buf, self.input }) do
     if api.nvim_buf_is_valid(b) then

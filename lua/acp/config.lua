@@ -20,7 +20,9 @@ M.defaults = {
   -- MCP servers passed to every new session (ACP `McpServer` objects).
   mcp_servers = {},
   -- Extra root directories for every session, besides its cwd (the project
-  -- root). Agents may read, write and run commands inside the roots only.
+  -- root). `fs/*` reads and writes stay inside the roots, and a terminal's
+  -- cwd must be inside them. Roots do not confine what a command does: a
+  -- command can read or change any file the user can (`:h acp-security`).
   roots = {},
   -- `fs/*` served from live buffers (unsaved text included).
   fs = {
@@ -32,7 +34,8 @@ M.defaults = {
     -- (otherwise it stays modified and the tool card says so).
     save_unmodified = true,
   },
-  -- `terminal/*` run as Neovim jobs.
+  -- `terminal/*`: commands the agent runs, each in its own process group.
+  -- They are not sandboxed (`:h acp-security`).
   terminal = {
     enabled = true,
     -- Allow a cwd outside the session's roots.
@@ -45,6 +48,30 @@ M.defaults = {
     -- 'unrequested' (unless you allowed a permission request of the same
     -- turn that covers it), 'always', or 'never'.
     confirm = 'unrequested',
+    -- Commands get your environment without Neovim's own variables (`NVIM`,
+    -- `NVIM_LISTEN_ADDRESS`, any holding this Neovim's server address) and
+    -- without the variables whose names match these patterns (`*` any
+    -- characters, `?` one; case is ignored). The agent's own `env` for a
+    -- command is added on top. Replace the list to change it.
+    env_deny = {
+      '*_TOKEN',
+      '*_SECRET',
+      '*_SECRET_KEY',
+      '*_API_KEY',
+      '*_APIKEY',
+      '*_PASSWORD',
+      '*_PASSWD',
+      '*_ACCESS_KEY',
+      '*_PRIVATE_KEY',
+      '*_CREDENTIALS',
+      'AWS_*',
+      'GITHUB_TOKEN',
+      'GH_TOKEN',
+      'ANTHROPIC_API_KEY',
+      'OPENAI_API_KEY',
+      'GEMINI_API_KEY',
+      'GOOGLE_API_KEY',
+    },
   },
   -- Markers that find the project root (the session's cwd); falls back to
   -- the current directory.
@@ -92,9 +119,14 @@ M.defaults = {
     -- cannot change it. An "always" option is never picked for you. The
     -- card notes every automatic answer. Empty by default.
     auto_allow = {},
-    -- Move the cursor into the permission float when it opens, even while
-    -- you type elsewhere (by default it only takes focus in normal mode).
-    focus = false,
+    -- The permission float never takes focus by itself. This key (normal
+    -- and insert mode, in the chat and its input) moves into it; also
+    -- `<Plug>(AcpPermission)`, <CR> on the card and `:AcpPermission`.
+    -- `false` maps nothing.
+    focus_key = '<C-a>',
+    -- The float's keys do nothing for this many ms after it gains focus or
+    -- shows another request, so keys meant for something else never answer.
+    grace_ms = 300,
   },
   -- Show the agent's current file and line in a non-chat window.
   follow = false,
@@ -107,7 +139,13 @@ local function fail(path, msg)
   error(('acp.nvim: setup: `%s` %s'):format(path, msg), 0)
 end
 
+--- Options that also take `false` (turned off).
+local may_be_false = { ['permissions.focus_key'] = true }
+
 local function check_type(path, value, expected)
+  if value == false and may_be_false[path] then
+    return
+  end
   if type(value) ~= expected then
     fail(path, ('must be a %s, got %s'):format(expected, type(value)))
   end
@@ -170,6 +208,11 @@ local function validate(user, defaults, path)
       if not vim.tbl_contains({ 'unrequested', 'always', 'never' }, value) then
         fail(p, "must be 'unrequested', 'always' or 'never'")
       end
+    elseif p == 'terminal.env_deny' then
+      check_type(p, value, 'table')
+      for i, pat in ipairs(value) do
+        check_type(('%s[%d]'):format(p, i), pat, 'string')
+      end
     elseif type(default) == 'table' and not vim.islist(default) then
       check_type(p, value, 'table')
       validate(value, default, p)
@@ -191,6 +234,11 @@ function M.setup(opts)
   end
   validate(opts, M.defaults, '')
   local merged = vim.tbl_deep_extend('force', vim.deepcopy(M.defaults), opts)
+  -- A list given by the user replaces the default list (older Neovims merge
+  -- lists index by index).
+  if opts.terminal and opts.terminal.env_deny then
+    merged.terminal.env_deny = vim.deepcopy(opts.terminal.env_deny)
+  end
   -- A user agent replaces the default agent of that name as a whole, so
   -- that e.g. `args` do not mix.
   for name, agent in pairs(opts.agents or {}) do

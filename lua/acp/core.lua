@@ -218,6 +218,7 @@ M.built_stamp = forward('source_stamp')
 M.version = forward('version')
 ---@type fun(): string?
 M.log_path = forward('log_path')
+M.log = forward('log')
 
 -- Chats.
 ---@type fun(spec: acp.AgentSpec): integer

@@ -129,8 +129,8 @@ local function agent_spec(name)
       allow_terminal_outside = o.terminal.allow_outside_roots,
       save_unmodified = o.fs.save_unmodified,
       shell = o.terminal.shell,
-      auto_allow = o.permissions.auto_allow,
       terminal_confirm = o.terminal.confirm,
+      auto_allow = o.permissions.auto_allow,
     },
   }
 end

@@ -1,17 +1,61 @@
---- Permission requests (`session/request_permission`): a queue shown one at
---- a time in a float near the chat. The float takes focus only when the
---- user is not typing (or `permissions.focus` is set); `:AcpPermission` or
---- <CR> on the card's "waiting for you" line focuses it. Closing it leaves
---- the request pending. An edit can be reviewed (`d`) before answering.
+--- Permission requests (`session/request_permission`, and terminals the
+--- core asks about first): a queue shown one at a time in a float near the
+--- chat. An answer is always a deliberate act of the user:
+--- * the float never takes focus by itself; the user moves into it with
+---   `permissions.focus_key` in the chat, `<Plug>(AcpPermission)`, <CR> on
+---   the card or `:AcpPermission`;
+--- * its keys do nothing for `permissions.grace_ms` after it gains focus or
+---   shows another request; the footer says when it is armed.
+--- Closing it leaves the request pending. An edit can be reviewed (`d`)
+--- before answering. A request that cannot be drawn is shown in the chat
+--- with its raw options and answered through `:AcpPermission`; the queue
+--- keeps moving.
 local api = vim.api
 local config = require('acp.config')
+local text = require('acp.text')
 
 local M = {}
 
 --- Pending requests in arrival order: { view, request, payload }.
 M.queue = {}
+--- The request the float shows, and whether its keys answer yet.
+M.shown = nil
+M.armed = false
+--- Buffers whose option keys answer `M.shown`: the float, a review tab.
+M.zone = {}
+
+api.nvim_set_hl(0, 'AcpPermissionWaiting', { link = 'Comment', default = true })
+api.nvim_set_hl(0, 'AcpPermissionArmed', { link = 'DiagnosticOk', default = true })
 
 local kind_keys = { allow_once = 'y', allow_always = 'a', reject_once = 'n', reject_always = 'N' }
+
+--- The request's options as the agent sent them, each a table (anything
+--- else in the list is skipped; it cannot be answered).
+local function options_of(item)
+  local opts = type(item.payload) == 'table' and item.payload.options
+  local out = {}
+  if type(opts) == 'table' then
+    for _, o in ipairs(opts) do
+      if type(o) == 'table' then
+        out[#out + 1] = o
+      end
+    end
+  end
+  return out
+end
+
+local function tool_of(item)
+  local tool = type(item.payload) == 'table' and item.payload.toolCall
+  return type(tool) == 'table' and tool or {}
+end
+
+--- What the core asks about a terminal it has not run yet (the agent's
+--- `terminal/create`): { command, cwd, env }.
+local function terminal_of(item)
+  local c = type(item.payload) == 'table' and item.payload._client
+  local t = type(c) == 'table' and c.terminal
+  return type(t) == 'table' and t or nil
+end
 
 --- The keys offered for each option: digits 1..n, plus y/a/n/N by kind.
 function M.option_keys(options)
@@ -30,50 +74,78 @@ end
 
 local function summary(tool)
   local raw = tool.rawInput
-  if type(raw) == 'table' then
-    local v = raw.command or raw.cmd or raw.file_path or raw.path or raw.pattern or raw.query or raw.url
-    if type(v) == 'table' then
-      v = table.concat(v, ' ')
+  if type(raw) == 'table' and not vim.islist(raw) then
+    local v = raw.command
+    for _, key in ipairs({ 'cmd', 'file_path', 'path', 'pattern', 'query', 'url' }) do
+      if v ~= nil and v ~= vim.NIL then
+        break
+      end
+      v = raw[key]
     end
-    if v then
-      return tostring(v)
-    end
-  elseif type(raw) == 'string' then
-    return raw
+    return text.of(v)
   end
+  return text.of(raw)
 end
 
+--- The edits of a tool call, with every field made text.
 local function diffs(tool)
-  return require('acp.review').diffs_of(tool)
+  local out = {}
+  for _, d in ipairs(require('acp.review').diffs_of(tool)) do
+    out[#out + 1] = { path = text.line(d.path, '?'), oldText = text.of(d.oldText), newText = text.of(d.newText) or '' }
+  end
+  return out
 end
 
 local function count_changes(d)
-  local old = vim.split(d.oldText or '', '\n', { plain = true })
-  local new = vim.split(d.newText or '', '\n', { plain = true })
   local add, del = 0, 0
-  for _, h in ipairs(vim.diff(table.concat(old, '\n'), table.concat(new, '\n'), { result_type = 'indices' }) or {}) do
+  for _, h in ipairs(vim.diff(d.oldText or '', d.newText, { result_type = 'indices' }) or {}) do
     del, add = del + h[2], add + h[4]
   end
   return add, del
 end
 
+local function push(out, prefix, value)
+  for _, l in ipairs(text.lines(value)) do
+    out[#out + 1] = prefix .. l
+  end
+end
+
+local function agent_name(item)
+  return text.line(item.view and item.view.agent, 'the agent')
+end
+
+--- The float's lines for `item`. Every value from the agent is made text
+--- and split on newlines.
 function M.lines(item)
-  local p = item.payload
-  local tool = p.toolCall or {}
+  local tool = tool_of(item)
   local out = {}
   local pos = #M.queue > 1 and (' (1 of %d)'):format(#M.queue) or ''
-  out[#out + 1] = ('%s asks for permission%s'):format(item.view.agent, pos)
+  out[#out + 1] = ('%s asks for permission%s'):format(agent_name(item), pos)
   out[#out + 1] = ''
-  out[#out + 1] = ('[%s] %s'):format(tool.kind or 'other', tool.title or tool.toolCallId or 'tool call')
-  local s = summary(tool)
-  if s then
-    for _, l in ipairs(vim.split(s, '\n', { plain = true })) do
-      out[#out + 1] = '  ' .. l
+  out[#out + 1] = ('[%s] %s'):format(text.line(tool.kind, 'other'), text.line(tool.title) or text.line(tool.toolCallId, 'tool call'))
+  local term = terminal_of(item)
+  local s
+  if term then
+    push(out, '  $ ', term.command)
+    push(out, '  in ', term.cwd)
+    if type(term.env) == 'table' and next(term.env) then
+      out[#out + 1] = '  with environment:'
+      local names = vim.tbl_map(text.line, vim.tbl_keys(term.env))
+      table.sort(names)
+      for _, name in ipairs(names) do
+        push(out, ('    %s='):format(name), term.env[name])
+      end
     end
+  else
+    s = summary(tool)
+    push(out, '  ', s)
   end
-  for _, loc in ipairs(tool.locations or {}) do
-    if loc.path and loc.path ~= s then
-      out[#out + 1] = '  ' .. loc.path
+  if type(tool.locations) == 'table' then
+    for _, loc in ipairs(tool.locations) do
+      local path = type(loc) == 'table' and text.line(loc.path)
+      if path and path ~= s then
+        out[#out + 1] = '  ' .. path
+      end
     end
   end
   for _, d in ipairs(diffs(tool)) do
@@ -81,12 +153,23 @@ function M.lines(item)
     out[#out + 1] = ('  %s %s: +%d -%d   (d: review)'):format(d.oldText and 'edit' or 'new file', d.path, add, del)
   end
   out[#out + 1] = ''
-  local keys = M.option_keys(p.options or {})
-  for i, opt in ipairs(p.options or {}) do
-    out[#out + 1] = ('  %s  %s'):format(table.concat(keys[i], '/'), opt.name or opt.optionId)
+  local opts = options_of(item)
+  local keys = M.option_keys(opts)
+  for i, opt in ipairs(opts) do
+    out[#out + 1] = ('  %s  %s'):format(table.concat(keys[i], '/'), text.line(opt.name) or text.line(opt.optionId, '?'))
   end
   out[#out + 1] = ''
   out[#out + 1] = '  q  decide later (:AcpPermission)'
+  return text.safe_lines(out)
+end
+
+--- The request as raw data, for a request whose normal rendering failed.
+function M.raw_lines(item)
+  local out = { ('%s asks for permission (shown raw)'):format(agent_name(item)), '' }
+  push(out, '  tool: ', vim.inspect(tool_of(item), { newline = ' ', indent = '' }))
+  for i, opt in ipairs(options_of(item)) do
+    push(out, ('  %d  '):format(i), vim.inspect(opt, { newline = ' ', indent = '' }))
+  end
   return out
 end
 
@@ -94,79 +177,165 @@ local function close_float()
   if M.win and api.nvim_win_is_valid(M.win) then
     api.nvim_win_close(M.win, true)
   end
-  M.win = nil
+  M.win, M.shown, M.armed = nil, nil, false
 end
 
---- Answers the head request with option `i` (or nil = cancelled).
-function M.choose(i)
-  local item = M.queue[1]
-  if not item then
+local function reach_hint()
+  local key = config.options.permissions.focus_key
+  return key and (' %s in the chat or :AcpPermission to answer '):format(key) or ' :AcpPermission to answer '
+end
+
+--- The float's footer: how to reach it, then whether its keys work yet.
+local function decorate()
+  if not (M.win and api.nvim_win_is_valid(M.win)) then
     return
   end
-  local opt = i and (item.payload.options or {})[i]
+  local footer, hl
+  if not M.zone[api.nvim_get_current_buf()] then
+    footer, hl = reach_hint(), 'FloatFooter'
+  elseif M.armed then
+    footer, hl = ' armed: press a key to answer ', 'AcpPermissionArmed'
+  else
+    footer, hl = ' wait… ', 'AcpPermissionWaiting'
+  end
+  pcall(api.nvim_win_set_config, M.win, { footer = { { footer, hl } }, footer_pos = 'right' })
+  vim.wo[M.win].winhighlight = M.armed and 'FloatBorder:AcpPermissionArmed' or ''
+end
+
+local grace_gen = 0
+
+--- Keys stay inert for `grace_ms` after focus arrives or the request shown
+--- changes, so keys typed for something else answer nothing.
+local function start_grace()
+  grace_gen = grace_gen + 1
+  local gen = grace_gen
+  M.armed = false
+  local ms = config.options.permissions.grace_ms
+  if ms <= 0 then
+    M.armed = M.zone[api.nvim_get_current_buf()] == true
+  else
+    vim.defer_fn(function()
+      if gen == grace_gen and M.zone[api.nvim_get_current_buf()] then
+        M.armed = true
+        decorate()
+      end
+    end, ms)
+  end
+  decorate()
+end
+
+local function on_enter()
+  if M.zone[api.nvim_get_current_buf()] then
+    start_grace()
+  else
+    grace_gen = grace_gen + 1
+    M.armed = false
+    decorate()
+  end
+end
+
+local hooked = false
+local function hook()
+  if hooked then
+    return
+  end
+  hooked = true
+  api.nvim_create_autocmd('WinEnter', {
+    group = api.nvim_create_augroup('acp_permission', { clear = true }),
+    callback = on_enter,
+  })
+end
+
+--- Sends the answer for `item` (option index `i`, or nil = cancelled) and
+--- moves the queue on.
+local function answer(item, i)
+  local opt = i and options_of(item)[i]
   if i and not opt then
     return
   end
   local core = require('acp.core')
   if core.is_loaded() then
-    local ok, err = pcall(core.answer_permission, item.view.thread, item.request, opt and opt.optionId or nil)
+    local id = opt and opt.optionId
+    if opt and type(id) ~= 'string' then
+      id = text.line(id, '')
+    end
+    local ok, err = pcall(core.answer_permission, item.view.thread, item.request, id)
     if not ok then
       vim.notify('acp.nvim: ' .. tostring(err), vim.log.levels.WARN)
     end
   end
-  table.remove(M.queue, 1)
+  for n, it in ipairs(M.queue) do
+    if it == item then
+      table.remove(M.queue, n)
+      break
+    end
+  end
   if M.review_tab then
     require('acp.review').close(M.review_tab)
     M.review_tab = nil
   end
-  M.render(true)
+  M.render()
 end
 
---- Keys that answer the head request, set on `buf` (the float, or a
---- review tab opened from it).
+--- Answers the request the float shows with option `i` (or nil =
+--- cancelled). Ignored until the float is armed.
+function M.choose(i)
+  local item = M.shown
+  if item and M.armed then
+    answer(item, i)
+  end
+end
+
+--- Keys that answer `item`, set on `buf` (the float, or a review tab
+--- opened from it). Each does nothing unless the float is armed for it.
 local function answer_keys(buf, item)
-  for i, keys in ipairs(M.option_keys(item.payload.options or {})) do
+  for i, keys in ipairs(M.option_keys(options_of(item))) do
     for _, k in ipairs(keys) do
       vim.keymap.set('n', k, function()
-        M.choose(i)
+        if M.shown == item and M.armed then
+          answer(item, i)
+        end
       end, { buffer = buf, nowait = true })
     end
   end
 end
 
---- Reviews the edit of the head request side by side; the option keys
---- answer it from the review tab.
+--- Reviews the edit of the shown request side by side; the option keys
+--- answer it from the review tab (after the grace period there too).
 function M.review()
-  local item = M.queue[1]
-  local d = item and diffs(item.payload.toolCall or {})[1]
+  local item = M.shown
+  local d = item and diffs(tool_of(item))[1]
   if not d then
     return
   end
-  close_float()
   local review = require('acp.review')
-  local tab, left, right = review.open_diff(d.path, d.oldText, d.newText, { hint = ' · answer: ' .. table.concat(
-    vim.tbl_map(function(k)
-      return table.concat(k, '/')
-    end, M.option_keys(item.payload.options or {})),
-    ' '
-  ) })
+  local hint = vim.tbl_map(function(k)
+    return table.concat(k, '/')
+  end, M.option_keys(options_of(item)))
+  local win = M.win
+  M.win = nil -- keep `shown` while the float is closed for the review
+  if win and api.nvim_win_is_valid(win) then
+    api.nvim_win_close(win, true)
+  end
+  local tab, left, right = review.open_diff(d.path, d.oldText, d.newText, { hint = ' · answer: ' .. table.concat(hint, ' ') })
   M.review_tab = tab
+  M.zone[left], M.zone[right] = true, true
   answer_keys(left, item)
   answer_keys(right, item)
+  start_grace()
 end
 
-function M.render(focus)
-  local item = M.queue[1]
-  if not item then
-    close_float()
-    return
-  end
+--- Opens (or updates) the float for `item`; raises when it cannot be drawn.
+local function draw(item, lines)
   if not (M.buf and api.nvim_buf_is_valid(M.buf)) then
     M.buf = api.nvim_create_buf(false, true)
     vim.bo[M.buf].bufhidden = 'hide'
     vim.bo[M.buf].filetype = 'acppermission'
   end
-  local lines = M.lines(item)
+  if M.shown ~= item then
+    M.zone = {}
+  end
+  M.zone[M.buf] = true
   vim.bo[M.buf].modifiable = true
   api.nvim_buf_set_lines(M.buf, 0, -1, false, lines)
   vim.bo[M.buf].modifiable = false
@@ -175,43 +344,78 @@ function M.render(focus)
     vim.keymap.set('n', k, close_float, { buffer = M.buf, nowait = true })
   end
   answer_keys(M.buf, item)
-  if #diffs(item.payload.toolCall or {}) > 0 then
+  if #diffs(tool_of(item)) > 0 then
     vim.keymap.set('n', 'd', M.review, { buffer = M.buf, nowait = true })
   end
-  local width = 20
+  local width = vim.fn.strdisplaywidth(reach_hint()) + 2
   for _, l in ipairs(lines) do
     width = math.max(width, vim.fn.strdisplaywidth(l) + 2)
   end
   width = math.min(width, math.max(20, vim.o.columns - 4))
-  local cfg = { width = width, height = #lines, style = 'minimal', border = 'rounded', title = ' Permission ' }
-  local chat_win = item.view.win
+  local cfg = { width = width, height = #lines, style = 'minimal', border = 'rounded', title = ' Permission ', focusable = true }
+  local chat_win = item.view and item.view.win
   if chat_win and api.nvim_win_is_valid(chat_win) and api.nvim_win_get_tabpage(chat_win) == api.nvim_get_current_tabpage() then
     cfg.relative, cfg.win = 'win', chat_win
     cfg.row = math.max(0, api.nvim_win_get_height(chat_win) - #lines - 2)
     cfg.col = math.max(0, api.nvim_win_get_width(chat_win) - width - 2)
   else
     cfg.relative = 'editor'
-    cfg.row = math.floor((vim.o.lines - #lines) / 2)
-    cfg.col = math.floor((vim.o.columns - width) / 2)
+    cfg.row = math.max(0, math.floor((vim.o.lines - #lines) / 2))
+    cfg.col = math.max(0, math.floor((vim.o.columns - width) / 2))
   end
-  -- Don't pull the user out of typing: they answer via :AcpPermission.
-  local typing = api.nvim_get_mode().mode:match('^[iRc]') ~= nil
-  local enter = focus ~= false and (config.options.permissions.focus or not typing)
   if M.win and api.nvim_win_is_valid(M.win) then
     api.nvim_win_set_config(M.win, cfg)
-    if enter then
-      api.nvim_set_current_win(M.win)
-    end
   else
-    M.win = api.nvim_open_win(M.buf, enter, cfg)
+    -- Never entered here: the user moves into it on purpose.
+    M.win = api.nvim_open_win(M.buf, false, cfg)
   end
+  local changed = M.shown ~= item
+  M.shown = item
+  if changed or not M.zone[api.nvim_get_current_buf()] then
+    -- Another request under the user's keys: the grace period restarts.
+    start_grace()
+  else
+    decorate()
+  end
+end
+
+--- A request that cannot be drawn: shown in its chat with its raw
+--- options; `:AcpPermission` answers it.
+local function show_in_chat(item, err)
+  require('acp.bridge').log_error('permission request could not be drawn: ' .. tostring(err))
+  local view = item.view
+  if not (view and view.notice) then
+    return
+  end
+  local lines = { ('⚠ %s asks for permission, but the request cannot be shown (:AcpPermission answers it):'):format(agent_name(item)) }
+  vim.list_extend(lines, M.raw_lines(item), 3)
+  pcall(view.notice, view, lines, 'WarningMsg')
+end
+
+--- Shows the first request that can be drawn; closes the float when none.
+function M.render()
+  hook()
+  for _, item in ipairs(M.queue) do
+    if not item.undrawable then
+      local ok, err = xpcall(draw, debug.traceback, item, M.lines(item))
+      if not ok then
+        ok = pcall(draw, item, M.raw_lines(item))
+      end
+      if ok then
+        return
+      end
+      item.undrawable = true
+      show_in_chat(item, err)
+    end
+  end
+  close_float()
 end
 
 ---@param view acp.ChatView
 ---@param ev acp.Event.permission
 function M.enqueue(view, ev)
   M.queue[#M.queue + 1] = { view = view, request = ev.request, payload = ev.payload }
-  M.render(#M.queue == 1)
+  M.render()
 end
 
 --- The core says the request is answered or moot (cancel, agent exit).
@@ -219,29 +423,52 @@ function M.done(view, request)
   for i, item in ipairs(M.queue) do
     if item.view == view and item.request == request then
       table.remove(M.queue, i)
-      M.render(false)
+      M.render()
       return
     end
   end
 end
 
---- Shows and focuses the float, optionally for the request about a given
---- tool call (moved to the head of the queue).
+--- Answers a request that has no float through a list the user picks from.
+local function answer_from_list(item)
+  local opts = options_of(item)
+  local title = text.line(tool_of(item).title) or text.line(tool_of(item).toolCallId, 'tool call')
+  vim.ui.select(opts, {
+    prompt = ('%s asks for permission: %s'):format(agent_name(item), title),
+    format_item = function(o)
+      return text.line(o.name) or text.line(o.optionId, '?')
+    end,
+  }, function(_, idx)
+    if idx then
+      answer(item, idx)
+    end
+  end)
+end
+
+--- Moves the cursor into the float (the deliberate way to answer),
+--- optionally for the request about a given tool call (moved to the head
+--- of the queue). A request that could not be drawn is answered from a
+--- list instead.
 function M.focus(tool_call_id)
   if #M.queue == 0 then
     vim.notify('acp.nvim: no permission request is pending')
     return
   end
+  local target = M.queue[1]
   if tool_call_id then
     for i, item in ipairs(M.queue) do
-      if (item.payload.toolCall or {}).toolCallId == tool_call_id then
+      if tool_of(item).toolCallId == tool_call_id then
+        target = item
         table.insert(M.queue, 1, table.remove(M.queue, i))
         break
       end
     end
   end
+  if target.undrawable then
+    return answer_from_list(target)
+  end
   vim.cmd('stopinsert')
-  M.render(true)
+  M.render()
   if M.win and api.nvim_win_is_valid(M.win) then
     api.nvim_set_current_win(M.win)
   end

@@ -1,17 +1,32 @@
---- Client terminals (`terminal/*`) as Neovim jobs. Each job runs in its own
---- process group so kill and release end everything it started. Output
---- goes to the core, which keeps the agent's byte limit and shows it in the
---- tool card; `:AcpTerminal {id}` opens the whole output in a buffer.
+--- Client terminals (`terminal/*`) as processes started with `vim.uv.spawn`.
+--- Each runs in its own process group (a new session), and every group a
+--- terminal started stays registered until it is empty, so a session's end
+--- and Neovim's exit kill background children too. Output is read through
+--- pipes and handed to the core on the main loop in batches, in order
+--- (Neovim's job callbacks would queue a flood in memory). Commands get
+--- the user's environment without Neovim's own variables and the
+--- `terminal.env_deny` names. `:AcpTerminal {id}` opens the whole output.
 local api = vim.api
 local uv = vim.uv or vim.loop
 local config = require('acp.config')
 
 local M = {}
 
---- Running jobs: key "thread:id" -> { pid, job }
+--- Running processes: key "thread:id" -> { pid, handle, thread, id }
 M.jobs = {}
+--- Every process group a terminal started, until it is empty:
+--- pgid -> thread id.
+M.groups = {}
 --- Open output buffers: key "thread:id" -> bufnr
 M.buffers = {}
+
+-- Output read but not yet given to the core, per terminal; reading pauses
+-- above this many bytes until the main loop has taken them.
+local MAX_QUEUED = 4 * 1024 * 1024
+-- After the process exits, output still in the pipes is read for this
+-- long before the exit is reported (background children may hold the
+-- pipes open for much longer).
+local DRAIN_MS = 100
 
 local function key(thread, id)
   return thread .. ':' .. id
@@ -21,8 +36,88 @@ local function core()
   return require('acp.core')
 end
 
-local function alive(pid)
-  return uv.kill(-pid, 0) == 0
+--- True while any process of group `pgid` exists.
+local function group_alive(pgid)
+  return uv.kill(-pgid, 0) == 0
+end
+
+-- Environment ---------------------------------------------------------------
+
+--- `pattern` (`*` any characters, `?` one) as an anchored Lua pattern.
+local function glob_to_pattern(glob)
+  local p = glob:upper():gsub('[%^%$%(%)%%%.%[%]%+%-]', '%%%0'):gsub('%*', '.*'):gsub('%?', '.')
+  return '^' .. p .. '$'
+end
+
+--- Whether the variable `name` is in the deny list.
+function M.denied(name, deny)
+  local upper = name:upper()
+  for _, glob in ipairs(deny or config.options.terminal.env_deny) do
+    if upper:match(glob_to_pattern(glob)) then
+      return true
+    end
+  end
+  return false
+end
+
+--- The addresses through which this Neovim can be driven.
+local function server_addresses()
+  local out = {}
+  for _, a in ipairs(vim.fn.serverlist()) do
+    out[#out + 1] = a
+  end
+  if vim.v.servername ~= '' then
+    out[#out + 1] = vim.v.servername
+  end
+  return out
+end
+
+--- The environment of a command: the user's, minus Neovim's own variables
+--- (`NVIM`, `NVIM_LISTEN_ADDRESS`, any holding one of this Neovim's server
+--- addresses) and the denied names, plus `agent_env` (name -> value) on top.
+function M.env(agent_env)
+  local env = vim.fn.environ()
+  local servers = server_addresses()
+  for name, value in pairs(env) do
+    local drop = name == 'NVIM' or name == 'NVIM_LISTEN_ADDRESS' or M.denied(name)
+    for _, addr in ipairs(servers) do
+      if drop then
+        break
+      end
+      drop = value == addr or (#addr > 3 and value:find(addr, 1, true) ~= nil)
+    end
+    if drop then
+      env[name] = nil
+    end
+  end
+  if type(agent_env) == 'table' then
+    for name, value in pairs(agent_env) do
+      if type(name) == 'string' then
+        env[name] = tostring(value)
+      end
+    end
+  end
+  return env
+end
+
+local function env_list(env)
+  local out = {}
+  for name, value in pairs(env) do
+    out[#out + 1] = name .. '=' .. value
+  end
+  table.sort(out)
+  return out
+end
+
+-- Process groups ------------------------------------------------------------
+
+--- Forgets groups that are empty.
+local function prune()
+  for pgid in pairs(M.groups) do
+    if not group_alive(pgid) then
+      M.groups[pgid] = nil
+    end
+  end
 end
 
 local hooked = false
@@ -39,41 +134,158 @@ local function hook_exit()
   })
 end
 
+--- SIGTERM to group `pgid`, SIGKILL after the grace period if any process
+--- of it is left.
+local function terminate(pgid)
+  if not group_alive(pgid) then
+    return
+  end
+  uv.kill(-pgid, 'sigterm')
+  vim.defer_fn(function()
+    if group_alive(pgid) then
+      uv.kill(-pgid, 'sigkill')
+    end
+  end, config.options.terminal.kill_grace_ms)
+end
+
+-- Starting ------------------------------------------------------------------
+
+--- The exit as the core expects it: the exit code, or 128 + N for a
+--- process killed by signal N.
+local function job_code(code, signal)
+  if signal and signal ~= 0 then
+    return 128 + signal
+  end
+  return code
+end
+
 --- terminal_start: { id, argv, env, cwd } -> { pid } or { error }
 ---@param ev acp.Event.call payload acp.Call.terminal_start, reply acp.Reply.terminal_start
 function M.start(ev)
   local c, p, thread = core(), ev.payload, ev.thread
-  local k = key(thread, p.id)
-  local function forward(_, data)
-    local text = table.concat(data, '\n')
-    if text ~= '' then
-      pcall(c.terminal_output, thread, p.id, text)
+  local id = p.id
+  local k = key(thread, id)
+  local argv = p.argv
+  local stdout, stderr = uv.new_pipe(false), uv.new_pipe(false)
+  local pipes = { stdout, stderr }
+  -- Output read from either pipe, in arrival order, until the main loop
+  -- hands it to the core.
+  local parts, queued, scheduled, paused = {}, 0, false, false
+  local eof, exited, reported, code = 0, false, false, nil
+  local handle, pid
+
+  local read_start -- defined below: reading and delivery refer to each other
+
+  -- Main loop: output first, then the exit once every pipe ended or the
+  -- drain time after the exit passed.
+  local function deliver(final)
+    scheduled = false
+    if #parts > 0 then
+      local data = table.concat(parts)
+      parts, queued = {}, 0
+      local ok, err = pcall(c.terminal_output, thread, id, data)
+      if not ok and not reported then
+        require('acp.bridge').log_error(('terminal %s output: %s'):format(id, tostring(err)))
+      end
+    end
+    if paused then
+      paused = false
+      read_start()
+      if final then
+        -- Output is still waiting in the pipes: it goes before the exit.
+        final = false
+        vim.defer_fn(function()
+          deliver(true)
+        end, DRAIN_MS)
+      end
+    end
+    if exited and not reported and (final or eof >= #pipes) then
+      reported = true
+      M.jobs[k] = nil
+      if handle and not handle:is_closing() then
+        handle:close()
+      end
+      pcall(c.terminal_exit, thread, id, code)
     end
   end
-  local env = (type(p.env) == 'table' and next(p.env)) and p.env or nil
-  local ok, job = pcall(vim.fn.jobstart, p.argv, {
-    cwd = p.cwd,
-    env = env,
-    -- A new session: the job leads its own process group.
-    detach = true,
-    on_stdout = forward,
-    on_stderr = forward,
-    on_exit = function(_, code)
-      M.jobs[k] = nil
-      pcall(c.terminal_exit, thread, p.id, code)
-    end,
-  })
-  if not ok then
-    return c.call_done(ev.call, { error = tostring(job) })
+
+  -- Called from uv callbacks: only schedules work for the main loop.
+  local function wake(final)
+    if final then
+      vim.schedule(function()
+        deliver(true)
+      end)
+    elseif not scheduled then
+      scheduled = true
+      vim.schedule(function()
+        deliver(false)
+      end)
+    end
   end
-  if job <= 0 then
-    local why = job == -1 and ('`%s` is not executable'):format(p.argv[1]) or 'invalid arguments'
+
+  read_start = function()
+    for _, pipe in ipairs(pipes) do
+      if not pipe:is_closing() then
+        pipe:read_start(function(_, data)
+          if data then
+            parts[#parts + 1] = data
+            queued = queued + #data
+            if queued > MAX_QUEUED and not paused then
+              paused = true
+              for _, q in ipairs(pipes) do
+                if not q:is_closing() then
+                  q:read_stop()
+                end
+              end
+            end
+          else
+            -- End of file (or a read error `err`, which ends it too).
+            pipe:read_stop()
+            pipe:close()
+            eof = eof + 1
+          end
+          wake(false)
+        end)
+      end
+    end
+  end
+
+  local rest = {}
+  for i = 2, #argv do
+    rest[#rest + 1] = argv[i]
+  end
+  local ok, h, spawned = pcall(uv.spawn, argv[1], {
+    args = rest,
+    env = env_list(M.env(p.env)),
+    cwd = p.cwd,
+    stdio = { nil, stdout, stderr },
+    -- A new session: the process leads its own group.
+    detached = true,
+  }, function(exit_code, signal)
+    exited, code = true, job_code(exit_code, signal)
+    wake(false)
+    local timer = uv.new_timer()
+    timer:start(DRAIN_MS, 0, function()
+      timer:close()
+      wake(true)
+    end)
+  end)
+  handle, pid = ok and h or nil, spawned
+  if not handle then
+    for _, pipe in ipairs(pipes) do
+      pipe:close()
+    end
+    local why = ok and tostring(spawned) or tostring(h)
+    if why:match('^ENOENT') or why:match('^EACCES') then
+      why = ('`%s` is not executable (%s)'):format(argv[1], why)
+    end
     return c.call_done(ev.call, { error = why })
   end
-  pcall(vim.fn.chanclose, job, 'stdin')
-  local pid = vim.fn.jobpid(job)
-  M.jobs[k] = { pid = pid, job = job }
+  M.jobs[k] = { pid = pid, handle = handle, thread = thread, id = id }
+  prune()
+  M.groups[pid] = thread
   hook_exit()
+  read_start()
   c.call_done(ev.call, { pid = pid })
 end
 
@@ -81,25 +293,40 @@ end
 ---@param ev acp.Event.call payload acp.Call.terminal_kill (no reply)
 function M.kill(ev)
   local pid = ev.payload.pid
-  if not pid or not alive(pid) then
-    return
+  if pid then
+    terminate(pid)
   end
-  uv.kill(-pid, 'sigterm')
-  local grace = config.options.terminal.kill_grace_ms
-  vim.defer_fn(function()
-    if alive(pid) then
-      uv.kill(-pid, 'sigkill')
-    end
-  end, grace)
 end
 
-function M.kill_all()
-  for k, j in pairs(M.jobs) do
-    if alive(j.pid) then
-      uv.kill(-j.pid, 'sigkill')
+--- Kills every process group the terminals of `thread` started (its
+--- session ended).
+function M.kill_thread(thread)
+  for pgid, t in pairs(M.groups) do
+    if t == thread then
+      terminate(pgid)
     end
-    M.jobs[k] = nil
   end
+end
+
+--- Neovim exits: SIGTERM to every group, a short bounded wait, then
+--- SIGKILL to what is left. Never holds the exit longer than ~200 ms.
+function M.kill_all()
+  local live = {}
+  for pgid in pairs(M.groups) do
+    if group_alive(pgid) then
+      uv.kill(-pgid, 'sigterm')
+      live[#live + 1] = pgid
+    end
+  end
+  local deadline = uv.hrtime() + 200 * 1e6
+  while #live > 0 and uv.hrtime() < deadline do
+    uv.sleep(10)
+    live = vim.tbl_filter(group_alive, live)
+  end
+  for _, pgid in ipairs(live) do
+    uv.kill(-pgid, 'sigkill')
+  end
+  M.groups = {}
 end
 
 --- Live output for an open terminal buffer.

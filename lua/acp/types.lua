@@ -414,6 +414,7 @@
 ---@field source_stamp fun(): string
 ---@field version fun(): string
 ---@field log_path fun(): string?
+---@field log fun(level: 'info'|'warn'|'error', message: string) writes a line to the core's log
 ---@field open_thread fun(spec: acp.AgentSpec): integer
 ---@field prompt fun(thread: integer, prompt: string|acp.ContentBlock[])
 ---@field authenticate fun(thread: integer, method_id: string)

@@ -83,6 +83,14 @@ function H.turn(child, text, timeout)
   child:wait_for(([[return require('acp').current().turns_ended > %d]]):format(before), timeout or 5000)
 end
 
+--- Moves into the permission float with `:AcpPermission` and waits until
+--- its grace period is over (its keys answer from then on).
+function H.enter_permission(child)
+  child:cmd('AcpPermission')
+  child:wait_for([[local p = require('acp.permission')
+    return p.armed and vim.api.nvim_get_current_win() == p.win]], 3000)
+end
+
 --- The agent's JSONL log as a list of tables.
 function H.agent_events(paths)
   local out = {}
