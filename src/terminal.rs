@@ -60,6 +60,9 @@ pub fn signal_name(n: i32) -> String {
 /// a larger one): the tail of what the command printed.
 pub const DEFAULT_OUTPUT_CAP: usize = 1 << 20;
 
+/// The most an agent's own `outputByteLimit` can make the client keep.
+pub const MAX_OUTPUT_LIMIT: usize = 64 << 20;
+
 /// Output kept within a byte limit, dropping from the start on a UTF-8
 /// character boundary. Memory stays within the limit whatever the command
 /// prints: a ring buffer, so dropping the head moves nothing.
@@ -77,17 +80,17 @@ impl Default for OutputBuffer {
 }
 
 impl OutputBuffer {
-    /// The agent's `outputByteLimit`, within [`DEFAULT_OUTPUT_CAP`].
+    /// The agent's `outputByteLimit`, else [`DEFAULT_OUTPUT_CAP`].
     pub fn new(limit: Option<usize>) -> Self {
         Self::with_cap(limit, DEFAULT_OUTPUT_CAP)
     }
 
-    /// The agent's `outputByteLimit` within a configured `cap`: the
-    /// smaller one applies.
+    /// The agent's `outputByteLimit` when it gives one (up to
+    /// `MAX_OUTPUT_LIMIT`), else the configured default `cap`.
     pub fn with_cap(limit: Option<usize>, cap: usize) -> Self {
         Self {
             bytes: VecDeque::new(),
-            limit: limit.map_or(cap, |l| l.min(cap)),
+            limit: limit.map_or(cap, |l| l.min(MAX_OUTPUT_LIMIT)),
             truncated: false,
         }
     }
@@ -294,11 +297,13 @@ mod tests {
     fn no_agent_limit_keeps_a_capped_tail() {
         assert_eq!(OutputBuffer::new(None).limit(), DEFAULT_OUTPUT_CAP);
         assert_eq!(OutputBuffer::new(Some(10)).limit(), 10);
+        // The agent's own limit is honoured up to a hard maximum.
         assert_eq!(
             OutputBuffer::new(Some(usize::MAX)).limit(),
-            DEFAULT_OUTPUT_CAP
+            MAX_OUTPUT_LIMIT
         );
-        assert_eq!(OutputBuffer::with_cap(Some(100), 8).limit(), 8);
+        assert_eq!(OutputBuffer::with_cap(Some(100), 8).limit(), 100);
+        assert_eq!(OutputBuffer::with_cap(None, 8).limit(), 8);
 
         // A chunk larger than the limit keeps its tail, on a char boundary.
         let mut b = OutputBuffer::with_cap(None, 4);

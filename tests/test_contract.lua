@@ -143,6 +143,7 @@ local function full_chat()
   H.open(child)
   child:lua([[require('acp').send('go')]])
   child:wait_for([[return #require('acp.permission').queue == 1]])
+  H.enter_permission(child)
   child:lua([[require('acp.permission').choose(1)]])
   child:wait_for([[return require('acp').current().turns_ended == 1]], 10000)
   -- A mode the agent refuses gives a notification; a file walk a `files` answer.

@@ -35,7 +35,9 @@ local function queued_payload(child)
 end
 
 local function choose(child, i)
+  H.enter_permission(child)
   child:lua([[require('acp.permission').choose(...)]], { i })
+  child:cmd('wincmd p')
 end
 
 local function wait_turns(child, n)

@@ -29,6 +29,7 @@ return {
     T.match(float, '%[edit%] Modifying critical configuration file')
     T.match(float, 'Allow this change')
     T.match(float, 'Skip this change')
+    H.enter_permission(child)
     child:lua([[
       local p = require('acp.permission')
       for i, o in ipairs(p.queue[1].payload.options) do

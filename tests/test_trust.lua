@@ -18,7 +18,9 @@ end
 --- Starts a chat whose "go" turn runs `steps`; sends "go" without waiting.
 local function start(steps, opts)
   opts = opts or {}
-  local child, paths = H.start({ cwd = opts.cwd, env = opts.env, turns = { { match = 'go', steps = steps } }, config = opts.config })
+  -- Terminals here run unconfirmed: the confirmation is tested in test_policy.
+  local config = vim.tbl_deep_extend('force', { terminal = { confirm = 'never' } }, opts.config or {})
+  local child, paths = H.start({ cwd = opts.cwd, env = opts.env, turns = { { match = 'go', steps = steps } }, config = config })
   H.open(child)
   if opts.before_send then
     opts.before_send(child)
@@ -403,7 +405,7 @@ return {
     T.eq(r.ok2, false)
     T.match(r.err, '`terminal.env_deny%[2%]` must be a string, got number')
     T.eq(r.ok3, false)
-    T.match(r.err3, '`terminal.confirm` must be "unrequested", "always" or "never"')
+    T.match(r.err3, "`terminal.confirm` must be 'unrequested', 'always' or 'never'")
     T.eq({ r.only, r.token, r.extra }, { nil, 'b', 'e' })
   end },
 
