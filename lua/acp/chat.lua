@@ -68,6 +68,8 @@ function ChatView.new(opts)
   require('acp.mention').attach(self)
   require('acp.commands').attach(self)
   require('acp.activity').attach(self)
+  -- Buffers of the session's files follow the disk.
+  require('acp.sync').attach(self)
 
   self:_keymaps()
   return self
@@ -310,6 +312,11 @@ local info_field = {
   usage = { 'usage', 'usage' },
 }
 
+-- Tool calls after which buffers are checked against the disk, once they
+-- are finished.
+local sync_kinds = { edit = true, delete = true, move = true }
+local finished = { completed = true, failed = true }
+
 local FLOOD_BYTES = 16 * 1024
 -- It resumes once the turn ended or the stream has been calm this long.
 local CALM_MS = 500
@@ -347,6 +354,8 @@ function ChatView:apply(events)
   local follow = self:_following()
   local touched = {}
   local bytes, meta = 0, false
+  -- An edit-like tool call finished or the turn ended: check the disk.
+  local disk_due = false
   -- Buffer edits wait until something needs the buffer as the events left
   -- it: appends to the last entry already shown (`pending`, `parts`), and
   -- new entries with their own appends and re-renders (`fresh`, `at`).
@@ -406,13 +415,18 @@ function ChatView:apply(events)
           self.turns_started = self.turns_started + 1
         elseif self.state == 'running' then
           self.turns_ended = self.turns_ended + 1
+          disk_due = true
         end
         self.state = ev.state
         self.status_detail = ev.detail
         meta = true
       elseif t == 'card' then
         -- A tool card's metadata (acp.CardMeta), right after its rendering.
-        self.cards[ev.index] = ev.card
+        local card, prev = ev.card, self.cards[ev.index]
+        if sync_kinds[card.kind] and finished[card.status] and not (prev and finished[prev.status]) then
+          disk_due = true
+        end
+        self.cards[ev.index] = card
         touched[ev.index] = true
       elseif t == 'terminal_output' then
         require('acp.terminal').append(self.thread, ev.id, ev.data)
@@ -452,6 +466,9 @@ function ChatView:apply(events)
   end
   if follow then
     self:scroll_to_end(follow)
+  end
+  if disk_due then
+    require('acp.sync').after_apply(self)
   end
   if not ok then
     error(err, 0)
@@ -595,6 +612,7 @@ end
 
 function ChatView:destroy()
   require('acp.bridge').unregister(self.thread)
+  require('acp.sync').detach(self)
   self:hide()
   for _, b in ipairs({ self.buf, self.input }) do
     if api.nvim_buf_is_valid(b) then
