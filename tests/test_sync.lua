@@ -42,11 +42,12 @@ local function lines(child)
   return child:lua([[return vim.api.nvim_buf_get_lines(0, 0, -1, false)]])
 end
 
---- No prompt waits for the user and none was shown.
+--- No prompt waits for the user and none was shown. (Without a UI the
+--- W11/W12 dialogs do not wait: they leave their text in v:warningmsg.)
 local function no_prompt(child)
   T.eq(child:rpc('nvim_get_mode').blocking, false, 'Neovim is not blocked by a prompt')
-  local msgs = child:messages()
-  T.no_match(msgs, 'W1[12]')
+  local msgs = child:messages() .. '\n' .. child:lua('return vim.v.warningmsg')
+  T.no_match(msgs, 'W1[123]')
   T.no_match(msgs, 'changed since')
   T.no_match(msgs, 'has changed')
 end
@@ -109,10 +110,16 @@ return {
     T.eq(H.responses(paths)[3].result, { content = 'disk\ntext\n' })
     T.eq(lines(child), { 'disk', 'text' })
     T.eq(child:lua('return vim.bo.modified'), false)
-    -- Neovim's own check finds nothing to ask about.
+    -- Neovim's own check finds nothing to ask about, and the user's next
+    -- write is not a "changed since reading" question.
     child:cmd('checktime')
     no_prompt(child)
     T.eq(lines(child), { 'disk', 'text' })
+    child:lua([[vim.api.nvim_buf_set_lines(0, 2, 2, false, { 'user' })]])
+    child:cmd('write')
+    no_prompt(child)
+    T.eq(T.read_file(file), 'disk\ntext\nuser\n')
+    T.eq(child:lua('return vim.bo.modified'), false)
   end },
 
   { 'a disk edit merges cleanly into unsaved edits: both kept, one undo step, no prompt', function()
@@ -158,6 +165,13 @@ return {
     no_prompt(child)
     T.eq(lines(child), { 'a', 'USER', 'c' })
     T.eq(#chat_notices(child), 1)
+    -- A plain :w does not ask, and does not write over the disk version.
+    local written, err = pcall(child.cmd, child, 'write')
+    T.eq(written, false)
+    T.match(err, 'c%.txt not written: it changed on disk and in this buffer')
+    no_prompt(child)
+    T.eq(T.read_file(file), 'a\nAGENT\nc\n')
+    T.eq(child:lua('return vim.bo.modified'), true)
     T.eq(child:lua([[return vim.fn.getcompletion('AcpConflict ', 'cmdline')]]), { 'c.txt' })
     child:cmd('AcpConflict c.txt')
     local tab = child:lua([[
@@ -213,5 +227,20 @@ return {
     T.eq(lines(child), { 'new' })
     T.eq(child:lua('return vim.bo.modified'), false)
     no_prompt(child)
+  end },
+
+  { "files outside the session's roots keep Neovim's own question", function()
+    local dir = H.project({ ['in.txt'] = 'in\n' })
+    local outside = vim.fn.resolve(T.tmpdir('outside'))
+    local file = outside .. '/o.txt'
+    T.write_file(file, 'a\nb\n')
+    local child = start(dir, { { match = 'go', steps = {} } })
+    child:cmd('edit ' .. file)
+    child:lua([[vim.api.nvim_buf_set_lines(0, 0, 1, false, { 'user' })]])
+    vim.uv.sleep(20)
+    T.write_file(file, 'a\nb\nmore\n')
+    child:cmd('checktime')
+    T.match(child:lua('return vim.v.warningmsg'), '^W12: ')
+    T.eq(lines(child), { 'user', 'b' })
   end },
 }

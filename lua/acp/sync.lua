@@ -54,7 +54,12 @@ end
 --- The stat key and text of a file (the stat of the opened file, so a
 --- write after it is seen by the next check), or nil and why.
 local function read_file(path)
-  local fd = uv.fs_open(path, 'r', 0)
+  local pre = uv.fs_stat(path)
+  if pre and pre.type ~= 'file' then
+    -- Opening a FIFO would wait for a writer.
+    return nil, 'not a file', stat_key(pre)
+  end
+  local fd = pre and uv.fs_open(path, 'r', 0)
   if not fd then
     return nil, 'gone'
   end
@@ -74,10 +79,6 @@ end
 local function stat_of(path)
   local st = uv.fs_stat(path)
   return st and stat_key(st)
-end
-
-local function split(text)
-  return vim.split(text, '\n', { plain = true })
 end
 
 --- The buffer lines for a file's text, as Neovim would read it with the
@@ -124,7 +125,7 @@ function M.hunks(old, new)
   for _, h in ipairs(vim.diff(a, b, { result_type = 'indices' })) do
     local sa, ca, sb, cb = h[1], h[2], h[3], h[4]
     local start = ca == 0 and sa or sa - 1
-    out[#out + 1] = { old_start = start, old_end = start + ca, lines = { unpack(new, sb, sb + cb - 1) } }
+    out[#out + 1] = { old_start = start, old_end = start + ca, lines = vim.list_slice(new, sb, sb + cb - 1) }
   end
   return out
 end
@@ -150,6 +151,9 @@ local function replace(buf, old, new, reload)
     require('acp.fs').apply_hunks(buf, hunks)
   end)
   if not ok then
+    if reload then
+      vim.bo[buf].modified = false
+    end
     error(err, 0)
   end
   return true
@@ -231,7 +235,7 @@ function M.record(buf, text, key)
     text, why, key = read_file(path)
     if why == 'gone' then
       -- A new file: nothing on disk to agree with yet.
-      M.records[buf] = { path = path, stat = nil, base = nil, new = true }
+      M.records[buf] = { path = path }
       return
     end
   end
@@ -286,7 +290,9 @@ local function guarded_write(ev)
   -- ask. Only when the check could not tell does it get to ask.
   local force = bang or (safe and not vim.bo[buf].readonly)
   local cmd = (force and 'write! ' or 'write ') .. vim.v.cmdarg .. (own and '' or (' ' .. vim.fn.fnameescape(ev.match)))
-  local ok, err = pcall(vim.cmd, cmd)
+  local ok, err = pcall(api.nvim_buf_call, buf, function()
+    vim.cmd(cmd)
+  end)
   if vim.bo[buf].modified or not own then
     -- Not written to its own file: Neovim's time of the file is still old.
     guard(buf)
@@ -343,18 +349,19 @@ end
 
 -- The check -----------------------------------------------------------------
 
-local function conflict(buf, view, key, text)
+local function conflict(buf, view, key)
   local rec = M.records[buf]
   local c = M.conflicts[buf]
   if c and c.key == key then
     return
   end
   M.conflicts[buf] = { path = rec.path, key = key, thread = view and view.thread }
+  -- A `:w` now says why it does not write, rather than asking.
+  guard(buf)
   M.notice(view or M.view_for(rec.path), ('%s changed on disk and in your buffer: :AcpConflict %s to compare'):format(
     vim.fn.fnamemodify(rec.path, ':~:.'),
     vim.fn.fnamemodify(rec.path, ':~:.')
   ))
-  return text
 end
 
 --- Checks one buffer against its file; syncs it when the file changed.
@@ -369,8 +376,15 @@ function M.check(buf, view)
     rec = M.records[buf]
   end
   local key = stat_of(rec.path)
-  if key == nil or key == rec.stat then
-    -- Unchanged, or gone (the buffer keeps its text; writing restores it).
+  if key == nil then
+    if rec.stat and not rec.gone then
+      rec.gone = true
+      M.notice(view or M.view_for(rec.path), ('%s was deleted on disk; its buffer keeps the text (:w writes it again)'):format(
+        vim.fn.fnamemodify(rec.path, ':~:.')
+      ))
+    end
+    return false
+  elseif key == rec.stat then
     return false
   end
   local text, why
@@ -405,13 +419,13 @@ function M.check(buf, view)
     return false
   end
   if not rec.base then
-    conflict(buf, view, key, text)
+    conflict(buf, view, key)
     return false
   end
   local core = package.loaded.acp_core
   local merged = core.merge3(decode(buf, rec.base), ours, theirs)
   if not merged then
-    conflict(buf, view, key, text)
+    conflict(buf, view, key)
     return false
   end
   local changed = replace(buf, ours, merged, false)
@@ -441,13 +455,15 @@ function M.check_roots(view)
 end
 
 --- Whether the file changed on disk since the buffer last agreed with it
---- (true when that is not known).
+--- (true when that is not known; false when it is gone: a write then
+--- loses nothing).
 function M.disk_changed(buf)
   local rec = M.records[buf]
   if not rec then
     return true
   end
-  return stat_of(rec.path) ~= rec.stat and not rec.new
+  local key = stat_of(rec.path)
+  return key ~= nil and key ~= rec.stat
 end
 
 -- Autocommands --------------------------------------------------------------
