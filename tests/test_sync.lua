@@ -243,4 +243,26 @@ return {
     T.match(child:lua('return vim.v.warningmsg'), '^W12: ')
     T.eq(lines(child), { 'user', 'b' })
   end },
+
+  { 'buffers loaded before the chat opened: unsaved edits are no conflict, later disk edits merge', function()
+    local dir = H.project({ ['b.txt'] = 'a\nb\nc\nd\n' })
+    local file = dir .. '/b.txt'
+    local child, paths = H.start({ cwd = dir, turns = {
+      { match = 'read', steps = { read(file) } },
+      disk_edit_turn('edit', file, 'a\nb\nc\nD (agent)\n', 0),
+    } })
+    child:cmd('edit ' .. file)
+    child:lua([[vim.api.nvim_buf_set_lines(0, 0, 1, false, { 'A (user)' })]])
+    close_undo_block(child)
+    H.open(child)
+    child:cmd('stopinsert')
+    child:cmd('wincmd t')
+    H.turn(child, 'read')
+    T.eq(H.responses(paths)[1].result, { content = 'A (user)\nb\nc\nd\n' })
+    T.eq(chat_notices(child), {})
+    H.turn(child, 'edit')
+    T.eq(lines(child), { 'A (user)', 'b', 'c', 'D (agent)' })
+    T.eq(chat_notices(child), {})
+    no_prompt(child)
+  end },
 }

@@ -338,13 +338,19 @@ local function finish(buf, text, key)
   guard(buf)
 end
 
---- A record for a buffer loaded before tracking began: the disk text is
---- its best guess of the last common text, and the stat is unknown, so
---- the next check compares the texts.
+--- A record for a buffer seen for the first time (loaded before tracking
+--- began). Unmodified: the stat is left unknown, so the next check
+--- compares the texts. With unsaved edits there is no telling them from
+--- a disk change: the disk text is taken as the last common text (Neovim
+--- still asks before a `:write` over a newer file then).
 local function adopt(buf)
   local path = real_path(buf)
-  local text = read_file(path)
-  M.records[buf] = { path = path, stat = nil, base = text }
+  if vim.bo[buf].modified then
+    local text, _, key = read_file(path)
+    M.records[buf] = { path = path, stat = text and key, base = text }
+  else
+    M.records[buf] = { path = path }
+  end
 end
 
 -- The check -----------------------------------------------------------------
@@ -502,7 +508,7 @@ local function setup_autocmds()
     return
   end
   group = api.nvim_create_augroup('acp_sync', { clear = true })
-  api.nvim_create_autocmd({ 'BufReadPost', 'FileChangedShellPost', 'BufFilePost' }, {
+  api.nvim_create_autocmd({ 'BufReadPost', 'BufNewFile', 'FileChangedShellPost', 'BufFilePost' }, {
     group = group,
     callback = function(ev)
       -- Neovim read the file itself: its idea of the file is current.
