@@ -355,6 +355,15 @@ end
 
 -- The check -----------------------------------------------------------------
 
+--- Tells the core about a disk edit the plugin saw (for `:AcpReview`),
+--- when the core takes such reports: the file's text before and after.
+local function report(view, path, before, after)
+  local core = package.loaded.acp_core
+  if view and core and core.disk_edit and before and before ~= after then
+    pcall(core.disk_edit, view.thread, { path = path, before = before, after = after })
+  end
+end
+
 local function conflict(buf, view, key)
   local rec = M.records[buf]
   local c = M.conflicts[buf]
@@ -410,7 +419,9 @@ function M.check(buf, view)
   end
   local theirs, eol = decode(buf, text)
   local ours = api.nvim_buf_get_lines(buf, 0, -1, false)
+  view = view or M.view_for(rec.path)
   if not vim.bo[buf].modified then
+    report(view, rec.path, rec.base, text)
     local changed = replace(buf, ours, theirs, true)
     if vim.bo[buf].eol ~= eol then
       vim.bo[buf].eol = eol
@@ -434,6 +445,7 @@ function M.check(buf, view)
     conflict(buf, view, key)
     return false
   end
+  report(view, rec.path, rec.base, text)
   local changed = replace(buf, ours, merged, false)
   finish(buf, text, key)
   return changed
@@ -508,13 +520,24 @@ local function setup_autocmds()
     return
   end
   group = api.nvim_create_augroup('acp_sync', { clear = true })
-  api.nvim_create_autocmd({ 'BufReadPost', 'BufNewFile', 'FileChangedShellPost', 'BufFilePost' }, {
+  api.nvim_create_autocmd({ 'BufReadPost', 'BufNewFile', 'BufFilePost' }, {
     group = group,
     callback = function(ev)
       -- Neovim read the file itself: its idea of the file is current.
       unguard(ev.buf)
-      if tracked(ev.buf) then
+      if M.records[ev.buf] or tracked(ev.buf) then
         M.record(ev.buf)
+      end
+    end,
+  })
+  api.nvim_create_autocmd('FileChangedShellPost', {
+    group = group,
+    callback = function(ev)
+      -- Neovim handled a change itself (reloaded, or the user kept the
+      -- buffer): the next check compares the texts.
+      unguard(ev.buf)
+      if M.records[ev.buf] then
+        M.records[ev.buf].stat = nil
       end
     end,
   })
