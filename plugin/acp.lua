@@ -132,3 +132,13 @@ end, {
 cmd('AcpAuth', function(o)
   require('acp').auth(o.args)
 end, { nargs = '?', desc = "Sign in with one of the agent's methods" })
+
+cmd('AcpConflict', function(o)
+  require('acp.sync').open_conflict(o.args)
+end, {
+  nargs = '?',
+  complete = function(lead)
+    return require('acp.sync').complete(lead)
+  end,
+  desc = 'Compare a buffer with its file changed on disk (a sync conflict)',
+})

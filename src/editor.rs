@@ -29,6 +29,12 @@ pub struct Policy {
     pub auto_allow: Vec<AutoAllowRule>,
     /// When a `terminal/create` is shown to the user before it runs.
     pub terminal_confirm: TerminalConfirm,
+    /// Directory or file names (`*`/`?` patterns) that agent writes may not
+    /// touch anywhere in a path: `.git` by default (a hook or a
+    /// `core.fsmonitor` there runs code).
+    pub protected: Vec<String>,
+    /// Whole-file reads larger than this are refused (parts still work).
+    pub read_max_bytes: u64,
 }
 
 /// When a `terminal/create` asks the user first.
@@ -53,33 +59,78 @@ impl Default for Policy {
             shell: "sh".into(),
             auto_allow: Vec::new(),
             terminal_confirm: TerminalConfirm::default(),
+            protected: vec![".git".into()],
+            read_max_bytes: crate::fs::DEFAULT_READ_REFUSE_BYTES,
         }
     }
 }
 
-/// One agent write, for review and the quickfix list.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct WriteRecord {
+/// The text of a file before the session changed it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Original {
+    Text(std::sync::Arc<String>),
+    /// This client's own write created the file: only then may review
+    /// delete it.
+    Absent,
+    /// It could not be read (a claim in a card never counts as knowing).
+    Unknown,
+}
+
+/// One changed file, for review and the quickfix list: one record per path
+/// whatever the number of writes, with the text from before the first.
+#[derive(Debug, Clone)]
+pub struct ChangeRecord {
     pub path: String,
-    /// Seconds since the epoch.
+    /// Seconds since the epoch, of the last change.
     pub time: f64,
     pub tool_call_id: Option<String>,
-    /// "buffer" or "disk".
+    /// "buffer" or "disk" (this client wrote it), "agent" (the agent wrote
+    /// the disk itself).
     pub target: &'static str,
     pub saved: bool,
-    /// The text before the agent's first write in this session (None: the
-    /// file did not exist).
-    pub original: Option<String>,
+    pub original: Original,
+    pub changes: usize,
 }
+
+impl serde::Serialize for ChangeRecord {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("path", &self.path)?;
+        m.serialize_entry("time", &self.time)?;
+        m.serialize_entry("tool_call_id", &self.tool_call_id)?;
+        m.serialize_entry("target", self.target)?;
+        m.serialize_entry("saved", &self.saved)?;
+        m.serialize_entry("changes", &self.changes)?;
+        match &self.original {
+            Original::Text(t) => m.serialize_entry("original", t.as_str())?,
+            Original::Absent => m.serialize_entry("created", &true)?,
+            Original::Unknown => m.serialize_entry("original_unknown", &true)?,
+        }
+        m.end()
+    }
+}
+
+/// What the agent was last served (or wrote) of a file: its hash, and the
+/// text itself when it is small enough to keep as a merge base.
+#[derive(Debug, Clone)]
+pub struct Served {
+    pub hash: u64,
+    pub text: Option<std::sync::Arc<String>>,
+}
+
+/// Served texts up to this size are kept whole (the three-way merge base
+/// when the user edits in between); larger ones only by hash.
+pub const SERVED_TEXT_MAX: usize = 4 << 20;
 
 #[derive(Default)]
 pub struct EditorState {
     pub roots: Roots,
     pub policy: Policy,
-    /// What the agent was last served (or wrote) per file: the base of the
-    /// three-way merge when the user edits the buffer in between.
-    pub snapshots: Mutex<HashMap<PathBuf, String>>,
-    pub writes: Mutex<Vec<WriteRecord>>,
+    /// What the agent was last served (or wrote), per resolved path.
+    pub snapshots: Mutex<HashMap<PathBuf, Served>>,
+    /// Changed files in the order first changed.
+    pub changes: Mutex<Vec<ChangeRecord>>,
     pub terminals: Mutex<Terminals>,
 }
 
@@ -92,5 +143,131 @@ impl EditorState {
             policy,
             ..Default::default()
         }
+    }
+
+    pub fn remember_served(&self, resolved: &std::path::Path, text: &str) {
+        let served = Served {
+            hash: crate::fs::content_hash(text),
+            text: (text.len() <= SERVED_TEXT_MAX).then(|| std::sync::Arc::new(text.to_owned())),
+        };
+        self.snapshots.lock().insert(resolved.to_path_buf(), served);
+    }
+
+    pub fn served(&self, resolved: &std::path::Path) -> Option<Served> {
+        self.snapshots.lock().get(resolved).cloned()
+    }
+
+    pub fn record_change(
+        &self,
+        path: &str,
+        target: &'static str,
+        saved: bool,
+        before: Original,
+        tool_call_id: Option<String>,
+        time: f64,
+    ) {
+        let mut changes = self.changes.lock();
+        match changes.iter_mut().find(|c| c.path == path) {
+            Some(c) => {
+                c.time = time;
+                c.target = target;
+                c.saved = saved;
+                c.changes += 1;
+                if tool_call_id.is_some() {
+                    c.tool_call_id = tool_call_id;
+                }
+            }
+            None => changes.push(ChangeRecord {
+                path: path.to_owned(),
+                time,
+                tool_call_id,
+                target,
+                saved,
+                original: before,
+                changes: 1,
+            }),
+        }
+    }
+
+    /// "Accept all" in review: the session's changes are the new baseline.
+    pub fn accept_changes(&self) {
+        self.changes.lock().clear();
+    }
+
+    /// True when `resolved` is under a protected directory (`.git` by
+    /// default): writes there are refused unless the user allows them.
+    pub fn is_protected(&self, resolved: &std::path::Path) -> Option<String> {
+        resolved.components().find_map(|c| {
+            let name = c.as_os_str().to_string_lossy();
+            self.policy
+                .protected
+                .iter()
+                .find(|p| crate::permission::wildcard_match(p, &name))
+                .cloned()
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_record_per_path_keeps_the_first_original_once() {
+        let ed = EditorState::default();
+        let big = std::sync::Arc::new("x".repeat(1000));
+        ed.record_change("/p/a", "disk", true, Original::Text(big.clone()), None, 1.0);
+        for i in 0..60 {
+            ed.record_change(
+                "/p/a",
+                "buffer",
+                true,
+                Original::Unknown,
+                Some(format!("t{i}")),
+                2.0,
+            );
+        }
+        let changes = ed.changes.lock();
+        assert_eq!(changes.len(), 1);
+        assert_eq!(changes[0].changes, 61);
+        assert_eq!(changes[0].original, Original::Text(big));
+        assert_eq!(changes[0].tool_call_id.as_deref(), Some("t59"));
+    }
+
+    #[test]
+    fn protected_paths_match_any_component() {
+        let ed = EditorState::new(PathBuf::from("/p"), Policy::default());
+        assert_eq!(
+            ed.is_protected(std::path::Path::new("/p/.git/config"))
+                .as_deref(),
+            Some(".git")
+        );
+        assert!(ed
+            .is_protected(std::path::Path::new("/p/sub/.git/hooks/pre-commit"))
+            .is_some());
+        assert!(ed
+            .is_protected(std::path::Path::new("/p/.gitignore"))
+            .is_none());
+    }
+
+    #[test]
+    fn large_served_texts_are_kept_by_hash_only() {
+        let ed = EditorState::default();
+        ed.remember_served(std::path::Path::new("/p/small"), "abc");
+        ed.remember_served(
+            std::path::Path::new("/p/big"),
+            &"y".repeat(SERVED_TEXT_MAX + 1),
+        );
+        assert!(ed
+            .served(std::path::Path::new("/p/small"))
+            .unwrap()
+            .text
+            .is_some());
+        let big = ed.served(std::path::Path::new("/p/big")).unwrap();
+        assert!(big.text.is_none());
+        assert_eq!(
+            big.hash,
+            crate::fs::content_hash(&"y".repeat(SERVED_TEXT_MAX + 1))
+        );
     }
 }

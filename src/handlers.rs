@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use agent_client_protocol::v1::schema as v1s;
 
 use crate::calls::{self, BufferApplyReply, BufferReadReply, MainCall, TerminalStartReply};
-use crate::editor::WriteRecord;
+use crate::editor::Original;
 use crate::fs::{self, FsError, INTERNAL, INVALID_PARAMS};
 use crate::session::ThreadHandle;
 use crate::terminal::ExitStatus;
@@ -129,25 +129,83 @@ async fn read_text_file(
         .check(path, ed.policy.allow_read_outside)
         .map_err(|m| err(INVALID_PARAMS, m))?;
     let t0 = std::time::Instant::now();
-    let text = match buffer_text(thread, path, &resolved).await? {
-        Some(b) => b.text,
+    let content = match buffer_text(thread, path, &resolved).await? {
+        Some(b) => {
+            ed.remember_served(&resolved, &b.text);
+            fs::slice_lines(&b.text, line, limit)
+        }
         None => {
-            let p = resolved.clone();
-            tokio::task::spawn_blocking(move || fs::read_text(&p))
-                .await
-                .map_err(|e| err(INTERNAL, e.to_string()))??
+            // stat first: non-regular files are refused unopened, and a
+            // part is read without loading the whole file.
+            let (p, limits) = (
+                resolved.clone(),
+                fs::ReadLimits {
+                    whole_file_bytes: ed.policy.read_max_bytes,
+                    ..fs::ReadLimits::default()
+                },
+            );
+            let read = tokio::task::spawn_blocking(move || {
+                fs::read_text_bounded(&p, line, limit, &limits)
+            })
+            .await
+            .map_err(|e| err(INTERNAL, e.to_string()))??;
+            if read.whole {
+                ed.remember_served(&resolved, &read.content);
+            }
+            read.content
         }
     };
-    let t1 = t0.elapsed();
-    let content = fs::slice_lines(&text, line, limit);
-    ed.snapshots.lock().insert(resolved, text);
     crate::log::info(format!(
-        "fs/read_text_file {path}: {} bytes, {:.1} ms to get the text, {:.1} ms in all",
+        "fs/read_text_file {path}: {} bytes in {:.1} ms",
         content.len(),
-        t1.as_secs_f64() * 1000.0,
         t0.elapsed().as_secs_f64() * 1000.0
     ));
     Ok(json!({ "content": content }))
+}
+
+/// The text of the file before this client writes it.
+fn disk_original(resolved: &std::path::Path) -> Original {
+    match std::fs::read_to_string(resolved) {
+        Ok(t) => Original::Text(Arc::new(t)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Original::Absent,
+        Err(_) => Original::Unknown,
+    }
+}
+
+/// The base of the three-way merge for a write to a buffer holding
+/// `current`: None when the agent's text may replace it as it is.
+fn merge_base(
+    ed: &crate::editor::EditorState,
+    resolved: &std::path::Path,
+    current: &BufferText,
+    path: &str,
+) -> Result<Option<String>, FsError> {
+    match ed.served(resolved) {
+        // The agent saw exactly this text.
+        Some(s) if s.hash == fs::content_hash(&current.text) => Ok(None),
+        // The buffer changed since: merge from what the agent saw.
+        Some(s) => match s.text {
+            Some(t) => Ok(Some(t.as_str().to_owned())),
+            None => Err(err(
+                INVALID_PARAMS,
+                format!(
+                    "{path}: the file changed since you read it; read it again and redo the edit"
+                ),
+            )),
+        },
+        // Never read through this client: unsaved user edits are merged
+        // against the disk text, never replaced.
+        None if current.modified => match disk_original(resolved) {
+            Original::Text(t) => Ok(Some(t.as_str().to_owned())),
+            _ => Err(err(
+                INVALID_PARAMS,
+                format!(
+                    "{path}: the buffer has unsaved changes you have not seen; read the file first"
+                ),
+            )),
+        },
+        None => Ok(None),
+    }
 }
 
 async fn write_text_file(
@@ -161,13 +219,20 @@ async fn write_text_file(
         .roots
         .check(path, ed.policy.allow_write_outside)
         .map_err(|m| err(INVALID_PARAMS, m))?;
-    let base = ed.snapshots.lock().get(&resolved).cloned();
+    if let Some(name) = ed.is_protected(&resolved) {
+        return Err(err(
+            INVALID_PARAMS,
+            format!(
+                "{path}: writing under `{name}` is not allowed (the user can allow it with fs.protected)"
+            ),
+        ));
+    }
     let new = Lines::from_text(&content);
     // The buffer may change between reading it and applying the edit;
     // then the edit is recomputed against the newer text.
     for _attempt in 0..5 {
         let Some(buf) = buffer_text(thread, path, &resolved).await? else {
-            let original = std::fs::read_to_string(&resolved).ok();
+            let original = disk_original(&resolved);
             let (p, c) = (resolved.clone(), content.clone());
             tokio::task::spawn_blocking(move || fs::write_atomic(&p, &c))
                 .await
@@ -176,19 +241,19 @@ async fn write_text_file(
             return Ok(json!({}));
         };
         let current = Lines::from_text(&buf.text);
-        let target = match &base {
-            Some(b) if *b != buf.text => {
-                let base_lines = Lines::from_text(b);
+        let target = match merge_base(ed, &resolved, &buf, path)? {
+            Some(base) => {
+                let base_lines = Lines::from_text(&base);
                 textdiff::merge3(&base_lines.lines, &new.lines, &current.lines).map_err(|(from, to)| {
                     err(
                         INVALID_PARAMS,
                         format!(
-                            "{path}: the user changed lines {from}-{to} since you read the file; read it again and redo the edit"
+                            "{path}: lines {from}-{to} changed (in the buffer or on disk) since you read the file; read it again and redo the edit"
                         ),
                     )
                 })?
             }
-            _ => new.lines.clone(),
+            None => new.lines.clone(),
         };
         let hunks = textdiff::hunks(&current.lines, &target);
         let save = ed.policy.save_unmodified && !buf.modified;
@@ -218,7 +283,7 @@ async fn write_text_file(
             &resolved,
             "buffer",
             saved,
-            Some(buf.text),
+            Original::Text(Arc::new(buf.text)),
             &content,
         );
         return Ok(json!({}));
@@ -235,13 +300,10 @@ fn record_write(
     resolved: &std::path::Path,
     target: &'static str,
     saved: bool,
-    before: Option<String>,
+    before: Original,
     content: &str,
 ) {
-    let ed = &thread.editor;
-    ed.snapshots
-        .lock()
-        .insert(resolved.to_path_buf(), content.to_owned());
+    thread.editor.remember_served(resolved, content);
     let note = match (target, saved) {
         ("buffer", false) => {
             format!("wrote `{path}` into its buffer, left unsaved (it had unsaved changes)")
@@ -250,24 +312,27 @@ fn record_write(
         _ => format!("wrote `{path}`"),
     };
     let tool_call_id = thread.note_write(path, note);
-    let mut writes = ed.writes.lock();
-    // The pre-session text is the one before the first write of this file.
-    let original = match writes.iter().find(|w| w.path == path) {
-        Some(first) => first.original.clone(),
-        None => before,
-    };
+    record_change(thread, path, target, saved, before, tool_call_id);
+}
+
+/// Records a change for review: one record per path, holding the text from
+/// before the first change of the session (kept once, whatever the number
+/// of writes).
+pub fn record_change(
+    thread: &ThreadHandle,
+    path: &str,
+    target: &'static str,
+    saved: bool,
+    before: Original,
+    tool_call_id: Option<String>,
+) {
     let time = SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
         .map(|d| d.as_secs_f64())
         .unwrap_or(0.0);
-    writes.push(WriteRecord {
-        path: path.to_owned(),
-        time,
-        tool_call_id,
-        target,
-        saved,
-        original,
-    });
+    thread
+        .editor
+        .record_change(path, target, saved, before, tool_call_id, time);
 }
 
 // terminal/* ---------------------------------------------------------------

@@ -16,7 +16,7 @@ use crate::connection::AgentSpec;
 use crate::editor::Policy;
 use crate::handlers;
 use crate::session::registry;
-use crate::thread::ThreadEvent;
+use crate::thread::{NoticeLevel, ThreadEvent};
 use crate::{log, runtime};
 
 thread_local! {
@@ -491,10 +491,44 @@ fn register_threads(lua: &Lua, m: &Table) -> LuaResult<()> {
     )?;
 
     m.set(
+        "notice",
+        lua.create_function(|_, (id, level, text): (u64, String, String)| {
+            let level = match level.as_str() {
+                "error" => NoticeLevel::Error,
+                "warn" => NoticeLevel::Warn,
+                _ => NoticeLevel::Info,
+            };
+            registry().thread(id).map_err(lua_err)?.notice(level, text);
+            Ok(())
+        })?,
+    )?;
+
+    m.set(
+        "accept_changes",
+        lua.create_function(|_, id: u64| {
+            registry()
+                .thread(id)
+                .map_err(lua_err)?
+                .editor
+                .accept_changes();
+            Ok(())
+        })?,
+    )?;
+
+    m.set(
+        "disk_edit",
+        lua.create_function(|_, (id, edit): (u64, Table)| {
+            let t = registry().thread(id).map_err(lua_err)?;
+            t.record_disk_edit(&edit.get::<String>("path")?, edit.get::<String>("before")?);
+            Ok(())
+        })?,
+    )?;
+
+    m.set(
         "writes",
         lua.create_function(|lua, id: u64| {
             let t = registry().thread(id).map_err(lua_err)?;
-            let writes = t.editor.writes.lock().clone();
+            let writes = t.editor.changes.lock().clone();
             to_lua(lua, &writes)
         })?,
     )?;

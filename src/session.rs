@@ -94,6 +94,25 @@ impl ThreadHandle {
         id
     }
 
+    /// A notice line in the transcript (e.g. a file that could not be
+    /// synced with its buffer).
+    pub fn notice(&self, level: NoticeLevel, text: String) {
+        self.with_model(|m| m.notice(level, text));
+    }
+
+    /// A change the agent made on disk by itself (seen by the view's buffer
+    /// sync): kept for review with the text from before the change.
+    pub fn record_disk_edit(&self, path: &str, before: String) {
+        crate::handlers::record_change(
+            self,
+            path,
+            "agent",
+            true,
+            crate::editor::Original::Text(Arc::new(before)),
+            None,
+        );
+    }
+
     /// Terminal output (or exit) for the cards and terminal buffers.
     pub fn terminal_display(&self, id: &str, data: &str, exit: Option<&str>) {
         self.with_model(|m| match exit {

@@ -187,7 +187,7 @@ return {
     child:lua([[vim.api.nvim_buf_set_lines(0, 1, 2, false, { 'USER' })]])
     H.turn(child, 'write')
     local e = H.responses(paths)[2].error
-    T.match(e.message, 'the user changed lines 2%-2 since you read the file')
+    T.match(e.message, 'lines 2%-2 changed %(in the buffer or on disk%) since you read the file')
     T.eq(child:lua([[return vim.api.nvim_buf_get_lines(0, 0, -1, false)]]), { 'a', 'USER', 'c' })
   end },
 

@@ -37,6 +37,7 @@ local text = require('acp.text')
 ---@field agent_info? acp.AgentInfo `agentInfo` from the `agent` event.
 ---@field capabilities? acp.AgentCapabilities From the `agent` event ({} when the agent sent none); nil until it came.
 ---@field agent_waiters { fn: fun(), timer: uv.uv_timer_t }[] Callbacks of `when_agent`.
+---@field sync_roots? string[] The session's roots, as the buffer sync checks them (acp.sync).
 ---@field context table[] Pending context items of the next prompt (acp.context).
 ---@field qf_entries table<integer, table[]> Entry index -> its quickfix items.
 ---@field qf_dirty boolean The quickfix list waits for a refresh.
@@ -94,6 +95,7 @@ function ChatView.new(opts)
   self.info = {}
   self.agent_name, self.agent_info, self.capabilities = nil, nil, nil
   self.agent_waiters = {}
+  self.sync_roots = nil
   self.context = {}
   self.qf_entries, self.qf_dirty, self.qf_id = {}, false, nil
   self.plan_index, self.plan_pinned = nil, false
@@ -116,6 +118,8 @@ function ChatView.new(opts)
   require('acp.mention').attach(self)
   require('acp.commands').attach(self)
   require('acp.activity').attach(self)
+  -- Buffers of the session's files follow the disk.
+  require('acp.sync').attach(self)
 
   self:_keymaps()
   return self
@@ -370,6 +374,11 @@ local info_field = {
   usage = { 'usage', 'usage' },
 }
 
+-- Tool calls after which buffers are checked against the disk, once they
+-- are finished.
+local sync_kinds = { edit = true, delete = true, move = true }
+local finished = { completed = true, failed = true }
+
 local FLOOD_BYTES = 16 * 1024
 -- It resumes once the turn ended or the stream has been calm this long.
 local CALM_MS = 500
@@ -409,6 +418,8 @@ function ChatView:apply(events)
   local follow = self:_following()
   local touched = {}
   local bytes, meta = 0, false
+  -- An edit-like tool call finished or the turn ended: check the disk.
+  local disk_due = false
   -- Buffer edits wait until something needs the buffer as the events left
   -- it: appends to the last entry already shown (`pending`, `parts`), and
   -- new entries with their own appends and re-renders (`fresh`, `at`).
@@ -478,13 +489,18 @@ function ChatView:apply(events)
         self.turns_started = self.turns_started + 1
       elseif self.state == 'running' then
         self.turns_ended = self.turns_ended + 1
+        disk_due = true
       end
       self.state = ev.state
       self.status_detail = ev.detail
       meta = true
     elseif t == 'card' then
       -- A tool card's metadata (acp.CardMeta), right after its rendering.
-      self.cards[ev.index] = ev.card
+      local card, prev = ev.card, self.cards[ev.index]
+      if sync_kinds[card.kind] and finished[card.status] and not (prev and finished[prev.status]) then
+        disk_due = true
+      end
+      self.cards[ev.index] = card
       touched[ev.index] = true
     elseif t == 'terminal_output' then
       require('acp.terminal').append(self.thread, ev.id, ev.data)
@@ -535,6 +551,9 @@ function ChatView:apply(events)
     vim.schedule(function()
       self:_release_agent_waiters()
     end)
+  end
+  if disk_due then
+    require('acp.sync').after_apply(self)
   end
 end
 
@@ -784,6 +803,7 @@ function ChatView:destroy()
   self:_release_agent_waiters(nil, true)
   -- The session ended: so do the commands it started, background ones too.
   require('acp.terminal').kill_thread(self.thread)
+  require('acp.sync').detach(self)
   self:hide()
   for _, b in ipairs({ self.buf, self.input }) do
     if api.nvim_buf_is_valid(b) then

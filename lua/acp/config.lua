@@ -33,6 +33,13 @@ M.defaults = {
     -- Save a buffer after an agent write when it had no unsaved changes
     -- (otherwise it stays modified and the tool card says so).
     save_unmodified = true,
+    -- Names (`*`/`?` patterns) that an agent write may not touch anywhere
+    -- in its path: a hook or a `core.fsmonitor` under `.git` runs code.
+    -- Set to {} to allow such writes.
+    protected = { '.git' },
+    -- A whole-file read of a file larger than this (bytes, not loaded in a
+    -- buffer) is refused; the agent can still read parts (line/limit).
+    read_max_bytes = 32 * 1024 * 1024,
   },
   -- `terminal/*`: commands the agent runs, each in its own process group.
   -- They are not sandboxed (`:h acp-security`).

@@ -219,6 +219,9 @@ M.version = forward('version')
 ---@type fun(): string?
 M.log_path = forward('log_path')
 M.log = forward('log')
+M.notice = forward('notice')
+M.disk_edit = forward('disk_edit')
+M.accept_changes = forward('accept_changes')
 
 -- Chats.
 ---@type fun(spec: acp.AgentSpec): integer

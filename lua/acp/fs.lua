@@ -23,6 +23,16 @@ function M.find_buffer(path, resolved)
   end
 end
 
+--- Brings the buffer up to date with its file when the file changed on
+--- disk (see `acp.sync`). Never fails the request.
+local function sync(buf, thread)
+  local s = require('acp.sync')
+  local ok, err = pcall(s.check, buf, s.views[thread])
+  if not ok then
+    s.notice(s.views[thread], ('could not sync %s: %s'):format(api.nvim_buf_get_name(buf), err))
+  end
+end
+
 --- buffer_read: { path, resolved } -> parts (text slices) + { found, ... }
 ---@param ev acp.Event.call payload acp.Call.buffer_read, reply acp.Reply.buffer_read
 function M.buffer_read(ev)
@@ -31,6 +41,8 @@ function M.buffer_read(ev)
   if not buf then
     return c.call_done(call, { found = false })
   end
+  -- A file changed on disk is served as the disk has it.
+  sync(buf, ev.thread)
   local tick = api.nvim_buf_get_changedtick(buf)
   local total = api.nvim_buf_line_count(buf)
   local pos = 0
@@ -62,37 +74,43 @@ function M.buffer_read(ev)
   step()
 end
 
+--- Applies hunks ({old_start, old_end, lines}: 0-based, end exclusive,
+--- ascending) bottom-up, so earlier offsets stay valid, as one undo step.
+function M.apply_hunks(buf, hunks)
+  for i = #hunks, 1, -1 do
+    local h = hunks[i]
+    if i < #hunks then
+      api.nvim_buf_call(buf, function()
+        vim.cmd('silent! undojoin')
+      end)
+    end
+    api.nvim_buf_set_lines(buf, h.old_start, h.old_end, false, h.lines)
+  end
+end
+
 --- buffer_apply: { bufnr, tick, hunks = {{old_start, old_end, lines}}, save }
 --- Hunks are ascending; applied bottom-up so earlier offsets stay valid.
 ---@param ev acp.Event.call payload acp.Call.buffer_apply, reply acp.Reply.buffer_apply
 function M.buffer_apply(ev)
   local c, call, p = require('acp.core'), ev.call, ev.payload
   local buf = p.bufnr
+  if api.nvim_buf_is_valid(buf) and api.nvim_buf_is_loaded(buf) then
+    -- A disk change since the read is synced first; the hunks are then
+    -- stale and the core computes them again.
+    sync(buf, ev.thread)
+  end
   if not (api.nvim_buf_is_valid(buf) and api.nvim_buf_is_loaded(buf)) or api.nvim_buf_get_changedtick(buf) ~= p.tick then
     return c.call_done(call, { stale = true })
   end
-  local ok, err = pcall(function()
-    local hunks = p.hunks
-    for i = #hunks, 1, -1 do
-      local h = hunks[i]
-      if i < #hunks then
-        -- One undo step for the whole write.
-        api.nvim_buf_call(buf, function()
-          vim.cmd('silent! undojoin')
-        end)
-      end
-      api.nvim_buf_set_lines(buf, h.old_start, h.old_end, false, h.lines)
-    end
-  end)
+  local ok, err = pcall(M.apply_hunks, buf, p.hunks)
   if not ok then
     return c.call_done(call, { error = tostring(err) })
   end
+  -- Never written over a disk change (Neovim would ask, and a yes would
+  -- lose it): the buffer then stays modified and the next check merges.
   local saved = false
   if p.save and vim.bo[buf].modified then
-    saved = pcall(api.nvim_buf_call, buf, function()
-      vim.cmd('silent keepalt write')
-    end)
-    saved = saved and not vim.bo[buf].modified
+    saved = require('acp.sync').save(buf)
   end
   c.call_done(call, { saved = saved, modified = vim.bo[buf].modified })
 end

@@ -130,6 +130,8 @@ local function agent_spec(name)
       save_unmodified = o.fs.save_unmodified,
       shell = o.terminal.shell,
       terminal_confirm = o.terminal.confirm,
+      protected = o.fs.protected,
+      read_max_bytes = o.fs.read_max_bytes,
       auto_allow = o.permissions.auto_allow,
     },
   }

@@ -48,7 +48,7 @@ function M.items(view)
     add({
       filename = w.path,
       lnum = 1,
-      text = w.original == nil and 'created by the agent' or ('written by the agent' .. (w.saved and '' or ' (unsaved)')),
+      text = w.created and 'created by the agent' or ((w.target == 'agent' and 'changed on disk by the agent' or 'written by the agent') .. (w.saved and '' or ' (unsaved)')),
     })
   end
   return items

@@ -97,15 +97,18 @@ end
 
 -- :AcpReview -----------------------------------------------------------------
 
---- Files the session changed with their pre-session text: fs writes first
---- (their first recorded original), then diff contents of tool cards.
+--- Files the session changed with their pre-session text: this client's
+--- records first (its writes and the agent's disk edits the buffer sync
+--- saw), then diff contents of tool cards. Only the client's own records
+--- can call a file new: a card's missing `oldText` is a claim, and such a
+--- file is "changed" with an unknown original.
 function M.changed_files(view)
   local core = require('acp.core')
   local files, seen = {}, {}
   for _, w in ipairs(core.writes(view.thread)) do
     if not seen[w.path] then
       seen[w.path] = true
-      files[#files + 1] = { path = w.path, original = w.original, new_file = w.original == nil }
+      files[#files + 1] = { path = w.path, original = w.original, new_file = w.created == true, unknown = w.original_unknown == true }
     end
   end
   local i = 0
@@ -118,7 +121,7 @@ function M.changed_files(view)
       for _, d in ipairs(M.diffs_of(e)) do
         if not seen[d.path] then
           seen[d.path] = true
-          files[#files + 1] = { path = d.path, original = d.old_text, new_file = d.old_text == nil }
+          files[#files + 1] = { path = d.path, original = d.old_text, new_file = false, unknown = d.old_text == nil }
         end
       end
     end
@@ -162,7 +165,19 @@ function M.show_file(state, idx)
       vim.notify('acp.nvim: ' .. tostring(err), vim.log.levels.WARN)
     end
   end
+  local function keep_hunk()
+    -- The agent's hunk becomes the baseline: it no longer shows as a change.
+    api.nvim_set_current_win(left_win)
+    local ok, err = pcall(vim.cmd, 'diffget')
+    if not ok then
+      vim.notify('acp.nvim: ' .. tostring(err), vim.log.levels.WARN)
+    end
+  end
   local function revert_file()
+    if f.unknown then
+      vim.notify(('acp.nvim: the text of %s before the change is not known; revert it by hand'):format(f.path), vim.log.levels.WARN)
+      return
+    end
     if f.new_file then
       vim.fn.delete(f.path)
       pcall(api.nvim_buf_delete, file_buf, { force = true })
@@ -175,6 +190,12 @@ function M.show_file(state, idx)
   end
   map(left, 'r', revert_hunk, 'Revert the hunk under the cursor')
   map(left, 'R', revert_file, 'Revert the whole file')
+  map(left, 'k', keep_hunk, 'Keep the hunk under the cursor')
+  map(left, 'A', function()
+    require('acp.core').accept_changes(state.thread)
+    vim.notify('acp.nvim: all changes accepted; the review list is cleared')
+    M.close(state.tab)
+  end, 'Accept all changes and clear the list')
   map(left, ']f', function()
     M.show_file(state, math.min(idx + 1, #state.files))
   end, 'Next changed file')
@@ -184,10 +205,10 @@ function M.show_file(state, idx)
   map(left, 'q', function()
     M.close(state.tab)
   end, 'Close the review')
-  vim.wo[left_win].winbar = ('%%#AcpTitle# Review %d/%d %%* %s · ]c/[c hunks · r revert hunk · R revert file · ]f/[f files · q'):format(
+  vim.wo[left_win].winbar = ('%%#AcpTitle# Review %d/%d %%* %s · ]c/[c hunks · r revert / k keep hunk · R revert file · A accept all · ]f/[f files · q'):format(
     idx,
     #state.files,
-    f.new_file and (f.path .. ' (new)') or f.path
+    f.new_file and (f.path .. ' (new)') or f.unknown and (f.path .. ' (before unknown)') or f.path
   )
   first_hunk()
   return left, file_buf
@@ -202,7 +223,7 @@ function M.review(view)
   counter = counter + 1
   vim.cmd('stopinsert')
   vim.cmd('tabnew')
-  local state = { files = files, tab = api.nvim_get_current_tabpage(), id = counter }
+  local state = { files = files, tab = api.nvim_get_current_tabpage(), id = counter, thread = view.thread }
   M.last = state
   M.show_file(state, 1)
   return state

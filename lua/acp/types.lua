@@ -378,13 +378,17 @@
 ---@field exit? string
 ---@field known? boolean
 
+--- One changed file of the session (one record per path).
 ---@class acp.WriteRecord
 ---@field path string
----@field time number Seconds since the epoch.
+---@field time number Seconds since the epoch, of the last change.
 ---@field tool_call_id? string
----@field target 'buffer'|'disk'
+---@field target 'buffer'|'disk'|'agent' this client wrote the buffer or the disk, or the agent wrote the disk itself
 ---@field saved boolean
----@field original? string The text before the agent's first write (nil: it created the file).
+---@field changes integer how many changes
+---@field original? string The text before the first change (absent when created or unknown).
+---@field created? true this client's own write created the file (only then may review delete it)
+---@field original_unknown? true the text before could not be read
 
 ---@class acp.TerminalText
 ---@field output string
@@ -409,12 +413,21 @@
 ---@field text string the command (or title) the user read
 ---@field option acp.PermissionOptionKind
 
+--- A file the agent changed on disk by itself, seen by the buffer sync.
+---@class acp.DiskEdit
+---@field path string
+---@field before string the text the buffer and the disk last agreed on
+---@field after string the new disk text
+
 ---@class acp.Native
 ---@field init fun(opts: acp.InitOpts)
 ---@field source_stamp fun(): string
 ---@field version fun(): string
 ---@field log_path fun(): string?
 ---@field log fun(level: 'info'|'warn'|'error', message: string) writes a line to the core's log
+---@field notice fun(thread: integer, level: 'info'|'warn'|'error', text: string) a notice entry in the transcript
+---@field disk_edit fun(thread: integer, edit: acp.DiskEdit) records a change the agent made on disk (for :AcpReview)
+---@field accept_changes fun(thread: integer) review's "accept all": forgets the session's changes
 ---@field open_thread fun(spec: acp.AgentSpec): integer
 ---@field prompt fun(thread: integer, prompt: string|acp.ContentBlock[])
 ---@field authenticate fun(thread: integer, method_id: string)

@@ -1,0 +1,273 @@
+-- Buffers follow files an agent changes on disk itself: in-place reloads,
+-- three-way merges with unsaved edits, conflicts in the chat, and never
+-- one of Neovim's "file changed" prompts.
+local T = require('tests.helpers.expect')
+local H = require('tests.helpers.acp')
+
+local function read(path)
+  return H.req('fs/read_text_file', { path = path })
+end
+local function write(path, content)
+  return H.req('fs/write_text_file', { path = path, content = content })
+end
+
+--- A turn in which a tool call of kind edit rewrites `file` with a shell
+--- command (as agents that do their own I/O do), completes, and the turn
+--- then stays running for a while.
+local function disk_edit_turn(match, file, content, linger_ms)
+  return {
+    match = match,
+    steps = {
+      { update = { sessionUpdate = 'tool_call', toolCallId = 'e-' .. match, title = 'Edit', kind = 'edit',
+        status = 'in_progress', locations = { { path = file } } } },
+      H.req('terminal/create', { command = ('printf %%s %s > %s'):format(vim.fn.shellescape(content), vim.fn.shellescape(file)) }),
+      H.req('terminal/wait_for_exit', { terminalId = 'term-1' }),
+      { update = { sessionUpdate = 'tool_call_update', toolCallId = 'e-' .. match, status = 'completed' } },
+      { sleep_ms = linger_ms or 1500 },
+      { message = 'done' },
+    },
+  }
+end
+
+-- Commands that edit files run unconfirmed here (the confirmation is
+-- tested in test_policy).
+local NO_CONFIRM = { terminal = { confirm = 'never' } }
+
+local function start(dir, turns)
+  local child, paths = H.start({ cwd = dir, turns = turns, config = NO_CONFIRM })
+  H.open(child)
+  -- Edit files in the window left of the chat, in normal mode.
+  child:cmd('stopinsert')
+  child:cmd('wincmd t')
+  return child, paths
+end
+
+local function lines(child)
+  return child:lua([[return vim.api.nvim_buf_get_lines(0, 0, -1, false)]])
+end
+
+--- No prompt waits for the user and none was shown. (Without a UI the
+--- W11/W12 dialogs do not wait: they leave their text in v:warningmsg.)
+local function no_prompt(child)
+  T.eq(child:rpc('nvim_get_mode').blocking, false, 'Neovim is not blocked by a prompt')
+  local msgs = child:messages() .. '\n' .. child:lua('return vim.v.warningmsg')
+  T.no_match(msgs, 'W1[123]')
+  T.no_match(msgs, 'changed since')
+  T.no_match(msgs, 'has changed')
+end
+
+local function close_undo_block(child)
+  child:lua([[vim.cmd('let &undolevels = &undolevels')]])
+end
+
+--- The sync's notices in the transcript (notice entries of the core).
+local function chat_notices(child)
+  return child:lua([[
+    local out = {}
+    for _, l in ipairs(require('acp').current():lines()) do
+      if l:find('changed on disk', 1, true) or l:find('could not sync', 1, true) then
+        out[#out + 1] = l
+      end
+    end
+    return out
+  ]])
+end
+
+return {
+  { 'a disk edit reloads the unmodified buffer in place when the tool call completes; u undoes it', function()
+    local dir = H.project({ ['f.txt'] = 'one\ntwo\nthree\nfour\n' })
+    local file = dir .. '/f.txt'
+    local child, paths = start(dir, {
+      disk_edit_turn('edit', file, 'zero\none\nTWO\nthree\nfour\n'),
+      { match = 'read', steps = { read(file) } },
+    })
+    child:cmd('edit ' .. file)
+    child:lua([[
+      vim.api.nvim_win_set_cursor(0, { 3, 2 })
+      vim.api.nvim_buf_set_mark(0, 'a', 4, 1, {})
+      vim.wo.foldmethod = 'manual'
+      vim.cmd('3,4fold')
+    ]])
+    child:lua([[assert(require('acp').send('edit'))]])
+    child:wait_for([[return vim.api.nvim_buf_get_lines(0, 0, 1, false)[1] == 'zero']], 3000)
+    T.eq(child:lua([[return require('acp').current().state]]), 'running', 'synced when the tool call completed, before the turn ended')
+    T.eq(lines(child), { 'zero', 'one', 'TWO', 'three', 'four' })
+    T.eq(child:lua('return vim.bo.modified'), false)
+    T.eq(child:lua([[return vim.api.nvim_win_get_cursor(0)]]), { 4, 2 }, 'the cursor stays on its text')
+    T.eq(child:lua([[return vim.api.nvim_buf_get_mark(0, 'a')]]), { 5, 1 }, 'the mark stays on its text')
+    T.eq(child:lua([[return { vim.fn.foldclosed(4), vim.fn.foldclosedend(4) }]]), { 4, 5 }, 'the fold stays')
+    no_prompt(child)
+    H.wait_idle(child)
+    -- One `u` takes back the whole reload; the buffer then differs from the disk.
+    child:feed('u')
+    child:wait_for([[return vim.api.nvim_buf_get_lines(0, 0, 1, false)[1] == 'one']])
+    T.eq(lines(child), { 'one', 'two', 'three', 'four' })
+    T.eq(child:lua('return vim.bo.modified'), true)
+    child:feed('<C-r>')
+    child:wait_for([[return vim.api.nvim_buf_get_lines(0, 0, 1, false)[1] == 'zero']])
+    T.eq(child:lua('return vim.bo.modified'), false)
+    -- Changed on disk again with no tool call: the agent's next read gets
+    -- the disk text, and the buffer follows.
+    T.write_file(file, 'disk\ntext\n')
+    H.turn(child, 'read')
+    T.eq(H.responses(paths)[3].result, { content = 'disk\ntext\n' })
+    T.eq(lines(child), { 'disk', 'text' })
+    T.eq(child:lua('return vim.bo.modified'), false)
+    -- Neovim's own check finds nothing to ask about, and the user's next
+    -- write is not a "changed since reading" question.
+    child:cmd('checktime')
+    no_prompt(child)
+    T.eq(lines(child), { 'disk', 'text' })
+    child:lua([[vim.api.nvim_buf_set_lines(0, 2, 2, false, { 'user' })]])
+    child:cmd('write')
+    no_prompt(child)
+    T.eq(T.read_file(file), 'disk\ntext\nuser\n')
+    T.eq(child:lua('return vim.bo.modified'), false)
+  end },
+
+  { 'a disk edit merges cleanly into unsaved edits: both kept, one undo step, no prompt', function()
+    local dir = H.project({ ['m.txt'] = 'a\nb\nc\nd\ne\n' })
+    local file = dir .. '/m.txt'
+    local child = start(dir, { disk_edit_turn('edit', file, 'a\nb\nc\nd\nE (agent)\n', 0) })
+    child:cmd('edit ' .. file)
+    child:lua([[vim.api.nvim_buf_set_lines(0, 0, 1, false, { 'A (user)' })]])
+    close_undo_block(child)
+    H.turn(child, 'edit')
+    T.eq(lines(child), { 'A (user)', 'b', 'c', 'd', 'E (agent)' })
+    T.eq(child:lua('return vim.bo.modified'), true, 'the user edit is still unsaved')
+    T.eq(T.read_file(file), 'a\nb\nc\nd\nE (agent)\n', 'the disk is not written')
+    no_prompt(child)
+    child:cmd('checktime')
+    no_prompt(child)
+    child:feed('u')
+    child:wait_for([[return vim.api.nvim_buf_get_lines(0, 4, 5, false)[1] == 'e']])
+    T.eq(lines(child), { 'A (user)', 'b', 'c', 'd', 'e' }, 'one u takes back the merge only')
+    -- Writing the merged text is not a "changed since reading" question.
+    child:feed('<C-r>')
+    child:wait_for([[return vim.api.nvim_buf_get_lines(0, 4, 5, false)[1] == 'E (agent)']])
+    child:cmd('write')
+    no_prompt(child)
+    T.eq(T.read_file(file), 'A (user)\nb\nc\nd\nE (agent)\n')
+  end },
+
+  { 'overlapping disk and buffer edits: a notice in the chat, the buffer untouched, :AcpConflict compares', function()
+    local dir = H.project({ ['c.txt'] = 'a\nb\nc\n' })
+    local file = dir .. '/c.txt'
+    local child = start(dir, { disk_edit_turn('edit', file, 'a\nAGENT\nc\n', 0) })
+    child:cmd('edit ' .. file)
+    local file_buf = child:lua('return vim.api.nvim_get_current_buf()')
+    child:lua([[vim.api.nvim_buf_set_lines(0, 1, 2, false, { 'USER' })]])
+    H.turn(child, 'edit')
+    T.eq(lines(child), { 'a', 'USER', 'c' })
+    T.eq(child:lua('return vim.bo.modified'), true)
+    child:wait_for([[return #vim.tbl_filter(function(l) return l:find('changed on disk', 1, true) end,
+      require('acp').current():lines()) > 0]], 3000)
+    T.eq(chat_notices(child), { '⚠ c.txt changed on disk and in your buffer: :AcpConflict c.txt to compare' })
+    no_prompt(child)
+    -- Neovim's own check (e.g. on focus) is answered here: no W12, no second notice.
+    child:cmd('checktime')
+    child:wait_for([[return true]])
+    no_prompt(child)
+    T.eq(lines(child), { 'a', 'USER', 'c' })
+    T.eq(#chat_notices(child), 1)
+    -- A plain :w does not ask, and does not write over the disk version.
+    local written, err = pcall(child.cmd, child, 'write')
+    T.eq(written, false)
+    T.match(err, 'c%.txt not written: it changed on disk and in this buffer')
+    no_prompt(child)
+    T.eq(T.read_file(file), 'a\nAGENT\nc\n')
+    T.eq(child:lua('return vim.bo.modified'), true)
+    T.eq(child:lua([[return vim.fn.getcompletion('AcpConflict ', 'cmdline')]]), { 'c.txt' })
+    child:cmd('AcpConflict c.txt')
+    local tab = child:lua([[
+      local wins = vim.api.nvim_tabpage_list_wins(0)
+      local out = {}
+      for _, w in ipairs(wins) do
+        local b = vim.api.nvim_win_get_buf(w)
+        out[#out + 1] = { buf = b, diff = vim.wo[w].diff, lines = vim.api.nvim_buf_get_lines(b, 0, -1, false) }
+      end
+      return { count = #vim.api.nvim_list_tabpages(), wins = out }
+    ]])
+    T.eq(tab.count, 2, 'a new tab page')
+    T.eq(#tab.wins, 2)
+    T.eq(tab.wins[1].lines, { 'a', 'AGENT', 'c' }, 'the disk text')
+    T.eq(tab.wins[2].buf, file_buf, 'the buffer itself')
+    T.eq({ tab.wins[1].diff, tab.wins[2].diff }, { true, true })
+    -- Seen: writing the buffer over the disk version asks nothing.
+    child:cmd('write')
+    no_prompt(child)
+    T.eq(T.read_file(file), 'a\nUSER\nc\n')
+  end },
+
+  { 'an agent write to a buffer whose file changed on disk after it was loaded: no prompt, the disk change kept', function()
+    local dir = H.project({ ['w.txt'] = 'one\ntwo\nthree\nfour\nfive\n' })
+    local file = dir .. '/w.txt'
+    local child, paths = start(dir, {
+      { match = 'read', steps = { read(file) } },
+      { match = 'write', steps = { write(file, 'ONE (agent)\ntwo\nthree\nfour\nfive\n') } },
+    })
+    child:cmd('edit ' .. file)
+    H.turn(child, 'read')
+    -- Another process changes the file; nothing checks the disk before the write.
+    T.write_file(file, 'one\ntwo\nthree\nfour\nFIVE (disk)\n')
+    H.turn(child, 'write')
+    no_prompt(child)
+    T.eq(H.responses(paths)[2].result, vim.empty_dict())
+    T.eq(lines(child), { 'ONE (agent)', 'two', 'three', 'four', 'FIVE (disk)' })
+    T.eq(T.read_file(file), 'ONE (agent)\ntwo\nthree\nfour\nFIVE (disk)\n', 'saved, with the disk change')
+    T.eq(child:lua('return vim.bo.modified'), false)
+  end },
+
+  { 'at the end of a turn, files changed by a command (no edit card) are synced', function()
+    local dir = H.project({ ['s.txt'] = 'old\n' })
+    local file = dir .. '/s.txt'
+    local child = start(dir, {
+      { match = 'run', steps = {
+        H.req('terminal/create', { command = 'printf "new\\n" > ' .. vim.fn.shellescape(file) }),
+        H.req('terminal/wait_for_exit', { terminalId = 'term-1' }),
+      } },
+    })
+    child:cmd('edit ' .. file)
+    H.turn(child, 'run')
+    T.eq(lines(child), { 'new' })
+    T.eq(child:lua('return vim.bo.modified'), false)
+    no_prompt(child)
+  end },
+
+  { "files outside the session's roots keep Neovim's own question", function()
+    local dir = H.project({ ['in.txt'] = 'in\n' })
+    local outside = vim.fn.resolve(T.tmpdir('outside'))
+    local file = outside .. '/o.txt'
+    T.write_file(file, 'a\nb\n')
+    local child = start(dir, { { match = 'go', steps = {} } })
+    child:cmd('edit ' .. file)
+    child:lua([[vim.api.nvim_buf_set_lines(0, 0, 1, false, { 'user' })]])
+    vim.uv.sleep(20)
+    T.write_file(file, 'a\nb\nmore\n')
+    child:cmd('checktime')
+    T.match(child:lua('return vim.v.warningmsg'), '^W12: ')
+    T.eq(lines(child), { 'user', 'b' })
+  end },
+
+  { 'buffers loaded before the chat opened: unsaved edits are no conflict, later disk edits merge', function()
+    local dir = H.project({ ['b.txt'] = 'a\nb\nc\nd\n' })
+    local file = dir .. '/b.txt'
+    local child, paths = H.start({ cwd = dir, config = NO_CONFIRM, turns = {
+      { match = 'read', steps = { read(file) } },
+      disk_edit_turn('edit', file, 'a\nb\nc\nD (agent)\n', 0),
+    } })
+    child:cmd('edit ' .. file)
+    child:lua([[vim.api.nvim_buf_set_lines(0, 0, 1, false, { 'A (user)' })]])
+    close_undo_block(child)
+    H.open(child)
+    child:cmd('stopinsert')
+    child:cmd('wincmd t')
+    H.turn(child, 'read')
+    T.eq(H.responses(paths)[1].result, { content = 'A (user)\nb\nc\nd\n' })
+    T.eq(chat_notices(child), {})
+    H.turn(child, 'edit')
+    T.eq(lines(child), { 'A (user)', 'b', 'c', 'D (agent)' })
+    T.eq(chat_notices(child), {})
+    no_prompt(child)
+  end },
+}
