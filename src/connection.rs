@@ -22,6 +22,7 @@ use tokio::sync::{watch, Notify};
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
 use crate::bridge::bridge;
+use crate::framing::{self, LineRead};
 use crate::log;
 use crate::update::{self, AgentRequest, RequestError, SessionUpdate};
 
@@ -51,6 +52,14 @@ pub struct AgentSpec {
     /// Client capabilities to advertise (each can be turned off in config).
     #[serde(default)]
     pub caps: Caps,
+    /// The longest message (one line of the agent's stdout) accepted; past
+    /// it the connection is ended with a clear message.
+    #[serde(default = "default_line_max")]
+    pub line_max: usize,
+}
+
+fn default_line_max() -> usize {
+    crate::framing::DEFAULT_LINE_CAP
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, serde::Deserialize)]
@@ -114,6 +123,8 @@ pub struct Connection {
     /// ones, so a session's updates reach its thread in arrival order.
     apply: tokio::sync::Mutex<()>,
     stderr_tail: Mutex<VecDeque<String>>,
+    /// Why the client ended the connection itself (told before the exit).
+    fault: Mutex<Option<String>>,
     stop: Notify,
 }
 
@@ -166,6 +177,7 @@ impl Connection {
             early: Mutex::new(EarlyUpdates::default()),
             apply: tokio::sync::Mutex::new(()),
             stderr_tail: Mutex::new(VecDeque::new()),
+            fault: Mutex::new(None),
             stop: Notify::new(),
         });
         let stdin = child.stdin.take().expect("piped stdin");
@@ -317,7 +329,10 @@ async fn watch_exit(
         Err(e) => format!("could not be waited for: {e}"),
     };
     let tail = conn.stderr_tail();
-    let mut reason = format!("Agent `{}` {how}.", conn.spec.name);
+    let mut reason = match conn.fault.lock().take() {
+        Some(fault) => format!("{fault}. Agent `{}` {how}.", conn.spec.name),
+        None => format!("Agent `{}` {how}.", conn.spec.name),
+    };
     if !tail.is_empty() {
         reason.push_str("\nLast stderr lines:\n");
         reason.push_str(&tail);
@@ -404,15 +419,27 @@ async fn route_incoming(
     stdout: tokio::process::ChildStdout,
     mut feed: tokio::io::DuplexStream,
 ) {
-    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    use tokio::io::AsyncWriteExt;
     let mut reader = BufReader::with_capacity(1 << 16, stdout);
     let mut line = Vec::with_capacity(1024);
+    let cap = conn.spec.line_max;
     loop {
         line.clear();
-        match reader.read_until(b'\n', &mut line).await {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {}
+        match framing::read_line_capped(&mut reader, &mut line, cap).await {
+            Ok(LineRead::Line(_)) => {}
+            Ok(LineRead::Eof) | Err(_) => break,
+            Ok(LineRead::TooLong { .. }) => {
+                // Memory stays bounded: the agent is stopped, and its exit
+                // report carries the reason.
+                let reason = framing::too_long_message(&conn.spec.name, cap);
+                log::warn(&reason);
+                *conn.fault.lock() = Some(reason);
+                conn.terminate();
+                break;
+            }
         }
+        // One invalid byte must not cost the message (or the connection).
+        framing::sanitize_utf8_in_place(&mut line);
         if let Some(params) = session_update_params(&line) {
             apply_session_update(&conn, &params).await;
             continue;

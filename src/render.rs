@@ -3,6 +3,7 @@
 //! (`append_fragment` is the incremental half of `entry_markdown`).
 
 use crate::schema::PlanStatus;
+use crate::textdiff::DiffBody;
 use crate::thread::{
     Entry, EntryKind, NoticeLevel, PlanItem, RawOutput, ToolCall, ToolContent, TERMINAL_TAIL_LINES,
 };
@@ -72,11 +73,12 @@ pub fn tool_call_rendering(tc: &ToolCall) -> (String, Vec<(usize, usize)>) {
             ToolContent::Diff {
                 path,
                 old_text,
-                new_text,
+                body,
+                ..
             } => {
                 // Header and fence rows come first, the closing fence last.
                 let before = out.matches('\n').count();
-                diff_markdown(&mut out, path, old_text.as_deref(), new_text);
+                diff_markdown(&mut out, path, old_text.is_none(), body);
                 let after = out.matches('\n').count();
                 if after >= before + 3 {
                     diff_rows.push((before + 3, after - 1));
@@ -110,30 +112,31 @@ pub fn tool_call_rendering(tc: &ToolCall) -> (String, Vec<(usize, usize)>) {
 }
 
 /// Lines of a diff shown in a card; the review tab shows all of it.
-const DIFF_MAX_LINES: usize = 400;
+pub const DIFF_MAX_LINES: usize = 400;
 
 /// A unified diff (3 lines of context) in a ```diff block, so the chat's
 /// markdown highlighting colours it. No `oldText` means a new file.
-fn diff_markdown(out: &mut String, path: &str, old: Option<&str>, new: &str) {
-    let header = if old.is_none() { "new file" } else { "diff" };
+fn diff_markdown(out: &mut String, path: &str, new_file: bool, body: &DiffBody) {
+    let header = if new_file { "new file" } else { "diff" };
     out.push_str(&format!("\n  {header} `{path}`"));
-    let diff = similar::TextDiff::from_lines(old.unwrap_or(""), new);
-    let text = diff
-        .unified_diff()
-        .context_radius(3)
-        .header("a", "b")
-        .to_string();
-    let lines: Vec<&str> = text.lines().skip(2).collect(); // the ---/+++ header
     out.push_str("\n  ```diff");
-    for line in lines.iter().take(DIFF_MAX_LINES) {
-        out.push_str("\n  ");
-        out.push_str(line.trim_end_matches('\r'));
-    }
-    if lines.len() > DIFF_MAX_LINES {
-        out.push_str(&format!(
-            "\n  … {} more lines (review with <CR> on the card)",
-            lines.len() - DIFF_MAX_LINES
-        ));
+    match body {
+        DiffBody::Unified { lines, more, .. } => {
+            for line in lines {
+                out.push_str("\n  ");
+                out.push_str(line.trim_end_matches('\r'));
+            }
+            if *more > 0 {
+                out.push_str(&format!(
+                    "\n  … {more} more lines (review with <CR> on the card)"
+                ));
+            }
+        }
+        DiffBody::Summary { added, removed, .. } => {
+            out.push_str(&format!(
+                "\n  +{added} −{removed} lines: too large to show here (review with <CR> on the card)"
+            ));
+        }
     }
     out.push_str("\n  ```");
 }
@@ -209,16 +212,12 @@ mod tests {
             status: crate::schema::ToolStatus::Pending,
             locations: vec![("/p/a.rs".into(), Some(1))],
             content: vec![
-                ToolContent::Diff {
-                    path: "/p/a.rs".into(),
-                    old_text: Some("a\nb\nc\n".into()),
-                    new_text: "a\nB\nc\n".into(),
-                },
-                ToolContent::Diff {
-                    path: "/p/new.rs".into(),
-                    old_text: None,
-                    new_text: "x\n".into(),
-                },
+                ToolContent::diff(
+                    "/p/a.rs".into(),
+                    Some("a\nb\nc\n".into()),
+                    "a\nB\nc\n".into(),
+                ),
+                ToolContent::diff("/p/new.rs".into(), None, "x\n".into()),
             ],
             raw_input: None,
             command: None,

@@ -160,6 +160,10 @@ pub enum ToolContent {
         path: String,
         old_text: Option<String>,
         new_text: String,
+        /// The rendered diff, computed once when the content arrives
+        /// (bounded in size and time, off the model's lock).
+        #[serde(skip)]
+        body: std::sync::Arc<crate::textdiff::DiffBody>,
     },
     /// A terminal's output as the card shows it (client-run or agent-owned).
     /// The last lines of a terminal's output, as the card shows them.
@@ -173,6 +177,27 @@ pub enum ToolContent {
         exit: Option<String>,
         known: bool,
     },
+}
+
+impl ToolContent {
+    /// A diff, with its body computed now (see `textdiff::unified_diff_bounded`).
+    pub fn diff(path: String, old_text: Option<String>, new_text: String) -> Self {
+        let limits = crate::textdiff::DiffLimits {
+            max_output_lines: crate::render::DIFF_MAX_LINES,
+            ..Default::default()
+        };
+        let body = crate::textdiff::unified_diff_bounded(
+            old_text.as_deref().unwrap_or(""),
+            &new_text,
+            &limits,
+        );
+        ToolContent::Diff {
+            path,
+            old_text,
+            new_text,
+            body: std::sync::Arc::new(body),
+        }
+    }
 }
 
 /// States the client adds on top of the agent's status.

@@ -296,11 +296,11 @@ fn tool_content(item: &Value) -> Option<ToolContent> {
                 .map(content_block_text)
                 .unwrap_or_default(),
         }),
-        "diff" => Some(ToolContent::Diff {
-            path: s("path")?,
-            old_text: s("oldText"),
-            new_text: s("newText").unwrap_or_default(),
-        }),
+        "diff" => Some(ToolContent::diff(
+            s("path")?,
+            s("oldText"),
+            s("newText").unwrap_or_default(),
+        )),
         "terminal" => Some(ToolContent::Terminal {
             id: s("terminalId")?,
             tail: String::new(),

@@ -17,6 +17,9 @@ M.defaults = {
     copilot = { cmd = 'copilot', args = { '--acp' }, env = {} },
     kimi = { cmd = 'kimi', args = { '--acp' }, env = {} },
   },
+  -- The longest message (bytes) an agent may send; past it the agent is
+  -- stopped with a message instead of growing memory without limit.
+  max_message_bytes = 64 * 1024 * 1024,
   -- MCP servers passed to every new session (ACP `McpServer` objects).
   mcp_servers = {},
   -- Extra root directories for every session, besides its cwd (the project

@@ -122,6 +122,7 @@ local function agent_spec(name)
     cwd = root,
     mcp_servers = o.mcp_servers,
     caps = { fs_read = o.fs.read, fs_write = o.fs.write, terminal = o.terminal.enabled },
+    line_max = o.max_message_bytes,
     policy = {
       roots = roots,
       allow_read_outside = o.fs.allow_outside_roots,

@@ -320,6 +320,7 @@
 ---@field cwd string
 ---@field mcp_servers? table[]
 ---@field caps? { fs_read?: boolean, fs_write?: boolean, terminal?: boolean }
+---@field line_max? integer the longest message (bytes) the agent may send
 ---@field policy? acp.Policy
 
 ---@class acp.Policy
@@ -329,7 +330,15 @@
 ---@field allow_terminal_outside? boolean
 ---@field save_unmodified? boolean
 ---@field shell? string
----@field auto_allow? string[]
+---@field auto_allow? (string|acp.AutoAllowRule)[]
+---@field terminal_confirm? 'unrequested'|'always'|'never'
+---@field protected? string[] names no agent write may touch in a path (`*`/`?`)
+---@field read_max_bytes? integer whole-file reads above this are refused
+
+--- A request the user's policy answers "allow once" without asking.
+---@class acp.AutoAllowRule
+---@field kind string the card's tool kind as first recorded
+---@field pattern? string `*`/`?` pattern over the command (else the title); default `*`
 
 --- An ACP content block of a prompt (text, resource, resource_link, image).
 ---@class acp.ContentBlock
