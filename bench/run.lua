@@ -3,7 +3,7 @@
 --
 --   nvim -l bench/run.lua         (env ACP_NVIM, ACP_ROOT, ACP_TEST_AGENT; `make bench` sets them)
 --   BENCH_RUNS=5                  runs per benchmark (medians are reported; at least 5 by default)
---   BENCH_ONLY=stream50k,paced    run only these (startup, stream50k, ui, paced, big5mb, tools, fs10mb)
+--   BENCH_ONLY=stream50k,paced    run only these (startup, stream50k, ui, paced, big5mb, tools, bigdiff, fs10mb)
 --   BENCH_OUT=path                also write the report there
 --   BENCH_VERBOSE=1               print every run's raw measurements (stderr)
 --
@@ -72,6 +72,7 @@ local TURNS = {
     floor_batch = 64 * 1024,
   },
   paced = { prompt = 'paced' },
+  bigdiff = { prompt = 'bigdiff', tail = { 'step 5', '' }, floor_batch = 64 * 1024 },
 }
 
 -- Children ------------------------------------------------------------------------------------
@@ -346,6 +347,13 @@ if want('tools') then
   }
 end
 
+if want('bigdiff') then
+  local rs = runs('bigdiff', RUNS, function()
+    return measured_turn('bigdiff', false, { lateness = true })
+  end)
+  results.bigdiff = { text_ms = med(rs, 'text_ms'), late_max_ms = med(rs, 'late_max_ms') }
+end
+
 if want('fs10mb') then
   local r = require('bench.fs10mb').run(nvim, root, agent, tmp, math.max(RUNS, 5))
   results.fs10mb = { rt_ms = median(r.round_trips_ms), late_max_ms = r.lateness_max_ms }
@@ -402,6 +410,12 @@ r = results.tools
 if r then
   row('tools: submit to complete text', f1(r.text_ms), 'ms',
     { { r.pipe.ms, 'pipe' }, { r.floor_settext_ms, 'set_text' } }, nil, '<= 30', r.text_ms <= 30)
+end
+
+r = results.bigdiff
+if r then
+  row('bigdiff: submit to complete text', f1(r.text_ms), 'ms')
+  row('bigdiff: 5 ms timer lateness max', f1(r.late_max_ms), 'ms', nil, nil, '<= 50', r.late_max_ms <= 50)
 end
 
 r = results.fs10mb

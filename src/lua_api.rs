@@ -201,6 +201,20 @@ fn event_table(lua: &Lua, ev: UiEvent) -> LuaResult<Table> {
                     t.set("info", to_lua(lua, &info)?)?;
                     t.set("capabilities", to_lua(lua, &capabilities)?)?;
                 }
+                ThreadEvent::TurnStarted { turn } => {
+                    t.set("type", "turn_started")?;
+                    t.set("turn", turn)?;
+                }
+                ThreadEvent::TurnEnded {
+                    turn,
+                    stop_reason,
+                    duration_ms,
+                } => {
+                    t.set("type", "turn_ended")?;
+                    t.set("turn", turn)?;
+                    t.set("stop_reason", stop_reason)?;
+                    t.set("duration_ms", duration_ms)?;
+                }
                 ThreadEvent::TerminalOutput { id, data } => {
                     t.set("type", "terminal_output")?;
                     t.set("id", id)?;

@@ -51,6 +51,15 @@ pub enum ThreadEvent {
         info: Value,
         capabilities: Value,
     },
+    /// A prompt was sent: turn `turn` runs.
+    TurnStarted { turn: u64 },
+    /// Turn `turn` ended: the agent's stop reason (`end_turn`, `cancelled`,
+    /// `max_tokens`, ...), or `error` / `disconnected`, and how long it ran.
+    TurnEnded {
+        turn: u64,
+        stop_reason: String,
+        duration_ms: u64,
+    },
     /// Output for a terminal the view may have open (client or agent-run).
     TerminalOutput { id: String, data: String },
     /// What the view needs to know of a tool card, sent with every
@@ -407,6 +416,8 @@ pub struct Thread {
     cancelled: bool,
     /// Increments per prompt so a late response cannot end a newer turn.
     turn: u64,
+    /// When the running turn started.
+    turn_started_at: Option<std::time::Instant>,
     /// Whether the reply heading of the current turn was written.
     reply_started: bool,
     pub title: Option<String>,
@@ -427,6 +438,7 @@ impl Thread {
             state: TurnState::Connecting,
             cancelled: false,
             turn: 0,
+            turn_started_at: None,
             reply_started: false,
             title: None,
             terminals: Default::default(),
@@ -517,6 +529,19 @@ impl Thread {
         });
     }
 
+    /// The running turn ends: `TurnEnded` with its duration.
+    fn turn_ended(&mut self, stop_reason: &str, out: &mut Vec<ThreadEvent>) {
+        let duration_ms = self
+            .turn_started_at
+            .take()
+            .map_or(0, |t| t.elapsed().as_millis() as u64);
+        out.push(ThreadEvent::TurnEnded {
+            turn: self.turn,
+            stop_reason: stop_reason.to_owned(),
+            duration_ms,
+        });
+    }
+
     pub fn notice(&mut self, level: NoticeLevel, text: impl Into<String>) -> Vec<ThreadEvent> {
         let mut out = Vec::new();
         self.push(notice_entry(level, text.into()), &mut out);
@@ -535,6 +560,9 @@ impl Thread {
     pub fn disconnected(&mut self, message: impl Into<String>) -> Vec<ThreadEvent> {
         let mut out = Vec::new();
         self.push(notice_entry(NoticeLevel::Error, message.into()), &mut out);
+        if self.state == TurnState::Running {
+            self.turn_ended("disconnected", &mut out);
+        }
         self.set_state(TurnState::Disconnected, "agent exited", &mut out);
         out
     }
@@ -553,6 +581,8 @@ impl Thread {
             &mut out,
         );
         self.set_state(TurnState::Running, "", &mut out);
+        self.turn_started_at = Some(std::time::Instant::now());
+        out.push(ThreadEvent::TurnStarted { turn: self.turn });
         (self.turn, out)
     }
 
@@ -568,6 +598,7 @@ impl Thread {
             notice_entry(NoticeLevel::Warn, "Cancelled".into()),
             &mut out,
         );
+        self.turn_ended("cancelled", &mut out);
         self.set_state(TurnState::Idle, "cancelled", &mut out);
         (true, out)
     }
@@ -658,6 +689,7 @@ impl Thread {
                 );
             }
         }
+        self.turn_ended(stop_reason, &mut out);
         self.set_state(TurnState::Idle, stop_reason, &mut out);
         out
     }
@@ -672,6 +704,7 @@ impl Thread {
             notice_entry(NoticeLevel::Error, format!("Error: {message}")),
             &mut out,
         );
+        self.turn_ended("error", &mut out);
         self.set_state(TurnState::Idle, "error", &mut out);
         out
     }
@@ -1119,6 +1152,21 @@ mod tests {
             rendered.push_str(&text);
         }
         assert_eq!(rendered, t.entries()[2].to_markdown());
+    }
+
+    #[test]
+    fn turns_start_and_end_with_their_stop_reason() {
+        let mut t = Thread::new("demo");
+        let (turn, ev) = t.begin_turn("q");
+        assert!(ev.contains(&ThreadEvent::TurnStarted { turn }));
+        let ev = t.end_turn(turn, "max_tokens");
+        assert!(ev.iter().any(|e| matches!(e,
+            ThreadEvent::TurnEnded { turn: 1, stop_reason, .. } if stop_reason == "max_tokens")));
+        let (turn, _) = t.begin_turn("q2");
+        let (_, ev) = t.cancel();
+        assert!(ev.iter().any(|e| matches!(e,
+            ThreadEvent::TurnEnded { turn: 2, stop_reason, .. } if stop_reason == "cancelled")));
+        assert!(t.end_turn(turn, "end_turn").is_empty(), "ended once");
     }
 
     #[test]

@@ -225,7 +225,7 @@ return {
     -- The chat really produced every kind of event.
     T.eq(seen, {
       'added', 'agent', 'appended', 'call', 'card', 'commands', 'config_options', 'files', 'mode', 'modes',
-      'notify', 'permission', 'permission_done', 'replaced', 'session', 'status', 'terminal_output', 'title', 'usage',
+      'notify', 'permission', 'permission_done', 'replaced', 'session', 'status', 'terminal_output', 'title', 'turn_ended', 'turn_started', 'usage',
     })
     -- The alias union names each event class.
     local union = T.read_file(ROOT .. '/lua/acp/types.lua'):match('%-%-%-@alias acp%.Event\n(.-\n)\n')

@@ -151,6 +151,21 @@
 ---@field info? acp.AgentInfo `agentInfo` from `initialize`.
 ---@field capabilities? acp.AgentCapabilities `agentCapabilities` from `initialize`.
 
+--- A prompt was sent: turn `turn` runs.
+---@class acp.Event.turn_started
+---@field type 'turn_started'
+---@field thread integer
+---@field turn integer
+
+--- A turn ended: the agent's stop reason (`end_turn`, `cancelled`,
+--- `max_tokens`, `refusal`, ...), or `error` / `disconnected`.
+---@class acp.Event.turn_ended
+---@field type 'turn_ended'
+---@field thread integer
+---@field turn integer
+---@field stop_reason string
+---@field duration_ms integer
+
 ---@class acp.AgentInfo
 ---@field name? string
 ---@field title? string
@@ -247,6 +262,8 @@
 ---| acp.Event.usage
 ---| acp.Event.card
 ---| acp.Event.agent
+---| acp.Event.turn_started
+---| acp.Event.turn_ended
 ---| acp.Event.terminal_output
 ---| acp.Event.permission
 ---| acp.Event.permission_done
