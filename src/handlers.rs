@@ -15,12 +15,34 @@ use std::collections::BTreeMap;
 use agent_client_protocol::v1::schema as v1s;
 
 use crate::calls::{self, BufferApplyReply, BufferReadReply, MainCall, TerminalStartReply};
-use crate::editor::Original;
+use crate::connection::Caps;
+use crate::editor::{EditorState, Original};
 use crate::fs::{self, FsError, INTERNAL, INVALID_PARAMS};
-use crate::session::ThreadHandle;
+
 use crate::terminal::ExitStatus;
 use crate::textdiff::{self, Lines};
 use crate::update::AgentRequest;
+
+/// What the handlers need of a chat (implemented by the session's thread):
+/// its editor state and a few model updates. Keeps this module below the
+/// session layer.
+pub trait EditorHost: Send + Sync {
+    fn thread_id(&self) -> u64;
+    fn editor(&self) -> &EditorState;
+    fn caps(&self) -> Caps;
+    fn cwd(&self) -> &std::path::Path;
+    /// Notes an agent write on its tool card; returns the tool call id.
+    fn note_write(&self, path: &str, note: String) -> Option<String>;
+    /// Terminal output (or exit) for the cards and terminal buffers.
+    fn terminal_display(&self, id: &str, data: &str, exit: Option<&str>);
+    /// Asks the user before running a terminal (see `permission`).
+    fn confirm_terminal<'a>(
+        &'a self,
+        command: &'a str,
+        cwd: &'a std::path::Path,
+        env: &'a BTreeMap<String, String>,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send + 'a>>;
+}
 
 fn err(code: i32, message: impl Into<String>) -> FsError {
     FsError::new(code, message)
@@ -34,11 +56,11 @@ fn rpc_error(e: FsError) -> agent_client_protocol::Error {
 /// config, or not an fs/terminal method) the responder is handed back for a
 /// -32601.
 pub fn try_handle(
-    thread: &Arc<ThreadHandle>,
+    thread: &Arc<dyn EditorHost>,
     request: AgentRequest,
     responder: Responder<Value>,
 ) -> Option<Responder<Value>> {
-    let caps = &thread.spec.caps;
+    let caps = &thread.caps();
     let enabled = match &request {
         AgentRequest::ReadTextFile(_) => caps.fs_read,
         AgentRequest::WriteTextFile(_) => caps.fs_write,
@@ -48,17 +70,18 @@ pub fn try_handle(
     if !enabled {
         return Some(responder);
     }
-    let thread = thread.clone();
-    crate::session::spawn(async move {
+    let host = thread.clone();
+    crate::runtime::spawn(async move {
+        let thread: &dyn EditorHost = &*host;
         let method = request.method();
         let result = match &request {
-            AgentRequest::ReadTextFile(r) => read_text_file(&thread, r).await,
-            AgentRequest::WriteTextFile(r) => write_text_file(&thread, r).await,
-            AgentRequest::CreateTerminal(r) => terminal_create(&thread, r).await,
-            AgentRequest::TerminalOutput(r) => terminal_output(&thread, &r.terminal_id.0),
-            AgentRequest::WaitForTerminalExit(r) => terminal_wait(&thread, &r.terminal_id.0).await,
-            AgentRequest::KillTerminal(r) => terminal_kill(&thread, &r.terminal_id.0),
-            AgentRequest::ReleaseTerminal(r) => terminal_release(&thread, &r.terminal_id.0),
+            AgentRequest::ReadTextFile(r) => read_text_file(thread, r).await,
+            AgentRequest::WriteTextFile(r) => write_text_file(thread, r).await,
+            AgentRequest::CreateTerminal(r) => terminal_create(thread, r).await,
+            AgentRequest::TerminalOutput(r) => terminal_output(thread, &r.terminal_id.0),
+            AgentRequest::WaitForTerminalExit(r) => terminal_wait(thread, &r.terminal_id.0).await,
+            AgentRequest::KillTerminal(r) => terminal_kill(thread, &r.terminal_id.0),
+            AgentRequest::ReleaseTerminal(r) => terminal_release(thread, &r.terminal_id.0),
             AgentRequest::Permission { .. } => unreachable!("not enabled above"),
         };
         let _ = match result {
@@ -83,12 +106,12 @@ struct BufferText {
 /// Asks the main thread for the buffer of `path`, if one is loaded. The
 /// text arrives in slices taken across several ticks.
 async fn buffer_text(
-    thread: &ThreadHandle,
+    thread: &dyn EditorHost,
     path: &str,
     resolved: &std::path::Path,
 ) -> Result<Option<BufferText>, FsError> {
     let reply = calls::call::<BufferReadReply>(
-        thread.id,
+        thread.thread_id(),
         MainCall::BufferRead {
             path: path.to_owned(),
             resolved: resolved.to_path_buf(),
@@ -118,12 +141,12 @@ async fn buffer_text(
 }
 
 async fn read_text_file(
-    thread: &ThreadHandle,
+    thread: &dyn EditorHost,
     req: &v1s::ReadTextFileRequest,
 ) -> Result<Value, FsError> {
     let path = &*req.path.to_string_lossy();
     let (line, limit) = (req.line, req.limit);
-    let ed = &thread.editor;
+    let ed = &thread.editor();
     let resolved = ed
         .roots
         .check(path, ed.policy.allow_read_outside)
@@ -209,12 +232,12 @@ fn merge_base(
 }
 
 async fn write_text_file(
-    thread: &ThreadHandle,
+    thread: &dyn EditorHost,
     req: &v1s::WriteTextFileRequest,
 ) -> Result<Value, FsError> {
     let path = &*req.path.to_string_lossy();
     let content = req.content.clone();
-    let ed = &thread.editor;
+    let ed = &thread.editor();
     let resolved = ed
         .roots
         .check(path, ed.policy.allow_write_outside)
@@ -258,7 +281,7 @@ async fn write_text_file(
         let hunks = textdiff::hunks(&current.lines, &target);
         let save = ed.policy.save_unmodified && !buf.modified;
         let reply = calls::call::<BufferApplyReply>(
-            thread.id,
+            thread.thread_id(),
             MainCall::BufferApply {
                 bufnr: buf.bufnr,
                 tick: buf.tick,
@@ -295,7 +318,7 @@ async fn write_text_file(
 }
 
 fn record_write(
-    thread: &ThreadHandle,
+    thread: &dyn EditorHost,
     path: &str,
     resolved: &std::path::Path,
     target: &'static str,
@@ -303,7 +326,7 @@ fn record_write(
     before: Original,
     content: &str,
 ) {
-    thread.editor.remember_served(resolved, content);
+    thread.editor().remember_served(resolved, content);
     let note = match (target, saved) {
         ("buffer", false) => {
             format!("wrote `{path}` into its buffer, left unsaved (it had unsaved changes)")
@@ -319,7 +342,7 @@ fn record_write(
 /// before the first change of the session (kept once, whatever the number
 /// of writes).
 pub fn record_change(
-    thread: &ThreadHandle,
+    thread: &dyn EditorHost,
     path: &str,
     target: &'static str,
     saved: bool,
@@ -331,14 +354,14 @@ pub fn record_change(
         .map(|d| d.as_secs_f64())
         .unwrap_or(0.0);
     thread
-        .editor
+        .editor()
         .record_change(path, target, saved, before, tool_call_id, time);
 }
 
 // terminal/* ---------------------------------------------------------------
 
 async fn terminal_create(
-    thread: &ThreadHandle,
+    thread: &dyn EditorHost,
     req: &v1s::CreateTerminalRequest,
 ) -> Result<Value, FsError> {
     let command = req.command.clone();
@@ -350,10 +373,10 @@ async fn terminal_create(
         .iter()
         .map(|v| (v.name.clone(), v.value.clone()))
         .collect();
-    let ed = &thread.editor;
+    let ed = &thread.editor();
     let cwd = match &req.cwd {
         Some(c) => c.to_string_lossy().into_owned(),
-        None => thread.spec.cwd.to_string_lossy().into_owned(),
+        None => thread.cwd().to_string_lossy().into_owned(),
     };
     let cwd = ed
         .roots
@@ -387,7 +410,7 @@ async fn terminal_create(
     }
     let id = ed.terminals.lock().create(shown.clone(), limit);
     let reply = calls::call::<TerminalStartReply>(
-        thread.id,
+        thread.thread_id(),
         MainCall::TerminalStart {
             id: id.clone(),
             argv,
@@ -416,8 +439,8 @@ async fn terminal_create(
     Err(err(INTERNAL, format!("cannot run `{shown}`: {failed}")))
 }
 
-fn terminal_output(thread: &ThreadHandle, id: &str) -> Result<Value, FsError> {
-    let terms = thread.editor.terminals.lock();
+fn terminal_output(thread: &dyn EditorHost, id: &str) -> Result<Value, FsError> {
+    let terms = thread.editor().terminals.lock();
     let t = terms.get(&id).map_err(|m| err(INVALID_PARAMS, m))?;
     Ok(json!({
         "output": t.output.text(),
@@ -426,9 +449,9 @@ fn terminal_output(thread: &ThreadHandle, id: &str) -> Result<Value, FsError> {
     }))
 }
 
-async fn terminal_wait(thread: &ThreadHandle, id: &str) -> Result<Value, FsError> {
+async fn terminal_wait(thread: &dyn EditorHost, id: &str) -> Result<Value, FsError> {
     let rx = thread
-        .editor
+        .editor()
         .terminals
         .lock()
         .wait(&id)
@@ -439,13 +462,13 @@ async fn terminal_wait(thread: &ThreadHandle, id: &str) -> Result<Value, FsError
     Ok(serde_json::to_value(status).unwrap_or(Value::Null))
 }
 
-fn terminal_kill(thread: &ThreadHandle, id: &str) -> Result<Value, FsError> {
-    let terms = thread.editor.terminals.lock();
+fn terminal_kill(thread: &dyn EditorHost, id: &str) -> Result<Value, FsError> {
+    let terms = thread.editor().terminals.lock();
     let t = terms.get(&id).map_err(|m| err(INVALID_PARAMS, m))?;
     if t.exit.is_none() {
         if let Some(pid) = t.pid {
             calls::notify(
-                thread.id,
+                thread.thread_id(),
                 MainCall::TerminalKill {
                     id: id.to_owned(),
                     pid,
@@ -456,13 +479,13 @@ fn terminal_kill(thread: &ThreadHandle, id: &str) -> Result<Value, FsError> {
     Ok(json!({}))
 }
 
-fn terminal_release(thread: &ThreadHandle, id: &str) -> Result<Value, FsError> {
+fn terminal_release(thread: &dyn EditorHost, id: &str) -> Result<Value, FsError> {
     let killed = ExitStatus {
         exit_code: None,
         signal: Some("SIGTERM".into()),
     };
     let t = thread
-        .editor
+        .editor()
         .terminals
         .lock()
         .release(&id, killed)
@@ -470,7 +493,7 @@ fn terminal_release(thread: &ThreadHandle, id: &str) -> Result<Value, FsError> {
     if t.exit.is_none() {
         if let Some(pid) = t.pid {
             calls::notify(
-                thread.id,
+                thread.thread_id(),
                 MainCall::TerminalKill {
                     id: id.to_owned(),
                     pid,
@@ -482,13 +505,13 @@ fn terminal_release(thread: &ThreadHandle, id: &str) -> Result<Value, FsError> {
 }
 
 /// Job output from the main thread.
-pub fn on_terminal_output(thread: &ThreadHandle, id: &str, data: &[u8]) {
-    thread.editor.terminals.lock().output(id, data);
+pub fn on_terminal_output(thread: &dyn EditorHost, id: &str, data: &[u8]) {
+    thread.editor().terminals.lock().output(id, data);
     thread.terminal_display(id, &String::from_utf8_lossy(data), None);
 }
 
-pub fn on_terminal_exit(thread: &ThreadHandle, id: &str, code: i64) {
+pub fn on_terminal_exit(thread: &dyn EditorHost, id: &str, code: i64) {
     let status = ExitStatus::from_job_code(code);
-    thread.editor.terminals.lock().exited(id, status.clone());
+    thread.editor().terminals.lock().exited(id, status.clone());
     thread.terminal_display(id, "", Some(&status.describe()));
 }

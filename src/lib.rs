@@ -1,14 +1,20 @@
 //! acp.nvim core: an Agent Client Protocol client that runs on a background
 //! tokio runtime inside Neovim.
 //!
-//! Layers:
-//! - protocol and state: `connection` (agent process + ACP), `session`
-//!   (chat threads, routing), `thread` and `render` (the pure model),
-//!   `handlers` (fs/terminal requests) with the pure `roots`, `fs`,
-//!   `textdiff` and `terminal`;
+//! Layers (each uses only the ones below it):
+//! - the Lua-facing API: `lua_api` (mlua functions; the view is Lua);
+//! - sessions: `session` (chat threads bound to ACP sessions, the agent
+//!   registry), which implements the sinks below;
+//! - protocol: `connection` (agent process + ACP; routes each session's
+//!   traffic to a `SessionSink`), `framing` (bounded line reads);
+//! - editor services: `handlers` (fs/terminal requests, through an
+//!   `EditorHost`), `editor` (the chat's roots, policy, records and
+//!   terminals), `permission` (the user's policy and pending requests);
+//! - the pure model: `update` (the one typed parse of what agents send),
+//!   `thread` and `render` (conversation state, markdown), `schema`,
+//!   `roots`, `fs`, `textdiff`, `terminal`, `files`;
 //! - bridge: `bridge` (the only crossing to the main thread) and `calls`
-//!   (main-thread requests that need an answer);
-//! - the Lua-facing API: `lua_api` (mlua functions; the view is Lua).
+//!   (typed main-thread requests that need an answer); `runtime`, `log`.
 
 pub mod bridge;
 pub mod calls;

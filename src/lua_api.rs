@@ -717,7 +717,7 @@ fn register_editor_calls(lua: &Lua, m: &Table) -> LuaResult<()> {
         "terminal_output",
         lua.create_function(|_, (id, term, data): (u64, String, mlua::String)| {
             let t = registry().thread(id).map_err(lua_err)?;
-            handlers::on_terminal_output(&t, &term, &data.as_bytes());
+            handlers::on_terminal_output(&*t, &term, &data.as_bytes());
             Ok(())
         })?,
     )?;
@@ -726,7 +726,7 @@ fn register_editor_calls(lua: &Lua, m: &Table) -> LuaResult<()> {
         "terminal_exit",
         lua.create_function(|_, (id, term, code): (u64, String, i64)| {
             let t = registry().thread(id).map_err(lua_err)?;
-            handlers::on_terminal_exit(&t, &term, code);
+            handlers::on_terminal_exit(&*t, &term, code);
             Ok(())
         })?,
     )?;

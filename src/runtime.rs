@@ -36,3 +36,19 @@ pub fn shutdown(deadline: Duration) {
         rt.shutdown_timeout(deadline);
     }
 }
+
+/// Runs `fut` on the runtime; if it cannot start, the user is told.
+pub fn spawn<F>(fut: F)
+where
+    F: std::future::Future<Output = ()> + Send + 'static,
+{
+    match handle() {
+        Ok(h) => {
+            h.spawn(fut);
+        }
+        Err(e) => crate::bridge::bridge().push(crate::bridge::UiEvent::Notify {
+            level: "error",
+            message: e,
+        }),
+    }
+}

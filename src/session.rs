@@ -630,6 +630,41 @@ fn prompt_display_text(blocks: &[ContentBlock]) -> String {
         .join("\n")
 }
 
+impl crate::handlers::EditorHost for ThreadHandle {
+    fn thread_id(&self) -> u64 {
+        self.id
+    }
+
+    fn editor(&self) -> &EditorState {
+        &self.editor
+    }
+
+    fn caps(&self) -> crate::connection::Caps {
+        self.spec.caps
+    }
+
+    fn cwd(&self) -> &std::path::Path {
+        &self.spec.cwd
+    }
+
+    fn note_write(&self, path: &str, note: String) -> Option<String> {
+        ThreadHandle::note_write(self, path, note)
+    }
+
+    fn terminal_display(&self, id: &str, data: &str, exit: Option<&str>) {
+        ThreadHandle::terminal_display(self, id, data, exit)
+    }
+
+    fn confirm_terminal<'a>(
+        &'a self,
+        command: &'a str,
+        cwd: &'a std::path::Path,
+        env: &'a BTreeMap<String, String>,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send + 'a>> {
+        Box::pin(ThreadHandle::confirm_terminal(self, command, cwd, env))
+    }
+}
+
 impl SessionSink for ThreadHandle {
     fn apply_update(&self, update: SessionUpdate) {
         self.with_model(|m| m.apply_update(&update));
@@ -649,7 +684,8 @@ impl SessionSink for ThreadHandle {
             }
             other => {
                 let method = other.method();
-                if let Some(responder) = crate::handlers::try_handle(&this, other, responder) {
+                let host: Arc<dyn crate::handlers::EditorHost> = this.clone();
+                if let Some(responder) = crate::handlers::try_handle(&host, other, responder) {
                     log::info(format!("answered -32601 to {method}"));
                     let _ = responder
                         .respond_with_error(agent_client_protocol::Error::method_not_found());
@@ -668,20 +704,7 @@ impl SessionSink for ThreadHandle {
     }
 }
 
-pub fn spawn<F>(fut: F)
-where
-    F: std::future::Future<Output = ()> + Send + 'static,
-{
-    match crate::runtime::handle() {
-        Ok(h) => {
-            h.spawn(fut);
-        }
-        Err(e) => bridge().push(UiEvent::Notify {
-            level: "error",
-            message: e,
-        }),
-    }
-}
+pub use crate::runtime::spawn;
 
 #[derive(Default)]
 pub struct Registry {

@@ -336,4 +336,25 @@ return {
     T.truthy(got.ms >= 250, 'waited for the timeout, not ' .. got.ms .. ' ms')
     T.eq(mute:lua([[return require('acp').current().state]]), 'connecting')
   end },
+  { 'the Rust layers point one way: the connection knows no chat, the handlers no session', function()
+    local function uses(file)
+      local out = {}
+      for m in T.read_file(ROOT .. '/src/' .. file):gmatch('crate::([%w_]+)') do
+        out[m] = true
+      end
+      return out
+    end
+    local conn = uses('connection.rs')
+    T.eq(conn.session, nil, 'connection.rs uses session')
+    T.eq(conn.handlers, nil, 'connection.rs uses handlers')
+    T.eq(conn.thread, nil, 'connection.rs uses thread')
+    local h = uses('handlers.rs')
+    T.eq(h.session, nil, 'handlers.rs uses session')
+    for _, pure in ipairs({ 'thread.rs', 'render.rs', 'update.rs', 'permission.rs', 'editor.rs', 'textdiff.rs' }) do
+      local u = uses(pure)
+      for _, upper in ipairs({ 'session', 'connection', 'handlers', 'lua_api', 'bridge', 'calls' }) do
+        T.eq(u[upper], nil, ('%s uses %s'):format(pure, upper))
+      end
+    end
+  end },
 }
