@@ -1,0 +1,210 @@
+-- Agent writes that must not go through as they are (protected paths,
+-- unsaved edits the agent never read) and :AcpReview: only this client's
+-- own records can make a file "new", k keeps a hunk, A clears the list.
+local T = require('tests.helpers.expect')
+local H = require('tests.helpers.acp')
+
+local function write(path, content)
+  return H.req('fs/write_text_file', { path = path, content = content })
+end
+
+local function tc(fields)
+  fields.sessionUpdate = 'tool_call'
+  return { update = fields }
+end
+
+--- A chat in `dir` whose turns are `turns`; the cursor ends in the window
+--- left of the chat, in normal mode (where the user edits files).
+local function start(dir, turns, config)
+  local child, paths = H.start({ cwd = dir, turns = turns, config = config })
+  H.open(child)
+  child:cmd('stopinsert')
+  child:cmd('wincmd t')
+  return child, paths
+end
+
+local function lines(child, path)
+  return child:lua([[return vim.api.nvim_buf_get_lines(vim.fn.bufnr(...), 0, -1, false)]], { path })
+end
+
+local function close_undo_block(child)
+  child:lua([[vim.cmd('let &undolevels = &undolevels')]])
+end
+
+--- The review's files as { name, new_file, unknown }.
+local function review_files(child)
+  return child:lua([[
+    local out = {}
+    for _, f in ipairs(require('acp.review').last.files) do
+      out[#out + 1] = { vim.fn.fnamemodify(f.path, ':t'), f.new_file, f.unknown }
+    end
+    return out
+  ]])
+end
+
+--- Lines of the review's left (before) and right (file) windows.
+local function review_sides(child)
+  return child:lua([[
+    local wins = vim.api.nvim_tabpage_list_wins(0)
+    local get = function(w) return vim.api.nvim_buf_get_lines(vim.api.nvim_win_get_buf(w), 0, -1, false) end
+    return { left = get(wins[1]), right = get(wins[2]) }
+  ]])
+end
+
+return {
+  -- Protected paths -------------------------------------------------------------
+  { 'a write under .git is refused with an error naming fs.protected; fs.protected = {} allows it', function()
+    local dir = H.project()
+    local config_text = '[core]\n\tbare = false\n'
+    T.write_file(dir .. '/.git/config', config_text)
+    local hostile = '[core]\n\tfsmonitor = "touch pwned"\n'
+    local turns = { { match = 'go', steps = {
+      write(dir .. '/.git/config', hostile),
+      write(dir .. '/sub/.git/hooks/pre-commit', '#!/bin/sh\ntouch pwned\n'),
+      write(dir .. '/.gitignore', 'target/\n'),
+    } } }
+    local child, paths = start(dir, turns)
+    H.turn(child, 'go')
+    local r = H.responses(paths)
+    T.eq(#r, 3)
+    T.eq(r[1].result, nil)
+    T.match(r[1].error.message, vim.pesc(dir .. '/.git/config') .. '.*fs%.protected')
+    T.eq(r[2].result, nil)
+    T.match(r[2].error.message, 'fs%.protected')
+    T.eq(r[3].result, vim.empty_dict(), 'a name that only starts with .git is not protected')
+    T.eq(T.read_file(dir .. '/.git/config'), config_text, '.git/config is unchanged')
+    T.eq(vim.uv.fs_stat(dir .. '/sub/.git'), nil, 'nothing was created under sub/.git')
+    T.eq(child:lua([[
+      return vim.tbl_map(function(w) return vim.fn.fnamemodify(w.path, ':t') end, require('acp').writes())
+    ]]), { '.gitignore' }, 'only the allowed write is recorded')
+
+    -- The user allows such writes.
+    local child2, paths2 = start(dir, { turns[1] }, { fs = { protected = {} } })
+    H.turn(child2, 'go')
+    local r2 = H.responses(paths2)
+    T.eq(r2[1].result, vim.empty_dict())
+    T.eq(r2[2].result, vim.empty_dict())
+    T.eq(T.read_file(dir .. '/.git/config'), hostile)
+    T.eq(T.read_file(dir .. '/sub/.git/hooks/pre-commit'), '#!/bin/sh\ntouch pwned\n')
+  end },
+
+  -- Writes the agent never read ---------------------------------------------------
+  { 'an unread write into unsaved edits is merged: both kept, still modified, one u removes the agent part', function()
+    local dir = H.project({ ['m.txt'] = 'one\ntwo\nthree\nfour\nfive\nsix\n' })
+    local file = dir .. '/m.txt'
+    local child, paths = start(dir, {
+      { match = 'write', steps = { write(file, 'one\nTWO (agent)\nthree\nfour\nfive\nsix\n') } },
+    })
+    child:cmd('edit ' .. file)
+    child:lua([[vim.api.nvim_buf_set_lines(0, 4, 5, false, { 'FIVE (user)' })]])
+    close_undo_block(child)
+    H.turn(child, 'write')
+    T.eq(H.responses(paths)[1].result, vim.empty_dict())
+    T.eq(lines(child, file), { 'one', 'TWO (agent)', 'three', 'four', 'FIVE (user)', 'six' })
+    T.eq(child:lua('return vim.bo.modified'), true, 'the unsaved edits stay unsaved')
+    T.eq(T.read_file(file), 'one\ntwo\nthree\nfour\nfive\nsix\n', 'the disk is untouched')
+    child:feed('u')
+    T.eq(lines(child, file), { 'one', 'two', 'three', 'four', 'FIVE (user)', 'six' },
+      'one undo step takes back exactly the agent part')
+  end },
+
+  { 'an unread write overlapping unsaved edits is an error to the agent; the buffer is untouched', function()
+    local dir = H.project({ ['c.txt'] = 'a\nb\nc\n' })
+    local file = dir .. '/c.txt'
+    local child, paths = start(dir, {
+      { match = 'write', steps = { write(file, 'a\nAGENT\nc\n') } },
+    })
+    child:cmd('edit ' .. file)
+    child:lua([[vim.api.nvim_buf_set_lines(0, 1, 2, false, { 'USER' })]])
+    close_undo_block(child)
+    local tick = child:lua('return vim.b.changedtick')
+    H.turn(child, 'write')
+    local r = H.responses(paths)[1]
+    T.eq(r.result, nil)
+    T.match(r.error.message, vim.pesc(file) .. ': lines 2%-2 changed')
+    T.eq(lines(child, file), { 'a', 'USER', 'c' })
+    T.eq(child:lua('return vim.b.changedtick'), tick, 'the buffer was not edited at all')
+    T.eq(child:lua('return vim.bo.modified'), true)
+    T.eq(T.read_file(file), 'a\nb\nc\n')
+    T.eq(child:lua([[return require('acp').writes()]]), {}, 'nothing recorded')
+  end },
+
+  -- Review ----------------------------------------------------------------------
+  { 'R refuses a file a card claims is new (outside the roots); it deletes a file this client created', function()
+    local dir = H.project()
+    local outside = vim.fn.resolve(T.tmpdir('outside'))
+    local claimed = outside .. '/keep.txt'
+    T.write_file(claimed, 'precious\n')
+    local created = dir .. '/made.txt'
+    local child = start(dir, { { match = 'go', steps = {
+      tc({ toolCallId = 'n', title = 'Create keep.txt', kind = 'edit', status = 'completed', content = {
+        { type = 'diff', path = claimed, newText = 'precious\nplus the agent\n' } } }),
+      write(created, 'made by the agent\n'),
+    } } })
+    H.turn(child, 'go')
+    T.eq(child:lua([[return require('acp').writes()[1].created]]), true)
+    child:cmd('AcpReview')
+    T.eq(review_files(child), { { 'made.txt', true, false }, { 'keep.txt', false, true } })
+    -- The client's own record: R deletes the file.
+    T.eq(child:lua([[return require('acp.review').last.idx]]), 1)
+    child:feed('R')
+    T.wait(function()
+      return vim.uv.fs_stat(created) == nil
+    end, 3000, 'R deleted the file this client created')
+    -- The card's claim: R refuses and says why.
+    child:wait_for([[return require('acp.review').last.idx == 2]], 2000)
+    T.match(child:lua('return vim.wo.winbar'), 'keep%.txt %(before unknown%)')
+    child:feed('R')
+    child:wait_for([[return vim.v.errmsg ~= '' or vim.fn.execute('messages'):find('not known') ~= nil]], 2000)
+    T.match(child:messages(), vim.pesc(claimed) .. ' before the change is not known')
+    T.eq(T.read_file(claimed), 'precious\n', 'the claimed file still exists, unchanged')
+    T.eq(child:lua([[return vim.bo[vim.fn.bufnr(...)].modified]], { claimed }), false, 'its buffer is untouched')
+  end },
+
+  { 'k keeps the hunk under the cursor: R then reverts only the others', function()
+    local dir = H.project({ ['a.txt'] = 'one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\n' })
+    local file = dir .. '/a.txt'
+    local child = start(dir, { { match = 'go', steps = {
+      write(file, 'ONE\ntwo\nthree\nfour\nfive\nsix\nseven\nEIGHT\n'),
+    } } })
+    H.turn(child, 'go')
+    child:cmd('AcpReview')
+    T.eq(review_sides(child), {
+      left = { 'one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight' },
+      right = { 'ONE', 'two', 'three', 'four', 'five', 'six', 'seven', 'EIGHT' },
+    })
+    T.eq(child:lua('return vim.api.nvim_win_get_cursor(0)[1]'), 1, 'on the first hunk')
+    child:feed('k')
+    child:wait_for([[return vim.api.nvim_buf_get_lines(vim.api.nvim_win_get_buf(vim.api.nvim_tabpage_list_wins(0)[1]), 0, 1, false)[1] == 'ONE']], 2000)
+    T.eq(review_sides(child), {
+      left = { 'ONE', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight' },
+      right = { 'ONE', 'two', 'three', 'four', 'five', 'six', 'seven', 'EIGHT' },
+    }, 'the kept hunk is no longer a change; the file is untouched')
+    child:feed('R')
+    child:wait_for([[return vim.api.nvim_buf_get_lines(vim.fn.bufnr(...), 7, 8, false)[1] == 'eight']], 2000, { file })
+    T.eq(lines(child, file), { 'ONE', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight' },
+      'R reverted the other hunk and kept the kept one')
+  end },
+
+  { 'A accepts everything and clears the list: a second :AcpReview has nothing to show', function()
+    local dir = H.project({ ['a.txt'] = 'a\n', ['b.txt'] = 'bee\n' })
+    local child = start(dir, { { match = 'go', steps = {
+      write(dir .. '/a.txt', 'A\n'),
+      tc({ toolCallId = 'd', title = 'Edit b', kind = 'edit', status = 'completed', content = {
+        { type = 'diff', path = dir .. '/b.txt', oldText = 'bee\n', newText = 'BEE\n' } } }),
+    } } })
+    H.turn(child, 'go')
+    child:cmd('AcpReview')
+    T.eq(review_files(child), { { 'a.txt', false, false }, { 'b.txt', false, false } })
+    T.eq(child:lua('return #vim.api.nvim_list_tabpages()'), 2)
+    child:feed('A')
+    child:wait_for([[return #vim.api.nvim_list_tabpages() == 1]], 2000)
+    T.eq(child:lua([[return require('acp').writes()]]), {}, 'the records are cleared')
+    T.eq(T.read_file(dir .. '/a.txt'), 'A\n', 'accepting changes nothing on disk')
+    child:lua([[require('acp.review').last = nil]])
+    child:cmd('AcpReview')
+    T.eq(child:lua('return #vim.api.nvim_list_tabpages()'), 1, 'no review tab opened')
+    T.eq(child:lua([[return require('acp.review').last]]), nil)
+    T.match(child:messages(), 'the agent changed no files in this session')
+  end },
+}
