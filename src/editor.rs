@@ -189,6 +189,11 @@ impl EditorState {
         }
     }
 
+    /// True once `path` has a change record (its original is kept).
+    pub fn has_change(&self, path: &str) -> bool {
+        self.changes.lock().iter().any(|c| c.path == path)
+    }
+
     /// "Accept all" in review: the session's changes are the new baseline.
     pub fn accept_changes(&self) {
         self.changes.lock().clear();

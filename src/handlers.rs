@@ -74,10 +74,10 @@ pub fn try_handle(
     crate::runtime::spawn(async move {
         let thread: &dyn EditorHost = &*host;
         let method = request.method();
-        let result = match &request {
-            AgentRequest::ReadTextFile(r) => read_text_file(thread, r).await,
+        let result = match request {
+            AgentRequest::ReadTextFile(r) => read_text_file(thread, &r).await,
             AgentRequest::WriteTextFile(r) => write_text_file(thread, r).await,
-            AgentRequest::CreateTerminal(r) => terminal_create(thread, r).await,
+            AgentRequest::CreateTerminal(r) => terminal_create(thread, &r).await,
             AgentRequest::TerminalOutput(r) => terminal_output(thread, &r.terminal_id.0),
             AgentRequest::WaitForTerminalExit(r) => terminal_wait(thread, &r.terminal_id.0).await,
             AgentRequest::KillTerminal(r) => terminal_kill(thread, &r.terminal_id.0),
@@ -233,10 +233,10 @@ fn merge_base(
 
 async fn write_text_file(
     thread: &dyn EditorHost,
-    req: &v1s::WriteTextFileRequest,
+    req: v1s::WriteTextFileRequest,
 ) -> Result<Value, FsError> {
     let path = &*req.path.to_string_lossy();
-    let content = req.content.clone();
+    let large = req.content.len() > 1 << 20;
     let ed = &thread.editor();
     let resolved = ed
         .roots
@@ -250,12 +250,43 @@ async fn write_text_file(
             ),
         ));
     }
-    let new = Lines::from_text(&content);
+    let result = write_text(thread, path, &resolved, req.content).await;
+    // Large texts pass through several transient copies (JSON, lines,
+    // diffs): hand the freed memory back so that repeated writes stay flat.
+    if large {
+        release_free_memory();
+    }
+    result
+}
+
+/// Returns freed heap memory to the system (glibc keeps it per thread
+/// arena otherwise).
+fn release_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+async fn write_text(
+    thread: &dyn EditorHost,
+    path: &str,
+    resolved: &std::path::Path,
+    content: String,
+) -> Result<Value, FsError> {
+    let ed = thread.editor();
+    let resolved = resolved.to_path_buf();
+    let content = Arc::new(content);
     // The buffer may change between reading it and applying the edit;
     // then the edit is recomputed against the newer text.
     for _attempt in 0..5 {
         let Some(buf) = buffer_text(thread, path, &resolved).await? else {
-            let original = disk_original(&resolved);
+            // Only the text before the first change is kept for review.
+            let original = if ed.has_change(path) {
+                Original::Unknown
+            } else {
+                disk_original(&resolved)
+            };
             let (p, c) = (resolved.clone(), content.clone());
             tokio::task::spawn_blocking(move || fs::write_atomic(&p, &c))
                 .await
@@ -263,6 +294,7 @@ async fn write_text_file(
             record_write(thread, path, &resolved, "disk", true, original, &content);
             return Ok(json!({}));
         };
+        let new = Lines::from_text(&content);
         let current = Lines::from_text(&buf.text);
         let target = match merge_base(ed, &resolved, &buf, path)? {
             Some(base) => {
@@ -300,15 +332,12 @@ async fn write_text_file(
             return Err(err(INTERNAL, format!("{path}: {e}")));
         }
         let saved = reply.value.saved;
-        record_write(
-            thread,
-            path,
-            &resolved,
-            "buffer",
-            saved,
-            Original::Text(Arc::new(buf.text)),
-            &content,
-        );
+        let original = if ed.has_change(path) {
+            Original::Unknown
+        } else {
+            Original::Text(Arc::new(buf.text))
+        };
+        record_write(thread, path, &resolved, "buffer", saved, original, &content);
         return Ok(json!({}));
     }
     Err(err(

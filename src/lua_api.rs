@@ -731,6 +731,25 @@ fn register_editor_calls(lua: &Lua, m: &Table) -> LuaResult<()> {
         })?,
     )?;
 
+    // A view buffer follows terminal `id` (or stops): only watched
+    // terminals send their output as events; turning it on returns the
+    // output so far.
+    m.set(
+        "watch_terminal",
+        lua.create_function(|lua, (id, term, on): (u64, String, bool)| {
+            let t = registry().thread(id).map_err(lua_err)?;
+            match t.watch_terminal(&term, on) {
+                None => Ok(LuaValue::Nil),
+                Some((output, exit)) => {
+                    let r = lua.create_table()?;
+                    r.set("output", output)?;
+                    r.set("exit", exit)?;
+                    Ok(LuaValue::Table(r))
+                }
+            }
+        })?,
+    )?;
+
     m.set(
         "terminal_text",
         lua.create_function(|lua, (id, term): (u64, String)| {

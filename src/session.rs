@@ -121,6 +121,20 @@ impl ThreadHandle {
         });
     }
 
+    /// Starts (or stops) sending terminal `id`'s output as events; when
+    /// starting, returns the output so far, taken under the same lock so
+    /// that nothing is lost or shown twice.
+    pub fn watch_terminal(&self, id: &str, on: bool) -> Option<(String, Option<String>)> {
+        let mut model = self.model.lock();
+        model.watch_terminal(id, on);
+        on.then(|| {
+            model
+                .terminal_text(id)
+                .map(|v| (v.output.clone(), v.exit.clone()))
+        })
+        .flatten()
+    }
+
     pub fn terminal_text(&self, id: &str) -> Option<(String, Option<String>)> {
         self.model
             .lock()

@@ -422,6 +422,9 @@ pub struct Thread {
     reply_started: bool,
     pub title: Option<String>,
     terminals: std::collections::HashMap<String, TermView>,
+    /// Terminals open in a view buffer: only their output is sent as
+    /// `TerminalOutput` (a flood nobody watches costs the view nothing).
+    watched: std::collections::HashSet<String>,
     /// Index of the current turn's first entry: a `tool_call` announcing an
     /// id seen before this point starts a new card (ids are reused).
     turn_start: usize,
@@ -442,6 +445,7 @@ impl Thread {
             reply_started: false,
             title: None,
             terminals: Default::default(),
+            watched: Default::default(),
             turn_start: 0,
             last_message_id: None,
         }
@@ -866,7 +870,9 @@ impl Thread {
                 let id = term_id(o);
                 self.ensure_card_terminal(&tool_id, &id);
                 self.push_term_output(&id, &data);
-                out.push(ThreadEvent::TerminalOutput { id, data });
+                if self.watched.contains(&id) {
+                    out.push(ThreadEvent::TerminalOutput { id, data });
+                }
             }
         }
         if let Some(x) = field(meta, "terminal_exit") {
@@ -963,7 +969,7 @@ impl Thread {
     pub fn terminal_output(&mut self, id: &str, data: &str) -> Vec<ThreadEvent> {
         let mut out = Vec::new();
         self.push_term_output(id, data);
-        if !data.is_empty() {
+        if !data.is_empty() && self.watched.contains(id) {
             out.push(ThreadEvent::TerminalOutput {
                 id: id.to_owned(),
                 data: data.to_owned(),
@@ -971,6 +977,15 @@ impl Thread {
         }
         self.refresh_terminal_cards(id, &mut out);
         out
+    }
+
+    /// A view opened (or closed) a buffer that follows terminal `id`.
+    pub fn watch_terminal(&mut self, id: &str, on: bool) {
+        if on {
+            self.watched.insert(id.to_owned());
+        } else {
+            self.watched.remove(id);
+        }
     }
 
     pub fn terminal_exit(&mut self, id: &str, status: &str) -> Vec<ThreadEvent> {

@@ -141,6 +141,9 @@ local function full_chat()
   child:cmd('edit ' .. file)
   child:lua(RECORD)
   H.open(child)
+  -- Terminal output is sent only for terminals a view follows (as an open
+  -- :AcpTerminal buffer does): follow the first client terminal.
+  child:lua([[require('acp.core').watch_terminal(require('acp').current().thread, 'term-1', true)]])
   child:lua([[require('acp').send('go')]])
   child:wait_for([[return #require('acp.permission').queue == 1]])
   H.enter_permission(child)

@@ -201,10 +201,12 @@ return {
     child:wait_for([[return #vim.api.nvim_list_tabpages() == 1]], 2000)
     T.eq(child:lua([[return require('acp').writes()]]), {}, 'the records are cleared')
     T.eq(T.read_file(dir .. '/a.txt'), 'A\n', 'accepting changes nothing on disk')
-    child:lua([[require('acp.review').last = nil]])
+    child:lua([[require('acp.review').last = nil
+      _G.notes = {}
+      vim.notify = function(msg) table.insert(_G.notes, msg) end]])
     child:cmd('AcpReview')
     T.eq(child:lua('return #vim.api.nvim_list_tabpages()'), 1, 'no review tab opened')
     T.eq(child:lua([[return require('acp.review').last]]), nil)
-    T.match(child:messages(), 'the agent changed no files in this session')
+    T.eq(child:lua('return _G.notes'), { 'acp.nvim: the agent changed no files in this session' })
   end },
 }

@@ -280,6 +280,7 @@ M.terminal_output = forward('terminal_output')
 M.terminal_exit = forward('terminal_exit')
 ---@type fun(thread: integer, terminal: string): acp.TerminalText?
 M.terminal_text = forward('terminal_text')
+M.watch_terminal = forward('watch_terminal')
 
 --- Three-way merge of line lists: the merged lines, or nil and the 1-based
 --- { first, last } lines of `base` that both sides changed.

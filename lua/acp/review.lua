@@ -111,7 +111,8 @@ function M.changed_files(view)
       files[#files + 1] = { path = w.path, original = w.original, new_file = w.created == true, unknown = w.original_unknown == true }
     end
   end
-  local i = 0
+  -- Cards before the last "accept all" are accepted with it.
+  local i = view.review_accepted_entries or 0
   while true do
     local e = core.entry(view.thread, i)
     if e == nil then
@@ -168,7 +169,9 @@ function M.show_file(state, idx)
   local function keep_hunk()
     -- The agent's hunk becomes the baseline: it no longer shows as a change.
     api.nvim_set_current_win(left_win)
+    vim.bo[left].modifiable = true
     local ok, err = pcall(vim.cmd, 'diffget')
+    vim.bo[left].modifiable = false
     if not ok then
       vim.notify('acp.nvim: ' .. tostring(err), vim.log.levels.WARN)
     end
@@ -193,6 +196,13 @@ function M.show_file(state, idx)
   map(left, 'k', keep_hunk, 'Keep the hunk under the cursor')
   map(left, 'A', function()
     require('acp.core').accept_changes(state.thread)
+    if state.view then
+      local next_index = 0
+      for index in pairs(state.view.entries) do
+        next_index = math.max(next_index, index + 1)
+      end
+      state.view.review_accepted_entries = next_index
+    end
     vim.notify('acp.nvim: all changes accepted; the review list is cleared')
     M.close(state.tab)
   end, 'Accept all changes and clear the list')
@@ -223,7 +233,7 @@ function M.review(view)
   counter = counter + 1
   vim.cmd('stopinsert')
   vim.cmd('tabnew')
-  local state = { files = files, tab = api.nvim_get_current_tabpage(), id = counter, thread = view.thread }
+  local state = { files = files, tab = api.nvim_get_current_tabpage(), id = counter, thread = view.thread, view = view }
   M.last = state
   M.show_file(state, 1)
   return state

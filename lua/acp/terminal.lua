@@ -22,7 +22,7 @@ M.buffers = {}
 
 -- Output read but not yet given to the core, per terminal; reading pauses
 -- above this many bytes until the main loop has taken them.
-local MAX_QUEUED = 4 * 1024 * 1024
+local MAX_QUEUED = 1024 * 1024
 -- After the process exits, output still in the pipes is read for this
 -- long before the exit is reported (background children may hold the
 -- pipes open for much longer).
@@ -346,20 +346,31 @@ end
 --- terminal) in a normal buffer that follows new output.
 function M.open(view, id)
   local c = core()
-  local t = c.is_loaded() and c.terminal_text(view.thread, id)
-  if not t then
-    vim.notify(('acp.nvim: no terminal `%s` in this chat'):format(id), vim.log.levels.WARN)
-    return
-  end
   local k = key(view.thread, id)
   local buf = M.buffers[k]
   if not (buf and api.nvim_buf_is_valid(buf)) then
+    -- The output so far, and from now on its increments as events (only
+    -- terminals open in a buffer get them).
+    local t = c.is_loaded() and c.terminal_text(view.thread, id) and c.watch_terminal(view.thread, id, true)
+    if not t then
+      vim.notify(('acp.nvim: no terminal `%s` in this chat'):format(id), vim.log.levels.WARN)
+      return
+    end
     buf = api.nvim_create_buf(true, true)
     api.nvim_buf_set_name(buf, ('acp://terminal/%d/%s'):format(view.thread, id))
     vim.bo[buf].bufhidden = 'hide'
     api.nvim_buf_set_lines(buf, 0, -1, false, vim.split(t.output:gsub('\r', ''), '\n', { plain = true }))
     vim.bo[buf].modifiable = false
     M.buffers[k] = buf
+    local thread = view.thread
+    api.nvim_create_autocmd('BufWipeout', {
+      buffer = buf,
+      once = true,
+      callback = function()
+        M.buffers[k] = nil
+        pcall(c.watch_terminal, thread, id, false)
+      end,
+    })
   end
   vim.cmd('split')
   api.nvim_win_set_buf(0, buf)

@@ -476,6 +476,7 @@
 ---@field terminal_output fun(thread: integer, terminal: string, data: string)
 ---@field terminal_exit fun(thread: integer, terminal: string, code: integer)
 ---@field terminal_text fun(thread: integer, terminal: string): acp.TerminalText?
+---@field watch_terminal fun(thread: integer, id: string, on: boolean): acp.TerminalText? a view buffer follows terminal `id`: its output so far, then `terminal_output` events
 ---@field writes fun(thread: integer): acp.WriteRecord[]
 ---@field roots fun(thread: integer): string[]
 ---@field merge3 fun(base: string[], ours: string[], theirs: string[]): string[]?, integer[]?
