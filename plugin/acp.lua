@@ -78,6 +78,14 @@ end, {
   desc = 'Open the acp.nvim log (or the build log with "build")',
 })
 
+cmd('AcpTrace', function()
+  require('acp').trace()
+end, { desc = "Show the protocol trace of the chat's agent (both directions and its stderr)" })
+
+cmd('AcpTraceSave', function(o)
+  require('acp').trace_save(o.args)
+end, { nargs = 1, complete = 'file', desc = 'Save the protocol trace as JSONL, secrets redacted' })
+
 cmd('AcpPermission', function()
   require('acp.permission').focus()
 end, { desc = 'Answer the pending permission request' })

@@ -2,9 +2,10 @@
 //! serves many sessions; incoming `session/update`s are routed to the chat
 //! thread that owns the sessionId.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::PathBuf;
 use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -17,13 +18,15 @@ use agent_client_protocol::v1::Responder;
 use agent_client_protocol::{Agent, ByteStreams, Client, UntypedMessage};
 use parking_lot::Mutex;
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::io::{AsyncRead, AsyncWrite, BufReader};
 use tokio::sync::{watch, Notify};
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
 use crate::bridge::bridge;
 use crate::framing::{self, LineRead};
 use crate::log;
+use crate::procs::{self, ProcId};
+use crate::trace::{self, Trace, TracedWriter};
 use crate::update::{self, AgentRequest, RequestError, SessionUpdate};
 
 /// What a connection routes a session's traffic to (a chat thread). The
@@ -37,6 +40,9 @@ pub trait SessionSink: Send + Sync {
     fn agent_request(&self, request: AgentRequest, responder: Responder<Value>);
     /// The agent process behind `conn` is gone.
     fn disconnected(&self, conn: &Arc<Connection>, reason: &str);
+    /// The agent sent something malformed that was ignored (told once per
+    /// kind of fault and connection).
+    fn protocol_warning(&self, _text: &str) {}
 }
 
 /// How to start an agent (from the user's config).
@@ -56,11 +62,47 @@ pub struct AgentSpec {
     /// it the connection is ended with a clear message.
     #[serde(default = "default_line_max")]
     pub line_max: usize,
+    /// How long the agent may take to answer (config `timeouts`).
+    #[serde(default)]
+    pub timeouts: Timeouts,
+    /// Messages kept in the protocol trace (config `trace.max_messages`).
+    #[serde(default = "default_trace_max")]
+    pub trace_max: usize,
 }
 
 fn default_line_max() -> usize {
     crate::framing::DEFAULT_LINE_CAP
 }
+
+fn default_trace_max() -> usize {
+    trace::DEFAULT_MAX_MESSAGES
+}
+
+/// Milliseconds the agent gets before the client gives up on an answer.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Deserialize)]
+#[serde(default)]
+pub struct Timeouts {
+    /// The `initialize` answer; past it the agent is stopped.
+    pub initialize: u64,
+    /// The `session/new` answer; past it the chat says so and the next
+    /// message tries again.
+    pub session_new: u64,
+    /// After a cancel, how long the agent has to end its turn; past it the
+    /// turn ends here and the agent's late output is ignored.
+    pub cancel_grace: u64,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Self {
+            initialize: 30_000,
+            session_new: 30_000,
+            cancel_grace: 5_000,
+        }
+    }
+}
+
+pub use crate::framing::human_ms;
 
 #[derive(Debug, Clone, Copy, PartialEq, serde::Deserialize)]
 #[serde(default)]
@@ -126,6 +168,76 @@ pub struct Connection {
     /// Why the client ended the connection itself (told before the exit).
     fault: Mutex<Option<String>>,
     stop: Notify,
+    /// Both directions of JSON-RPC traffic and the agent's stderr.
+    pub trace: Arc<Trace>,
+    /// Set once the agent process was waited for (its pid may be reused
+    /// from then on); see `procs`.
+    reaped: AtomicBool,
+    /// Members of the agent's process group left when it was reaped.
+    leftovers: Mutex<Vec<ProcId>>,
+    /// Requests sent and not answered, and the sessions the agent created.
+    book: Mutex<Bookkeeping>,
+}
+
+/// What the connection knows of the traffic so far, to name malformed
+/// input: a response to an id never sent, an update for a session that
+/// does not exist.
+#[derive(Default)]
+struct Bookkeeping {
+    /// Request id (as JSON text) -> method.
+    pending: HashMap<String, String>,
+    /// Session ids created by (or loaded into) the agent.
+    sessions: HashSet<String>,
+    /// Faults seen per kind.
+    faults: HashMap<&'static str, u64>,
+}
+
+/// Methods whose answer creates a session (updates for it may come first).
+const SESSION_OPENERS: &[&str] = &[
+    "session/new",
+    "session/load",
+    "session/resume",
+    "session/fork",
+];
+
+/// A line from the agent other than a `session/update`, as far as the
+/// client's bookkeeping cares.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Incoming {
+    /// Only whitespace: tolerated between messages, not passed on.
+    Blank,
+    NotJson,
+    /// JSON, but neither a request, a notification nor a response.
+    NotJsonRpc,
+    /// A response to request `id` (JSON text) with its `result`, if any.
+    Response {
+        id: String,
+        result: Option<Value>,
+    },
+    /// A request or a notification (the SDK answers or ignores it).
+    Message,
+}
+
+pub(crate) fn classify(line: &[u8]) -> Incoming {
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return Incoming::Blank;
+    }
+    let Ok(msg) = serde_json::from_slice::<Value>(line) else {
+        return Incoming::NotJson;
+    };
+    let Some(obj) = msg.as_object() else {
+        return Incoming::NotJsonRpc;
+    };
+    if obj.get("method").is_some_and(Value::is_string) {
+        return Incoming::Message;
+    }
+    match obj.get("id") {
+        Some(id) if obj.contains_key("result") || obj.contains_key("error") => Incoming::Response {
+            id: id.to_string(),
+            result: obj.get("result").cloned(),
+        },
+        _ => Incoming::NotJsonRpc,
+    }
 }
 
 impl Connection {
@@ -167,7 +279,12 @@ impl Connection {
             spec.name, spec.cmd, spec.args
         ));
         let (state, _) = watch::channel(ConnState::Starting);
+        let trace = Trace::new(spec.trace_max);
         let conn = Arc::new(Connection {
+            trace,
+            reaped: AtomicBool::new(false),
+            leftovers: Mutex::new(Vec::new()),
+            book: Mutex::new(Bookkeeping::default()),
             spec,
             pid,
             state,
@@ -188,6 +305,60 @@ impl Connection {
         tokio::spawn(run_protocol(conn.clone(), stdin, stdout));
         tokio::spawn(watch_exit(conn.clone(), child, stderr_task));
         Ok(conn)
+    }
+
+    /// A connection with no process behind it, for tests of the routing.
+    /// `sessions` are known to exist (updates for them wait for a route).
+    #[cfg(test)]
+    pub(crate) fn for_test(line_max: usize, sessions: &[&str]) -> Arc<Self> {
+        let spec = AgentSpec {
+            name: "test".into(),
+            cmd: "none".into(),
+            args: Vec::new(),
+            env: HashMap::new(),
+            cwd: PathBuf::from("/"),
+            caps: Caps::default(),
+            line_max,
+            timeouts: Timeouts::default(),
+            trace_max: 100,
+        };
+        let (state, _) = watch::channel(ConnState::Starting);
+        let book = Bookkeeping {
+            sessions: sessions.iter().map(|s| s.to_string()).collect(),
+            ..Bookkeeping::default()
+        };
+        Arc::new(Connection {
+            trace: Trace::new(spec.trace_max),
+            reaped: AtomicBool::new(true),
+            leftovers: Mutex::new(Vec::new()),
+            book: Mutex::new(book),
+            spec,
+            pid: 0,
+            state,
+            cx: Mutex::new(None),
+            init: Mutex::new(None),
+            routes: Mutex::new(HashMap::new()),
+            early: Mutex::new(EarlyUpdates::default()),
+            apply: tokio::sync::Mutex::new(()),
+            stderr_tail: Mutex::new(VecDeque::new()),
+            fault: Mutex::new(None),
+            stop: Notify::new(),
+        })
+    }
+
+    /// Marks request `id` (JSON text) as sent (tests).
+    #[cfg(test)]
+    pub(crate) fn expect_response(&self, id: &str, method: &str) {
+        self.book
+            .lock()
+            .pending
+            .insert(id.to_owned(), method.to_owned());
+    }
+
+    /// Takes the updates waiting for `session_id` (tests).
+    #[cfg(test)]
+    pub(crate) fn take_early(&self, session_id: &str) -> Vec<SessionUpdate> {
+        self.early.lock().take(session_id)
     }
 
     pub fn state(&self) -> ConnState {
@@ -279,31 +450,155 @@ impl Connection {
             .join("\n")
     }
 
+    /// Notes a fault of the agent's input: always logged (the first few of
+    /// a kind, then every 1000th), told in the chats once per kind.
+    fn protocol_fault(&self, kind: &'static str, what: &str) {
+        let n = {
+            let mut book = self.book.lock();
+            let n = book.faults.entry(kind).or_default();
+            *n += 1;
+            *n
+        };
+        if n <= 5 || n % 1000 == 0 {
+            log::warn(format!(
+                "agent {} sent {what} (#{n} of its kind)",
+                self.spec.name
+            ));
+        }
+        if n == 1 {
+            let text = format!(
+                "Agent `{}` sent {what}; it was ignored (:AcpTrace shows the traffic)",
+                self.spec.name
+            );
+            for sink in self.routed_sinks() {
+                sink.protocol_warning(&text);
+            }
+        }
+    }
+
+    /// How many faults of `kind` the agent's input had.
+    pub fn fault_count(&self, kind: &str) -> u64 {
+        self.book.lock().faults.get(kind).copied().unwrap_or(0)
+    }
+
+    /// An outgoing line: requests are remembered until answered.
+    fn note_outgoing(&self, line: &[u8]) {
+        // Only requests matter; they name their method near the start (a
+        // response's text may hold the word further in).
+        let head = &line[..line.len().min(256)];
+        if !head.windows(8).any(|w| w == b"\"method\"") {
+            return;
+        }
+        let Ok(msg) = serde_json::from_slice::<Value>(line) else {
+            return;
+        };
+        let (Some(id), Some(method)) = (msg.get("id"), msg.get("method").and_then(Value::as_str))
+        else {
+            return;
+        };
+        let mut book = self.book.lock();
+        if SESSION_OPENERS.contains(&method) {
+            if let Some(sid) = msg.pointer("/params/sessionId").and_then(Value::as_str) {
+                book.sessions.insert(sid.to_owned());
+            }
+        }
+        book.pending.insert(id.to_string(), method.to_owned());
+    }
+
+    /// An incoming response: false when its id is not one we sent.
+    fn note_response(&self, id: &str, result: Option<&Value>) -> bool {
+        let mut book = self.book.lock();
+        let Some(method) = book.pending.remove(id) else {
+            return false;
+        };
+        if SESSION_OPENERS.contains(&method.as_str()) {
+            if let Some(sid) = result
+                .and_then(|r| r.get("sessionId"))
+                .and_then(Value::as_str)
+            {
+                book.sessions.insert(sid.to_owned());
+            }
+        }
+        true
+    }
+
+    /// Whether updates for `session_id` may still find their session: it
+    /// was created, or a session is being opened.
+    fn session_may_exist(&self, session_id: &str) -> bool {
+        let book = self.book.lock();
+        book.sessions.contains(session_id)
+            || book
+                .pending
+                .values()
+                .any(|m| SESSION_OPENERS.contains(&m.as_str()))
+    }
+
+    /// Whether the agent's process group is known to be ours: its leader
+    /// is not reaped yet, or a member recorded when it was still runs.
+    fn group_is_ours(&self) -> bool {
+        if self.pid == 0 {
+            return false;
+        }
+        if !self.reaped.load(Ordering::SeqCst) {
+            return true;
+        }
+        self.leftovers.lock().iter().any(procs::still_running)
+    }
+
+    /// Signals the agent's process group, only while it is known to be ours.
+    fn signal_group(&self, signal: libc::c_int) {
+        if self.group_is_ours() {
+            unsafe { libc::killpg(self.pid as libc::pid_t, signal) };
+        }
+    }
+
     /// Asks the agent's whole process group to stop (SIGTERM).
     pub fn terminate(&self) {
         self.stop.notify_waiters();
-        if self.pid != 0 {
-            unsafe { libc::killpg(self.pid as libc::pid_t, libc::SIGTERM) };
-        }
+        self.signal_group(libc::SIGTERM);
     }
 
-    /// True once no process of the agent's group is left.
+    /// True once the agent was reaped and no process of its group that we
+    /// know of is left.
     pub fn group_gone(&self) -> bool {
-        // killpg with signal 0 fails once the group is empty.
-        self.pid == 0 || unsafe { libc::killpg(self.pid as libc::pid_t, 0) } != 0
+        !self.group_is_ours()
     }
 
     pub fn force_kill(&self) {
-        if self.pid != 0 {
-            unsafe { libc::killpg(self.pid as libc::pid_t, libc::SIGKILL) };
-        }
+        self.signal_group(libc::SIGKILL);
     }
 }
 
+/// The agent's stderr: every line goes to the trace and the tail shown when
+/// it exits; the log gets them capped in length and rate.
 async fn read_stderr(conn: Arc<Connection>, stderr: tokio::process::ChildStderr) {
-    let mut lines = BufReader::new(stderr).lines();
-    while let Ok(Some(line)) = lines.next_line().await {
-        log::write("AGENT", &format!("[{}] {line}", conn.spec.name));
+    let mut reader = BufReader::with_capacity(1 << 14, stderr);
+    let mut gate = log::StderrGate::default();
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        // Bounded like stdout: a line without an end cannot grow memory.
+        match framing::read_line_capped(&mut reader, &mut buf, 1 << 20).await {
+            Ok(LineRead::Line(_)) | Ok(LineRead::TooLong { .. }) => {}
+            Ok(LineRead::Eof) | Err(_) => break,
+        }
+        let text = String::from_utf8_lossy(&buf);
+        let text = text.trim_end_matches(['\n', '\r']);
+        conn.trace.record(trace::Dir::Stderr, text.as_bytes());
+        let name = &conn.spec.name;
+        let admitted = gate.admit(std::time::Instant::now(), |n| {
+            log::write(
+                "AGENT",
+                &format!(
+                    "[{name}] {n} stderr line(s) not logged (over {} a second)",
+                    log::STDERR_LINES_PER_SEC
+                ),
+            )
+        });
+        let line = log::cap_line(text, log::STDERR_LINE_MAX).into_owned();
+        if admitted {
+            log::write("AGENT", &format!("[{name}] {line}"));
+        }
         let mut tail = conn.stderr_tail.lock();
         if tail.len() == STDERR_TAIL_LINES {
             tail.pop_front();
@@ -318,6 +613,20 @@ async fn watch_exit(
     stderr_task: tokio::task::JoinHandle<()>,
 ) {
     let status = child.wait().await;
+    // From here the pid may be reused: the group is ours only through the
+    // members still running now. They are orphans of a dead agent: stopped.
+    let leftovers = procs::group_members(conn.pid as i32);
+    let had_leftovers = !leftovers.is_empty();
+    *conn.leftovers.lock() = leftovers;
+    conn.reaped.store(true, Ordering::SeqCst);
+    if had_leftovers {
+        conn.signal_group(libc::SIGTERM);
+        let c = conn.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(1000)).await;
+            c.force_kill();
+        });
+    }
     // Let the stderr reader catch the last lines the agent printed.
     let _ = tokio::time::timeout(Duration::from_millis(300), stderr_task).await;
     let how = match status {
@@ -358,6 +667,12 @@ async fn run_protocol(
     // parsed once and applied here; everything else goes on to the SDK.
     let (sdk_side, feed) = tokio::io::duplex(1 << 20);
     tokio::spawn(route_incoming(conn.clone(), stdout, feed));
+    let observer = Arc::downgrade(&conn);
+    let stdin = TracedWriter::new(stdin, conn.trace.clone()).observe(move |line| {
+        if let Some(conn) = observer.upgrade() {
+            conn.note_outgoing(line);
+        }
+    });
     let transport = ByteStreams::new(stdin.compat_write(), sdk_side.compat());
     let result = Client
         .v1()
@@ -379,14 +694,33 @@ async fn run_protocol(
             agent_client_protocol::on_receive_request!(),
         )
         .connect_with(transport, async move |cx: ConnectionTo<Agent>| {
-            let init = cx
-                .send_request(
+            let limit = main.spec.timeouts.initialize;
+            let answer = tokio::time::timeout(
+                Duration::from_millis(limit),
+                cx.send_request(
                     InitializeRequest::new(ProtocolVersion::V1)
                         .client_capabilities(main.spec.caps.client_capabilities())
                         .client_info(Implementation::new("acp.nvim", env!("CARGO_PKG_VERSION"))),
                 )
-                .block_task()
-                .await?;
+                .block_task(),
+            )
+            .await;
+            let init = match answer {
+                Ok(answer) => answer?,
+                Err(_) => {
+                    // The exit report carries the reason; the next message
+                    // starts the agent again.
+                    let reason = format!(
+                        "Agent `{}` did not answer `initialize` within {}; it was stopped (send a message to start it again)",
+                        main.spec.name,
+                        human_ms(limit)
+                    );
+                    log::warn(&reason);
+                    *main.fault.lock() = Some(reason);
+                    main.terminate();
+                    return Ok(());
+                }
+            };
             *main.init.lock() = Some(serde_json::to_value(&init).unwrap_or(Value::Null));
             *main.cx.lock() = Some(cx.clone());
             main.state.send_replace(ConnState::Ready);
@@ -404,7 +738,7 @@ async fn run_protocol(
         if matches!(conn.state(), ConnState::Starting) {
             let reason = format!("Agent `{}` failed the ACP handshake: {e}", conn.spec.name);
             conn.state.send_replace(ConnState::Closed(reason));
-            unsafe { libc::killpg(conn.pid as libc::pid_t, libc::SIGTERM) };
+            conn.signal_group(libc::SIGTERM);
         }
     }
 }
@@ -414,10 +748,10 @@ async fn run_protocol(
 /// response (the end of a turn) can never overtake it; every other line is
 /// passed to the SDK unchanged. Cuts the per-message cost of a stream to a
 /// single JSON parse (the SDK parses, re-serialises and parses again).
-async fn route_incoming(
+pub(crate) async fn route_incoming(
     conn: Arc<Connection>,
-    stdout: tokio::process::ChildStdout,
-    mut feed: tokio::io::DuplexStream,
+    stdout: impl AsyncRead + Unpin,
+    mut feed: impl AsyncWrite + Unpin,
 ) {
     use tokio::io::AsyncWriteExt;
     let mut reader = BufReader::with_capacity(1 << 16, stdout);
@@ -429,6 +763,7 @@ async fn route_incoming(
             Ok(LineRead::Line(_)) => {}
             Ok(LineRead::Eof) | Err(_) => break,
             Ok(LineRead::TooLong { .. }) => {
+                conn.trace.record(trace::Dir::In, &line);
                 // Memory stays bounded: the agent is stopped, and its exit
                 // report carries the reason.
                 let reason = framing::too_long_message(&conn.spec.name, cap);
@@ -439,10 +774,30 @@ async fn route_incoming(
             }
         }
         // One invalid byte must not cost the message (or the connection).
-        framing::sanitize_utf8_in_place(&mut line);
+        if framing::sanitize_utf8_in_place(&mut line) {
+            conn.protocol_fault("invalid_utf8", "invalid UTF-8 (replaced by U+FFFD)");
+        }
+        conn.trace.record(trace::Dir::In, &line);
         if let Some(params) = session_update_params(&line) {
             apply_session_update(&conn, &params).await;
             continue;
+        }
+        match classify(&line) {
+            Incoming::Blank => continue,
+            Incoming::NotJson => conn.protocol_fault("not_json", "a line that is not JSON"),
+            Incoming::NotJsonRpc => {
+                conn.protocol_fault("not_jsonrpc", "JSON that is not a JSON-RPC message")
+            }
+            Incoming::Response { id, result } => {
+                // Passed on either way: the SDK matches responses itself.
+                if !conn.note_response(&id, result.as_ref()) {
+                    conn.protocol_fault(
+                        "unknown_id",
+                        &format!("a response to request id {id}, which was never sent or is already answered"),
+                    );
+                }
+            }
+            Incoming::Message => {}
         }
         if feed.write_all(&line).await.is_err() {
             break;
@@ -452,7 +807,7 @@ async fn route_incoming(
 }
 
 /// The params of a `session/update` notification (no `id`), else None.
-fn session_update_params(line: &[u8]) -> Option<Value> {
+pub(crate) fn session_update_params(line: &[u8]) -> Option<Value> {
     // Cheap pre-check before the full parse.
     if !line.windows(16).any(|w| w == b"\"session/update\"") {
         return None;
@@ -483,6 +838,12 @@ async fn apply_session_update(conn: &Arc<Connection>, params: &Value) {
             // Holds the agent's read loop while the UI is far behind: the
             // back-pressure.
             bridge().wait_for_space().await;
+        }
+        None if !conn.session_may_exist(sid) => {
+            conn.protocol_fault(
+                "unknown_session",
+                &format!("an update for session `{sid}`, which it never created"),
+            );
         }
         None => {
             if !conn.early.lock().push(sid, update) {

@@ -14,7 +14,9 @@
 //!   `thread` and `render` (conversation state, markdown), `schema`,
 //!   `roots`, `fs`, `textdiff`, `terminal`, `files`;
 //! - bridge: `bridge` (the only crossing to the main thread) and `calls`
-//!   (typed main-thread requests that need an answer); `runtime`, `log`.
+//!   (typed main-thread requests that need an answer); `runtime`, `log`;
+//! - reliability: `trace` (each connection's traffic), `redact` (no
+//!   secrets in logs or saved traces), `procs` (process identity).
 
 pub mod bridge;
 pub mod calls;
@@ -23,10 +25,14 @@ pub mod editor;
 pub mod files;
 pub mod framing;
 pub mod fs;
+#[cfg(test)]
+mod fuzz;
 pub mod handlers;
 pub mod log;
 pub mod lua_api;
 pub mod permission;
+pub mod procs;
+pub mod redact;
 pub mod render;
 pub mod roots;
 pub mod runtime;
@@ -37,6 +43,7 @@ pub mod terminal;
 mod testutil;
 pub mod textdiff;
 pub mod thread;
+pub mod trace;
 pub mod update;
 
 /// Module body: builds the API table with mlua and stores it in

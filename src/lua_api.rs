@@ -301,8 +301,14 @@ fn register_lifecycle(lua: &Lua, m: &Table) -> LuaResult<()> {
     m.set(
         "init",
         lua.create_function(|_, opts: Table| {
+            if let Some(names) = opts.get::<Option<Vec<String>>>("secret_names")? {
+                crate::redact::set_deny_list(names);
+            }
             if let Some(path) = opts.get::<Option<String>>("log_file")? {
-                log::open(PathBuf::from(&path))
+                let max = opts
+                    .get::<Option<u64>>("log_max_bytes")?
+                    .unwrap_or(log::DEFAULT_MAX_BYTES);
+                log::open_with(PathBuf::from(&path), max)
                     .map_err(|e| lua_err(format!("cannot open log {path}: {e}")))?;
             }
             log::install_panic_hook();
@@ -461,6 +467,24 @@ fn register_threads(lua: &Lua, m: &Table) -> LuaResult<()> {
         lua.create_function(|_, id: u64| {
             registry().close_thread(id);
             Ok(())
+        })?,
+    )?;
+
+    m.set(
+        "trace_lines",
+        lua.create_function(|lua, (id, width): (u64, Option<usize>)| {
+            let trace = registry().trace_of(id).map_err(lua_err)?;
+            lines_table(lua, trace.lines(width.unwrap_or(400)))
+        })?,
+    )?;
+
+    m.set(
+        "trace_save",
+        lua.create_function(|_, (id, path): (u64, String)| {
+            let trace = registry().trace_of(id).map_err(lua_err)?;
+            trace
+                .save(std::path::Path::new(&path))
+                .map_err(|e| lua_err(format!("cannot write {path}: {e}")))
         })?,
     )?;
 

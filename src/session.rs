@@ -61,6 +61,9 @@ pub struct ThreadHandle {
     /// Set when the agent died under a live session: the next session
     /// creation tells the user that the conversation restarted.
     lost_session: std::sync::atomic::AtomicBool,
+    /// A prompt sent while the cancelled turn was still ending: it goes out
+    /// once that turn has ended, so the two never mix.
+    queued: Mutex<Option<Vec<ContentBlock>>>,
 }
 
 impl ThreadHandle {
@@ -362,11 +365,23 @@ impl ThreadHandle {
         let mut params = NewSessionRequest::new(self.spec.cwd.clone());
         params.mcp_servers = self.mcp_servers.clone();
         params.additional_directories = self.editor.policy.roots.clone();
-        let response = cx
-            .send_request(typed_request("session/new", &params)?)
-            .block_task()
-            .await
-            .map_err(|e| session_new_error(&conn, &self.spec.name, e))?;
+        let limit = self.spec.timeouts.session_new;
+        let response = tokio::time::timeout(
+            Duration::from_millis(limit),
+            cx.send_request(typed_request("session/new", &params)?)
+                .block_task(),
+        )
+        .await
+        .map_err(|_| {
+            let e = format!(
+                "Agent `{}` did not answer `session/new` within {}; send a message to try again",
+                self.spec.name,
+                crate::connection::human_ms(limit)
+            );
+            log::warn(&e);
+            e
+        })?
+        .map_err(|e| session_new_error(&conn, &self.spec.name, e))?;
         let session_id = response
             .get("sessionId")
             .and_then(Value::as_str)
@@ -460,6 +475,11 @@ impl ThreadHandle {
         let text = prompt_display_text(&blocks);
         let turn = {
             let mut model = self.model.lock();
+            if model.is_cancelling() {
+                // Sent when the cancelled turn has ended (see `start_queued`).
+                *self.queued.lock() = Some(blocks);
+                return Ok(());
+            }
             if model.state() == TurnState::Running {
                 return Err("the agent is still answering; cancel it first (:AcpCancel)".into());
             }
@@ -501,8 +521,22 @@ impl ThreadHandle {
                 }
                 Err(e) => this.with_model(|m| m.fail_turn(turn, &e)),
             }
+            this.start_queued();
         });
         Ok(())
+    }
+
+    /// Sends the prompt held back while a cancelled turn was ending, once
+    /// no turn runs.
+    fn start_queued(self: &Arc<Self>) {
+        if self.model.lock().state() == TurnState::Running {
+            return;
+        }
+        if let Some(blocks) = self.queued.lock().take() {
+            if let Err(e) = self.prompt(blocks) {
+                self.notice(NoticeLevel::Error, format!("Not sent: {e}"));
+            }
+        }
     }
 
     /// The agent's sign-in methods (from `initialize`), once it started.
@@ -571,26 +605,46 @@ impl ThreadHandle {
         });
     }
 
-    pub fn cancel(&self) -> bool {
-        let mut was_running = false;
-        self.with_model(|m| {
-            let (running, events) = m.cancel();
-            was_running = running;
-            events
+    /// Cancels the running turn: pending permissions are answered
+    /// "cancelled", `session/cancel` goes out, and the turn ends when the
+    /// agent answers the prompt, or here after `timeouts.cancel_grace`.
+    /// True when a turn was running (or already cancelling).
+    pub fn cancel(self: &Arc<Self>) -> bool {
+        let (running, first, turn) = self.with_model_value(|m| {
+            let (running, first, events) = m.request_cancel();
+            (events, (running, first, m.current_turn()))
         });
         self.cancel_permissions();
-        if was_running {
-            if let Some((conn, session_id)) = self.current.lock().clone() {
-                spawn(async move {
-                    if let Ok(cx) = conn.ready().await {
-                        if let Err(e) = cx.send_notification(CancelNotification::new(session_id)) {
-                            log::warn(format!("session/cancel failed: {e}"));
-                        }
-                    }
-                });
-            }
+        if !first {
+            return running;
         }
-        was_running
+        let current = self.current.lock().clone();
+        let grace = self.spec.timeouts.cancel_grace;
+        let this = self.clone();
+        spawn(async move {
+            if let Some((conn, session_id)) = current {
+                if let Ok(cx) = conn.ready().await {
+                    if let Err(e) = cx.send_notification(CancelNotification::new(session_id)) {
+                        log::warn(format!("session/cancel failed: {e}"));
+                    }
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(grace)).await;
+            let mut ended = false;
+            this.with_model(|m| {
+                let ev = m.cancel_unconfirmed(turn, grace);
+                ended = !ev.is_empty();
+                ev
+            });
+            if ended {
+                log::warn(format!(
+                    "thread {}: the agent did not end turn {turn} within {grace} ms of the cancel",
+                    this.id
+                ));
+                this.start_queued();
+            }
+        });
+        true
     }
 }
 
@@ -714,7 +768,14 @@ impl SessionSink for ThreadHandle {
         else {
             return;
         };
-        spawn(async move { this.on_disconnected(&conn, &reason).await });
+        spawn(async move {
+            this.on_disconnected(&conn, &reason).await;
+            this.start_queued();
+        });
+    }
+
+    fn protocol_warning(&self, text: &str) {
+        self.notice(NoticeLevel::Warn, text.to_owned());
     }
 }
 
@@ -728,6 +789,9 @@ pub struct Registry {
     /// Every process ever started, for the exit cleanup (a replaced
     /// connection's process may still run).
     spawned: Mutex<Vec<Arc<Connection>>>,
+    /// The newest connection per (agent name, project directory), dead or
+    /// alive: its trace outlives it.
+    last: Mutex<HashMap<(String, std::path::PathBuf), Arc<Connection>>>,
     next_thread: AtomicU64,
 }
 
@@ -748,7 +812,8 @@ impl Registry {
             }
         }
         let conn = Connection::spawn(spec.clone())?;
-        agents.insert(key, conn.clone());
+        agents.insert(key.clone(), conn.clone());
+        self.last.lock().insert(key, conn.clone());
         let mut spawned = self.spawned.lock();
         spawned.retain(|c| !c.is_closed() || !c.group_gone());
         spawned.push(conn.clone());
@@ -776,6 +841,7 @@ impl Registry {
             current: Mutex::new(None),
             permissions: Mutex::new(Permissions::default()),
             lost_session: std::sync::atomic::AtomicBool::new(false),
+            queued: Mutex::new(None),
         });
         self.threads.lock().insert(id, handle.clone());
         handle.connect();
@@ -815,6 +881,17 @@ impl Registry {
             conn.force_kill();
         }
         self.threads.lock().clear();
+    }
+
+    /// The protocol trace of the agent a chat uses (its newest process,
+    /// even if that one exited).
+    pub fn trace_of(&self, thread: u64) -> Result<Arc<crate::trace::Trace>, String> {
+        let t = self.thread(thread)?;
+        self.last
+            .lock()
+            .get(&(t.spec.name.clone(), t.spec.cwd.clone()))
+            .map(|c| c.trace.clone())
+            .ok_or_else(|| format!("agent `{}` has not been started yet", t.spec.name))
     }
 
     pub fn agent_pids(&self) -> Vec<u32> {

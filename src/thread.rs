@@ -414,6 +414,9 @@ pub struct Thread {
     state: TurnState,
     /// Set by a user cancel until the next prompt: late chunks are ignored.
     cancelled: bool,
+    /// The user cancelled the running turn and the agent has not ended it
+    /// yet (`request_cancel`).
+    cancelling: bool,
     /// Increments per prompt so a late response cannot end a newer turn.
     turn: u64,
     /// When the running turn started.
@@ -440,6 +443,7 @@ impl Thread {
             entries: Vec::new(),
             state: TurnState::Connecting,
             cancelled: false,
+            cancelling: false,
             turn: 0,
             turn_started_at: None,
             reply_started: false,
@@ -563,6 +567,7 @@ impl Thread {
     /// The agent process went away or the session could not be created.
     pub fn disconnected(&mut self, message: impl Into<String>) -> Vec<ThreadEvent> {
         let mut out = Vec::new();
+        self.cancelling = false;
         self.push(notice_entry(NoticeLevel::Error, message.into()), &mut out);
         if self.state == TurnState::Running {
             self.turn_ended("disconnected", &mut out);
@@ -576,6 +581,7 @@ impl Thread {
         let mut out = Vec::new();
         self.turn += 1;
         self.cancelled = false;
+        self.cancelling = false;
         self.reply_started = false;
         self.turn_start = self.entries.len();
         self.push(
@@ -590,7 +596,8 @@ impl Thread {
         (self.turn, out)
     }
 
-    /// The user cancels. Returns false when no turn was running.
+    /// The user cancels and the turn ends here at once. Returns false when
+    /// no turn was running.
     pub fn cancel(&mut self) -> (bool, Vec<ThreadEvent>) {
         let mut out = Vec::new();
         if self.state != TurnState::Running {
@@ -598,13 +605,56 @@ impl Thread {
         }
         self.cancelled = true;
         self.cancel_open_tool_calls(&mut out);
-        self.push(
-            notice_entry(NoticeLevel::Warn, "Cancelled".into()),
+        self.end_cancelled("Cancelled".into(), &mut out);
+        (true, out)
+    }
+
+    fn end_cancelled(&mut self, notice: String, out: &mut Vec<ThreadEvent>) {
+        self.cancelling = false;
+        self.push(notice_entry(NoticeLevel::Warn, notice), out);
+        self.turn_ended("cancelled", out);
+        self.set_state(TurnState::Idle, "cancelled", out);
+    }
+
+    /// The user cancels; the turn ends when the agent answers the prompt
+    /// (or `cancel_unconfirmed` gives up on it). Its message chunks are
+    /// ignored from now on; tool call updates still apply. Returns
+    /// (a turn is running, this is the first cancel of it, events).
+    pub fn request_cancel(&mut self) -> (bool, bool, Vec<ThreadEvent>) {
+        let mut out = Vec::new();
+        if self.state != TurnState::Running {
+            return (false, false, out);
+        }
+        if self.cancelling {
+            return (true, false, out);
+        }
+        self.cancelled = true;
+        self.cancelling = true;
+        self.cancel_open_tool_calls(&mut out);
+        self.set_state(TurnState::Running, "cancelling", &mut out);
+        (true, true, out)
+    }
+
+    pub fn is_cancelling(&self) -> bool {
+        self.cancelling && self.state == TurnState::Running
+    }
+
+    /// The agent did not end turn `turn` within `grace_ms` of the cancel:
+    /// it ends here, marked so; what the agent still sends for it is
+    /// ignored (its answer, its message chunks).
+    pub fn cancel_unconfirmed(&mut self, turn: u64, grace_ms: u64) -> Vec<ThreadEvent> {
+        let mut out = Vec::new();
+        if turn != self.turn || !self.is_cancelling() {
+            return out;
+        }
+        self.end_cancelled(
+            format!(
+                "Cancelled here: the agent did not end its turn within {} of the cancel; what it still sends is ignored",
+                crate::framing::human_ms(grace_ms)
+            ),
             &mut out,
         );
-        self.turn_ended("cancelled", &mut out);
-        self.set_state(TurnState::Idle, "cancelled", &mut out);
-        (true, out)
+        out
     }
 
     /// Tool calls still pending, running or waiting for the user end as
@@ -677,6 +727,11 @@ impl Thread {
         if turn != self.turn || self.state != TurnState::Running {
             return out;
         }
+        if self.cancelling {
+            // The agent confirmed the user's cancel (whatever it calls it).
+            self.end_cancelled("Cancelled".into(), &mut out);
+            return out;
+        }
         match stop_reason {
             "end_turn" => {}
             "cancelled" => {
@@ -704,6 +759,7 @@ impl Thread {
         if turn != self.turn || self.state != TurnState::Running {
             return out;
         }
+        self.cancelling = false;
         self.push(
             notice_entry(NoticeLevel::Error, format!("Error: {message}")),
             &mut out,
@@ -1206,6 +1262,50 @@ mod tests {
         t.begin_turn("again");
         assert!(!t
             .apply_json(&chunk("agent_message_chunk", "new"))
+            .is_empty());
+    }
+
+    #[test]
+    fn a_requested_cancel_ends_when_the_agent_answers_or_after_the_grace() {
+        let mut t = Thread::new("demo");
+        let (turn, _) = t.begin_turn("q");
+        let (running, first, ev) = t.request_cancel();
+        assert!(running && first);
+        assert_eq!(t.state(), TurnState::Running, "waits for the agent");
+        assert!(ev
+            .iter()
+            .any(|e| matches!(e, ThreadEvent::Status { detail, .. } if detail == "cancelling")));
+        assert!(t
+            .apply_json(&chunk("agent_message_chunk", "late"))
+            .is_empty());
+        let (running, first, ev) = t.request_cancel();
+        assert!(
+            running && !first && ev.is_empty(),
+            "a second cancel adds nothing"
+        );
+        let ev = t.end_turn(turn, "end_turn");
+        assert!(ev.iter().any(|e| matches!(e,
+            ThreadEvent::TurnEnded { stop_reason, .. } if stop_reason == "cancelled")));
+        assert_eq!(t.state(), TurnState::Idle);
+        assert_eq!(
+            t.entries().last().unwrap().lines(),
+            vec!["⚠ Cancelled".to_string()]
+        );
+        assert!(t.cancel_unconfirmed(turn, 5000).is_empty(), "already ended");
+
+        let (turn, _) = t.begin_turn("q2");
+        t.request_cancel();
+        let ev = t.cancel_unconfirmed(turn, 5000);
+        assert!(!ev.is_empty());
+        assert_eq!(t.state(), TurnState::Idle);
+        let last = t.entries().last().unwrap().lines().join("\n");
+        assert!(last.contains("did not end its turn within 5 s"), "{last}");
+        assert!(
+            t.end_turn(turn, "cancelled").is_empty(),
+            "the late answer is ignored"
+        );
+        assert!(t
+            .apply_json(&chunk("agent_message_chunk", "late"))
             .is_empty());
     }
 

@@ -488,7 +488,10 @@ function ChatView:apply(events)
       touched[ev.index] = true
     elseif t == 'status' then
       if ev.state == 'running' then
-        self.turns_started = self.turns_started + 1
+        -- A running turn that reports again (cancelling) is the same turn.
+        if self.state ~= 'running' then
+          self.turns_started = self.turns_started + 1
+        end
       elseif self.state == 'running' then
         self.turns_ended = self.turns_ended + 1
         disk_due = true
@@ -718,7 +721,9 @@ function ChatView:_update_winbar()
   mode = mode and (' · [' .. mode:gsub('%%', '%%%%') .. ']') or ''
   vim.wo[self.win].winbar = ('%%#AcpTitle# ACP %%* %s · %s%s%s'):format(
     self.agent,
-    state_label[self.state] or self.state,
+    (self.state == 'running' and self.status_detail == 'cancelling') and 'cancelling…'
+      or state_label[self.state]
+      or self.state,
     mode,
     title
   )

@@ -20,6 +20,22 @@ M.defaults = {
   -- The longest message (bytes) an agent may send; past it the agent is
   -- stopped with a message instead of growing memory without limit.
   max_message_bytes = 64 * 1024 * 1024,
+  -- How long (ms) an agent may take before the chat says so.
+  timeouts = {
+    -- The answer to `initialize`; past it the agent is stopped (the next
+    -- message starts it again).
+    initialize = 30000,
+    -- The answer to `session/new`; the next message tries again.
+    session_new = 30000,
+    -- After a cancel, the time the agent has to end its turn; past it the
+    -- turn ends here, marked so, and its late output is ignored.
+    cancel_grace = 5000,
+  },
+  -- The protocol trace of each agent (`:AcpTrace`, `:AcpTraceSave`): the
+  -- last messages in both directions and the agent's stderr.
+  trace = {
+    max_messages = 5000,
+  },
   -- MCP servers passed to every new session (ACP `McpServer` objects).
   mcp_servers = {},
   -- Extra root directories for every session, besides its cwd (the project
@@ -83,8 +99,9 @@ M.defaults = {
       'GOOGLE_API_KEY',
     },
   },
-  -- Markers that find the project root (the session's cwd); falls back to
-  -- the current directory.
+  -- Markers that find the project root (the session's cwd). Without one,
+  -- the root is the current file's directory (else the current directory).
+  -- A chat rooted at your home directory or at / asks first.
   root_markers = { '.git', 'Cargo.toml', 'package.json', 'pyproject.toml', 'go.mod', 'Makefile' },
   chat = {
     -- 'right', 'left', 'bottom' or 'tab'.
@@ -141,8 +158,10 @@ M.defaults = {
   -- Show the agent's current file and line in a non-chat window.
   follow = false,
   follow_debounce_ms = 150,
-  -- Log file of the core (agent stderr, protocol events, panics).
+  -- Log file of the core (agent stderr, protocol events, panics): private
+  -- (0600), secrets redacted, rotated past `log_max_bytes` (two old files).
   log_file = vim.fn.stdpath('log') .. '/acp.log',
+  log_max_bytes = 5 * 1024 * 1024,
 }
 
 local function fail(path, msg)

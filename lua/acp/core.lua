@@ -244,6 +244,12 @@ M.answer_permission = forward('answer_permission')
 M.close_thread = forward('close_thread')
 ---@type fun(thread: integer): string
 M.markdown = forward('markdown')
+--- The protocol trace of the chat's agent, one readable line per message.
+---@type fun(thread: integer, width: integer?): string[]
+M.trace_lines = forward('trace_lines')
+--- Writes the trace as JSONL with secrets redacted; returns the count.
+---@type fun(thread: integer, path: string): integer
+M.trace_save = forward('trace_save')
 ---@type fun(thread: integer): acp.ThreadInfo
 M.thread_info = forward('thread_info')
 ---@type fun(thread: integer, index: integer): acp.Entry?

@@ -56,6 +56,8 @@ function M._core()
   if not started then
     local ok, err = pcall(core.init, {
       log_file = config.options.log_file,
+      log_max_bytes = config.options.log_max_bytes,
+      secret_names = config.options.terminal.env_deny,
       dispatch = require('acp.bridge').dispatch,
     })
     if not ok then
@@ -93,12 +95,35 @@ function M._forget_closed_tabs()
   end
 end
 
---- The project root for a new session.
+local function normalize(dir)
+  return (vim.fn.fnamemodify(dir, ':p'):gsub('(.)/$', '%1'))
+end
+
+--- The project root for a new session: the nearest directory with a
+--- marker; without one, the current file's directory (the current
+--- directory for a buffer without a file).
 function M.project_root()
   local root = vim.fs.root(0, config.options.root_markers)
-  local path = vim.fn.fnamemodify(root or vim.fn.getcwd(), ':p'):gsub('(.)/$', '%1')
-  return path
+  if not root then
+    local name = vim.api.nvim_buf_get_name(0)
+    if name ~= '' and vim.bo.buftype == '' then
+      root = vim.fn.fnamemodify(name, ':p:h')
+    else
+      root = vim.fn.getcwd()
+    end
+  end
+  return normalize(root)
 end
+
+--- Whether a session rooted at `root` would give the agent the whole home
+--- directory or the whole disk.
+function M.root_too_wide(root)
+  local home = vim.uv.os_homedir()
+  return root == '/' or (home ~= nil and home ~= '' and root == normalize(home))
+end
+
+--- Roots the user agreed to open a chat in (this Neovim session).
+M.wide_roots_allowed = {}
 
 local function agent_spec(name)
   local agents = config.options.agents
@@ -123,6 +148,8 @@ local function agent_spec(name)
     mcp_servers = o.mcp_servers,
     caps = { fs_read = o.fs.read, fs_write = o.fs.write, terminal = o.terminal.enabled },
     line_max = o.max_message_bytes,
+    timeouts = o.timeouts,
+    trace_max = o.trace.max_messages,
     policy = {
       roots = roots,
       allow_read_outside = o.fs.allow_outside_roots,
@@ -139,19 +166,40 @@ local function agent_spec(name)
 end
 
 --- Opens (or focuses) the chat of the current tab. With `agent`, a chat
---- with another agent replaces the tab's chat.
+--- with another agent replaces the tab's chat. A chat rooted at the home
+--- directory or at / is opened only after the user agrees (asked with
+--- `vim.ui.select`, which may answer later); `opts.on_open(view)` runs
+--- once the chat is open, at once or after that answer.
 function M.open(agent, opts)
   opts = opts or {}
   local tab = vim.api.nvim_get_current_tabpage()
   local view = M.chats[tab]
   if view and (agent == nil or agent == '' or agent == view.agent) then
     view:show(opts.focus ~= false)
+    if opts.on_open then
+      opts.on_open(view)
+    end
     return view
   end
   agent = (agent and agent ~= '') and agent or config.options.default_agent
   local spec, err = agent_spec(agent)
   if not spec then
     vim.notify(err, vim.log.levels.ERROR)
+    return nil
+  end
+  if M.root_too_wide(spec.cwd) and not M.wide_roots_allowed[spec.cwd] then
+    local yes = ('Open the chat in %s (the agent may read and change everything under it)'):format(spec.cwd)
+    vim.ui.select({ yes, 'Cancel' }, {
+      prompt = ('acp.nvim: no project found; the root would be %s'):format(spec.cwd),
+    }, function(choice)
+      if choice == yes then
+        M.wide_roots_allowed[spec.cwd] = true
+        vim.api.nvim_set_current_tabpage(tab)
+        M.open(agent, opts)
+      else
+        vim.notify('acp.nvim: chat not opened (open a file inside a project, or :cd into one)')
+      end
+    end)
     return nil
   end
   local core = M._core()
@@ -171,6 +219,9 @@ function M.open(agent, opts)
   M.chats[tab] = view
   require('acp.bridge').register(thread, view)
   view:show(opts.focus ~= false)
+  if opts.on_open then
+    opts.on_open(view)
+  end
   return view
 end
 
@@ -209,10 +260,18 @@ function M.send(text, opts)
   local view = M.current()
   if not view then
     local win = vim.api.nvim_get_current_win()
-    view = M.open(nil, { focus = false })
-    if vim.api.nvim_win_is_valid(win) then
-      vim.api.nvim_set_current_win(win)
-    end
+    local sent
+    M.open(nil, {
+      focus = false,
+      on_open = function(v)
+        if vim.api.nvim_win_is_valid(win) then
+          vim.api.nvim_set_current_win(win)
+        end
+        sent = v:send(text, opts)
+      end,
+    })
+    -- nil: the user is asked about the root first; sent after a yes.
+    return sent ~= false
   elseif not view:is_visible() then
     local win = vim.api.nvim_get_current_win()
     view:show(false)
@@ -249,6 +308,18 @@ function M.open_log(which)
   end
   vim.cmd('split ' .. vim.fn.fnameescape(path))
   vim.cmd('normal! G')
+end
+
+--- `:AcpTrace`: the protocol trace of the current chat's agent.
+function M.trace()
+  local view, core = chat_and_core()
+  return view and require('acp.trace').open(view, core)
+end
+
+--- `:AcpTraceSave {file}`: the trace as JSONL, secrets redacted.
+function M.trace_save(path)
+  local view, core = chat_and_core()
+  return view and require('acp.trace').save(view, core, path)
 end
 
 --- Opens a terminal's output (`:AcpTerminal {id}`) of the current chat.

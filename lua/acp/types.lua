@@ -327,6 +327,8 @@
 
 ---@class acp.InitOpts
 ---@field log_file? string
+---@field log_max_bytes? integer the log is rotated past this size (two old files kept)
+---@field secret_names? string[] name patterns whose values the log and saved traces hide
 ---@field dispatch? fun(batch: acp.Event[]) Gets every drained batch.
 
 ---@class acp.AgentSpec
@@ -338,6 +340,8 @@
 ---@field mcp_servers? table[]
 ---@field caps? { fs_read?: boolean, fs_write?: boolean, terminal?: boolean }
 ---@field line_max? integer the longest message (bytes) the agent may send
+---@field timeouts? { initialize?: integer, session_new?: integer, cancel_grace?: integer } ms
+---@field trace_max? integer messages kept in the protocol trace
 ---@field policy? acp.Policy
 
 ---@class acp.Policy
@@ -463,6 +467,8 @@
 ---@field answer_permission fun(thread: integer, request: integer, option_id: string?)
 ---@field close_thread fun(thread: integer)
 ---@field markdown fun(thread: integer): string
+---@field trace_lines fun(thread: integer, width: integer?): string[] the protocol trace of the chat's agent, one line per message
+---@field trace_save fun(thread: integer, path: string): integer writes the trace as JSONL (secrets redacted); the message count
 ---@field thread_info fun(thread: integer): acp.ThreadInfo
 ---@field list_files fun(root: string, max: integer?, request: integer)
 ---@field match_files fun(root: string, query: string, limit: integer?): string[]?

@@ -1,0 +1,351 @@
+//! Secrets kept out of the log and of saved traces. One set of rules for
+//! both: a name that looks secret (the user's `terminal.env_deny` patterns,
+//! plus a few built-in ones) hides its value, in `NAME=value` text and as a
+//! JSON object key; the values of every `env` and `headers` list (terminal
+//! requests, MCP servers) are hidden; `authenticate` keeps only its
+//! `methodId`; `Bearer` tokens are hidden.
+
+use std::borrow::Cow;
+use std::sync::OnceLock;
+
+use parking_lot::RwLock;
+use serde_json::Value;
+
+pub const REDACTED: &str = "[redacted]";
+
+/// Names that always count as secret, whatever the user's deny list says
+/// (case is ignored, `*` any characters, `?` one).
+const BUILT_IN: &[&str] = &[
+    "*TOKEN*",
+    "*SECRET*",
+    "*PASSWORD*",
+    "*PASSWD*",
+    "*API_KEY*",
+    "*APIKEY*",
+    "*ACCESS_KEY*",
+    "*PRIVATE_KEY*",
+    "*CREDENTIAL*",
+    "AUTHORIZATION",
+    "COOKIE",
+];
+
+fn patterns() -> &'static RwLock<Vec<String>> {
+    static P: OnceLock<RwLock<Vec<String>>> = OnceLock::new();
+    P.get_or_init(|| RwLock::new(Vec::new()))
+}
+
+/// Sets the user's deny list (`terminal.env_deny`).
+pub fn set_deny_list(globs: Vec<String>) {
+    *patterns().write() = globs.into_iter().map(|g| g.to_ascii_uppercase()).collect();
+}
+
+/// `*`/`?` glob match, ASCII case-insensitive (`glob` is upper case).
+fn glob_match(glob: &[u8], name: &[u8]) -> bool {
+    // Iterative with one backtrack point: linear enough for short names.
+    let (mut g, mut n) = (0, 0);
+    let (mut star, mut mark) = (None, 0);
+    while n < name.len() {
+        let c = name[n].to_ascii_uppercase();
+        if g < glob.len() && (glob[g] == b'?' || glob[g] == c) {
+            g += 1;
+            n += 1;
+        } else if g < glob.len() && glob[g] == b'*' {
+            star = Some(g);
+            mark = n;
+            g += 1;
+        } else if let Some(s) = star {
+            g = s + 1;
+            mark += 1;
+            n = mark;
+        } else {
+            return false;
+        }
+    }
+    glob[g..].iter().all(|&b| b == b'*')
+}
+
+/// Whether a variable or key named `name` holds a secret.
+pub fn is_secret_name(name: &str) -> bool {
+    if name.is_empty() || name.len() > 128 {
+        return false;
+    }
+    let n = name.as_bytes();
+    BUILT_IN.iter().any(|g| glob_match(g.as_bytes(), n))
+        || patterns()
+            .read()
+            .iter()
+            .any(|g| glob_match(g.as_bytes(), n))
+}
+
+fn is_name_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.'
+}
+
+/// Where a value that starts at `start` ends: at whitespace, a quote, or
+/// a separator of lists and query strings.
+fn value_end(s: &[u8], start: usize) -> usize {
+    let mut i = start;
+    // A quoted value is hidden up to its closing quote.
+    if i < s.len() && (s[i] == b'"' || s[i] == b'\'') {
+        let q = s[i];
+        i += 1;
+        while i < s.len() && s[i] != q {
+            i += 1;
+        }
+        return (i + 1).min(s.len());
+    }
+    while i < s.len()
+        && !matches!(
+            s[i],
+            b' ' | b'\t' | b'\n' | b'\r' | b'"' | b'\'' | b'&' | b',' | b';' | b'}' | b')'
+        )
+    {
+        i += 1;
+    }
+    i
+}
+
+/// `text` with the value of every `NAME=value` / `NAME: value` whose name
+/// is secret, and every `Bearer` token, replaced. Unchanged text is not
+/// copied.
+pub fn redact_text(text: &str) -> Cow<'_, str> {
+    let s = text.as_bytes();
+    // Cheap exit: no assignment, no bearer.
+    if !s.iter().any(|&b| b == b'=' || b == b':') && !text.contains("earer") {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::new();
+    let mut copied = 0;
+    let mut i = 0;
+    while i < s.len() {
+        let b = s[i];
+        let sep = b == b'=' || b == b':';
+        if sep && i > 0 {
+            // The name before the separator (a JSON key's quotes included).
+            let mut end = i;
+            if end > 0 && s[end - 1] == b'"' {
+                end -= 1;
+            }
+            let mut start = end;
+            while start > 0 && is_name_byte(s[start - 1]) {
+                start -= 1;
+            }
+            let name = &text[start..end];
+            if start < end && is_secret_name(name) {
+                let mut v = i + 1;
+                while v < s.len() && (s[v] == b' ' || (b == b':' && s[v] == b'\t')) {
+                    v += 1;
+                }
+                // `Authorization: Bearer x` keeps the scheme, hides the token.
+                for scheme in [&b"bearer "[..], &b"basic "[..]] {
+                    if s.len() >= v + scheme.len()
+                        && s[v..v + scheme.len()].eq_ignore_ascii_case(scheme)
+                    {
+                        v += scheme.len();
+                    }
+                }
+                let stop = value_end(s, v);
+                if stop > v {
+                    out.push_str(&text[copied..v]);
+                    let quoted = s[v] == b'"' || s[v] == b'\'';
+                    if quoted {
+                        out.push(s[v] as char);
+                        out.push_str(REDACTED);
+                        out.push(s[v] as char);
+                    } else {
+                        out.push_str(REDACTED);
+                    }
+                    copied = stop;
+                    i = stop;
+                    continue;
+                }
+            }
+        }
+        if (b == b'B' || b == b'b')
+            && s.len() > i + 7
+            && s[i..i + 7].eq_ignore_ascii_case(b"bearer ")
+        {
+            let v = i + 7;
+            let stop = value_end(s, v);
+            if stop > v {
+                out.push_str(&text[copied..v]);
+                out.push_str(REDACTED);
+                copied = stop;
+                i = stop;
+                continue;
+            }
+        }
+        i += 1;
+    }
+    if copied == 0 {
+        return Cow::Borrowed(text);
+    }
+    out.push_str(&text[copied..]);
+    Cow::Owned(out)
+}
+
+/// Redacts a JSON value in place: secret keys, `env`/`headers` values and
+/// secrets inside strings.
+pub fn redact_value(v: &mut Value) {
+    match v {
+        Value::Object(map) => {
+            for (key, item) in map.iter_mut() {
+                if is_secret_name(key) && !item.is_null() {
+                    *item = Value::String(REDACTED.into());
+                } else if key == "env" || key == "headers" {
+                    redact_pairs(item);
+                } else {
+                    redact_value(item);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(redact_value),
+        Value::String(s) => {
+            if let Cow::Owned(r) = redact_text(s) {
+                *s = r;
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `[{name, value}]` lists and `{NAME: value}` maps: every value hidden.
+fn redact_pairs(v: &mut Value) {
+    match v {
+        Value::Array(items) => {
+            for item in items {
+                match item.get_mut("value") {
+                    Some(value) => *value = Value::String(REDACTED.into()),
+                    None => redact_value(item),
+                }
+            }
+        }
+        Value::Object(map) => {
+            for value in map.values_mut() {
+                *value = Value::String(REDACTED.into());
+            }
+        }
+        other => redact_value(other),
+    }
+}
+
+/// Redacts one JSON-RPC message: `authenticate` keeps only `methodId`, the
+/// rest follows [`redact_value`].
+pub fn redact_message(msg: &mut Value) {
+    if msg.get("method").and_then(Value::as_str) == Some("authenticate") {
+        if let Some(Value::Object(params)) = msg.get_mut("params") {
+            for (key, value) in params.iter_mut() {
+                if key != "methodId" {
+                    *value = Value::String(REDACTED.into());
+                }
+            }
+        }
+    }
+    redact_value(msg);
+}
+
+/// One line of traffic as it may be shown or saved: parsed and redacted
+/// when it is JSON, else redacted as text.
+pub fn redact_line(line: &str) -> Cow<'_, str> {
+    match serde_json::from_str::<Value>(line) {
+        Ok(mut v) => {
+            redact_message(&mut v);
+            Cow::Owned(v.to_string())
+        }
+        Err(_) => redact_text(line),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn globs_match_case_insensitively() {
+        assert!(glob_match(b"*_API_KEY", b"openai_api_key"));
+        assert!(!glob_match(b"*_API_KEY", b"API_KEY_X"));
+        assert!(glob_match(b"AWS_*", b"AWS_REGION"));
+        assert!(glob_match(b"A?C", b"abc"));
+        assert!(!glob_match(b"A?C", b"ac"));
+        assert!(glob_match(b"*", b""));
+        assert!(is_secret_name("API_KEY"));
+        assert!(is_secret_name("github_token"));
+        assert!(!is_secret_name("PATH"));
+    }
+
+    #[test]
+    fn assignments_and_bearer_tokens_are_hidden() {
+        assert_eq!(
+            redact_text("start API_KEY=sk-123 PATH=/bin x"),
+            "start API_KEY=[redacted] PATH=/bin x"
+        );
+        assert_eq!(
+            redact_text("export MY_TOKEN='a b c'; ok"),
+            "export MY_TOKEN='[redacted]'; ok"
+        );
+        assert_eq!(
+            redact_text("Authorization: Bearer abc.def"),
+            "Authorization: Bearer [redacted]"
+        );
+        assert_eq!(
+            redact_text("got bearer xyz here"),
+            "got bearer [redacted] here"
+        );
+        assert_eq!(
+            redact_text(r#"{"SECRET":"v","a":1}"#),
+            r#"{"SECRET":"[redacted]","a":1}"#
+        );
+        assert!(matches!(
+            redact_text("plain line: no secret"),
+            Cow::Borrowed(_)
+        ));
+        assert!(matches!(redact_text("a=b c=d"), Cow::Borrowed(_)));
+        // Cut or odd input never panics.
+        for s in [
+            "=",
+            ":",
+            "TOKEN=",
+            "TOKEN:",
+            "\"TOKEN\":",
+            "bearer ",
+            "é TOKEN=é",
+        ] {
+            let _ = redact_text(s);
+        }
+    }
+
+    #[test]
+    fn user_patterns_extend_the_built_in_ones() {
+        assert!(!is_secret_name("MY_ODD_VAR"));
+        set_deny_list(vec!["my_odd_*".into()]);
+        assert!(is_secret_name("MY_ODD_VAR"));
+        set_deny_list(Vec::new());
+        assert!(!is_secret_name("MY_ODD_VAR"));
+    }
+
+    #[test]
+    fn messages_hide_env_values_auth_params_and_secret_keys() {
+        let mut create = json!({"jsonrpc": "2.0", "id": 1, "method": "terminal/create", "params": {
+            "sessionId": "s", "command": "make", "env": [{"name": "HOME", "value": "/root"}, {"name": "X", "value": "y"}]}});
+        redact_message(&mut create);
+        assert_eq!(create["params"]["env"][0]["value"], REDACTED);
+        assert_eq!(create["params"]["env"][0]["name"], "HOME");
+        assert_eq!(create["params"]["command"], "make");
+        let mut auth = json!({"jsonrpc": "2.0", "id": 2, "method": "authenticate", "params": {"methodId": "key", "apiKey": "k", "x": {"a": 1}}});
+        redact_message(&mut auth);
+        assert_eq!(
+            auth["params"],
+            json!({"methodId": "key", "apiKey": REDACTED, "x": REDACTED})
+        );
+        let mut mcp = json!({"params": {"mcpServers": [{"name": "m", "headers": [{"name": "A", "value": "b"}], "env": {"K": "v"}}], "note": "OPENAI_API_KEY=abc"}});
+        redact_message(&mut mcp);
+        assert_eq!(
+            mcp["params"]["mcpServers"][0]["headers"][0]["value"],
+            REDACTED
+        );
+        assert_eq!(mcp["params"]["mcpServers"][0]["env"]["K"], REDACTED);
+        assert_eq!(mcp["params"]["note"], "OPENAI_API_KEY=[redacted]");
+        assert_eq!(redact_line("not json TOKEN=1"), "not json TOKEN=[redacted]");
+    }
+}
