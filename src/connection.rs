@@ -190,6 +190,9 @@ struct Bookkeeping {
     sessions: HashSet<String>,
     /// Faults seen per kind.
     faults: HashMap<&'static str, u64>,
+    /// The first line of stdout that was not JSON (cut), for the exit
+    /// report: a wrong command prints its usage there.
+    junk: Option<String>,
 }
 
 /// Methods whose answer creates a session (updates for it may come first).
@@ -640,8 +643,17 @@ async fn watch_exit(
     let tail = conn.stderr_tail();
     let mut reason = match conn.fault.lock().take() {
         Some(fault) => format!("{fault}. Agent `{}` {how}.", conn.spec.name),
+        None if matches!(conn.state(), ConnState::Starting) => format!(
+            "Agent `{name}` {how} before answering `initialize`: is `{cmd}` an ACP agent? (agents.{name}.cmd, agents.{name}.args)",
+            name = conn.spec.name,
+            cmd = conn.spec.cmd,
+        ),
         None => format!("Agent `{}` {how}.", conn.spec.name),
     };
+    if let Some(junk) = conn.book.lock().junk.take() {
+        reason.push_str("\nIt printed: ");
+        reason.push_str(&junk);
+    }
     if !tail.is_empty() {
         reason.push_str("\nLast stderr lines:\n");
         reason.push_str(&tail);
@@ -734,11 +746,19 @@ async fn run_protocol(
         .await;
     if let Err(e) = result {
         log::warn(format!("agent {} connection ended: {e}", conn.spec.name));
-        // A handshake failure on a live process: report it and stop the agent.
-        if matches!(conn.state(), ConnState::Starting) {
-            let reason = format!("Agent `{}` failed the ACP handshake: {e}", conn.spec.name);
-            conn.state.send_replace(ConnState::Closed(reason));
-            conn.signal_group(libc::SIGTERM);
+        // A handshake failure on a live process: report it and stop the
+        // agent. A process that is exiting (a broken pipe) gets its exit
+        // report instead, which says more (exit code, what it printed).
+        if matches!(conn.state(), ConnState::Starting)
+            && tokio::time::timeout(Duration::from_millis(500), conn.closed())
+                .await
+                .is_err()
+        {
+            *conn.fault.lock() = Some(format!(
+                "Agent `{}` failed the ACP handshake: {e}",
+                conn.spec.name
+            ));
+            conn.terminate();
         }
     }
 }
@@ -784,7 +804,17 @@ pub(crate) async fn route_incoming(
         }
         match classify(&line) {
             Incoming::Blank => continue,
-            Incoming::NotJson => conn.protocol_fault("not_json", "a line that is not JSON"),
+            Incoming::NotJson => {
+                {
+                    let mut book = conn.book.lock();
+                    if book.junk.is_none() {
+                        let text = String::from_utf8_lossy(&line);
+                        let text = text.trim_end();
+                        book.junk = Some(log::cap_line(text, 200).into_owned());
+                    }
+                }
+                conn.protocol_fault("not_json", "a line that is not JSON")
+            }
             Incoming::NotJsonRpc => {
                 conn.protocol_fault("not_jsonrpc", "JSON that is not a JSON-RPC message")
             }

@@ -550,7 +550,17 @@ fn invalid_params_name_the_field() {
         (
             "fs/read_text_file",
             json!({"sessionId": "s", "path": 3}),
-            "invalid type",
+            "field `path`",
+        ),
+        (
+            "fs/read_text_file",
+            json!({"sessionId": "s", "path": "/a", "line": "ten"}),
+            "field `line`",
+        ),
+        (
+            "terminal/create",
+            json!({"sessionId": "s", "command": "ls", "env": [{"name": 1}]}),
+            "field `env`",
         ),
     ];
     for (method, params, field) in cases {

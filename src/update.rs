@@ -116,8 +116,36 @@ impl AgentRequest {
             method: &str,
             params: Value,
         ) -> Result<T, RequestError> {
-            serde_json::from_value(params)
-                .map_err(|e| RequestError::InvalidParams(format!("{method}: {e}")))
+            match serde_json::from_value::<T>(params.clone()) {
+                Ok(v) => Ok(v),
+                Err(e) => {
+                    let e = e.to_string();
+                    Err(RequestError::InvalidParams(
+                        match culprit::<T>(&params, &e) {
+                            Some(field) => format!("{method}: field `{field}`: {e}"),
+                            None => format!("{method}: {e}"),
+                        },
+                    ))
+                }
+            }
+        }
+        /// The top-level field a type error is about (serde's message names
+        /// missing fields but not mistyped ones): the first field whose
+        /// removal changes the error.
+        fn culprit<T: serde::de::DeserializeOwned>(params: &Value, error: &str) -> Option<String> {
+            if error.contains("missing field") {
+                return None;
+            }
+            let obj = params.as_object()?;
+            obj.keys().take(32).find_map(|key| {
+                let mut without = obj.clone();
+                without.remove(key);
+                match serde_json::from_value::<T>(Value::Object(without)) {
+                    Ok(_) => Some(key.clone()),
+                    Err(e) if e.to_string() != error => Some(key.clone()),
+                    Err(_) => None,
+                }
+            })
         }
         Ok(match method {
             "session/request_permission" => {

@@ -1,6 +1,8 @@
 //! `acp-test-agent`: a scripted ACP agent for testing acp.nvim.
 //!
-//! Usage: `acp-test-agent [--scenario PATH]` (or env `ACP_TEST_SCENARIO`).
+//! Usage: `acp-test-agent [--scenario PATH]` (or env `ACP_TEST_SCENARIO`),
+//! or `acp-test-agent --replay TRACE.jsonl` to play a trace saved with
+//! `:AcpTraceSave` back as the agent side (see `replay.rs`).
 //! Without a scenario every prompt is echoed. Env `ACP_TEST_AGENT_LOG` names a
 //! JSONL file that records what the client sent, for tests to assert on.
 //!
@@ -9,6 +11,7 @@
 //! malformed messages, which typed schema structs would reject or normalize.
 
 mod out;
+mod replay;
 mod scenario;
 mod turn;
 
@@ -34,6 +37,9 @@ struct State {
     sessions: Mutex<HashMap<String, Arc<Session>>>,
     out: Arc<Output>,
     log: Arc<Log>,
+    /// Requests the scenario never answers (a dropped responder would make
+    /// the SDK answer with an error).
+    held: Mutex<Vec<Responder<Value>>>,
 }
 
 impl State {
@@ -113,12 +119,26 @@ fn handle_request(
             state
                 .log
                 .event(json!({"event": "initialize", "params": params}));
+            if state.agent.hang_initialize && state.agent.hang_now() {
+                state
+                    .log
+                    .event(json!({"event": "hang", "method": "initialize"}));
+                state.held.lock().unwrap().push(responder);
+                return Ok(());
+            }
             send.respond(responder, Ok(state.initialize_result()));
         }
         "session/new" => {
             state
                 .log
                 .event(json!({"event": "session/new", "params": params}));
+            if state.agent.hang_session_new && state.agent.hang_now() {
+                state
+                    .log
+                    .event(json!({"event": "hang", "method": "session/new"}));
+                state.held.lock().unwrap().push(responder);
+                return Ok(());
+            }
             if !state.agent.auth_methods.is_empty() && !state.authenticated.load(Ordering::SeqCst) {
                 let error = agent_client_protocol::Error::new(-32000, "Authentication required");
                 send.respond(responder, Err(error));
@@ -232,7 +252,12 @@ fn handle_notification(state: &State, notification: UntypedMessage) {
     }
 }
 
-fn load_scenario() -> Result<Scenario, String> {
+enum Mode {
+    Scenario(Scenario),
+    Replay(String),
+}
+
+fn load_scenario() -> Result<Mode, String> {
     let mut path = std::env::var("ACP_TEST_SCENARIO")
         .ok()
         .filter(|p| !p.is_empty());
@@ -242,25 +267,59 @@ fn load_scenario() -> Result<Scenario, String> {
             path = Some(args.next().ok_or("--scenario needs a path")?);
         } else if let Some(p) = arg.strip_prefix("--scenario=") {
             path = Some(p.to_owned());
+        } else if arg == "--replay" {
+            return Ok(Mode::Replay(args.next().ok_or("--replay needs a path")?));
         } else {
             return Err(format!(
-                "unknown argument {arg:?} (usage: acp-test-agent [--scenario PATH])"
+                "unknown argument {arg:?} (usage: acp-test-agent [--scenario PATH | --replay TRACE])"
             ));
         }
     }
     match path {
-        Some(path) => scenario::load(&path),
-        None => Ok(Scenario::default()),
+        Some(path) => scenario::load(&path).map(Mode::Scenario),
+        None => Ok(Mode::Scenario(Scenario::default())),
+    }
+}
+
+/// Fault modes that act before the protocol starts.
+fn start_faults(agent: &AgentConfig, log: &Log) {
+    if agent.spawn_child {
+        // Same process group as the agent; no stdio, so it holds no pipe
+        // of the client open.
+        if let Ok(child) = std::process::Command::new("sleep")
+            .arg("300")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+        {
+            log.event(json!({"event": "child", "pid": child.id()}));
+        }
+    }
+    if let Some(crash) = &agent.exit_at_start {
+        if let Some(text) = &crash.stderr {
+            eprintln!("{text}");
+        }
+        std::process::exit(crash.code);
     }
 }
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
-    let scenario = load_scenario().unwrap_or_else(|e| {
+    let mode = load_scenario().unwrap_or_else(|e| {
         // Exit 2 so a typo in a scenario fails the test loudly.
         eprintln!("acp-test-agent: {e}");
         std::process::exit(2);
     });
+    let scenario = match mode {
+        Mode::Scenario(s) => s,
+        Mode::Replay(path) => {
+            let code = replay::run(&path, Log::from_env()).await;
+            std::process::exit(code);
+        }
+    };
+    let log = Arc::new(Log::from_env());
+    start_faults(&scenario.agent, &log);
     let (out, stdout) = Output::start();
     let state = Arc::new(State {
         agent: scenario.agent,
@@ -269,7 +328,8 @@ async fn main() {
         next_session: AtomicU64::new(0),
         sessions: Mutex::default(),
         out: out.clone(),
-        log: Arc::new(Log::from_env()),
+        log,
+        held: Mutex::default(),
     });
     let (req_state, notif_state) = (state.clone(), state.clone());
     let result = Agent

@@ -38,6 +38,37 @@ pub struct AgentConfig {
     /// often in the same write as the answer).
     #[serde(default)]
     pub session_updates: Vec<Value>,
+    /// Fault modes (all off by default).
+    /// Exit at start, before reading anything (a broken install).
+    #[serde(default)]
+    pub exit_at_start: Option<Crash>,
+    /// Never answer `initialize` / `session/new`.
+    #[serde(default)]
+    pub hang_initialize: bool,
+    #[serde(default)]
+    pub hang_session_new: bool,
+    /// With a hang: hang only while this file does not exist (the hang
+    /// creates it), so the client's retry gets an answer.
+    #[serde(default)]
+    pub hang_once_file: Option<String>,
+    /// Start a `sleep` in the agent's process group that outlives the
+    /// agent unless the client kills the group (its pid is logged).
+    #[serde(default)]
+    pub spawn_child: bool,
+}
+
+impl AgentConfig {
+    /// Whether a scripted hang applies now (see `hang_once_file`).
+    pub fn hang_now(&self) -> bool {
+        match &self.hang_once_file {
+            None => true,
+            Some(path) => std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(path)
+                .is_ok(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -121,6 +152,27 @@ pub enum Step {
     Error(ErrorSpec),
     Stop(String),
     Stderr(String),
+    /// Bytes written to stdout as they are (not through the SDK).
+    Raw(Raw),
+}
+
+/// A raw line: `text` with `{session}` replaced by the session id, `{pad}`
+/// by `pad` bytes of `x`, and each `invalid` mark by the byte 0xFF; a
+/// newline is added unless `newline` is false.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Raw {
+    pub text: String,
+    #[serde(default)]
+    pub invalid: Option<String>,
+    #[serde(default)]
+    pub pad: usize,
+    #[serde(default = "yes")]
+    pub newline: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -207,6 +259,7 @@ const STEP_KEYS: &[&str] = &[
     "error",
     "stop",
     "stderr",
+    "raw",
 ];
 
 impl TryFrom<Value> for Step {
@@ -286,6 +339,7 @@ impl TryFrom<Value> for Step {
             "error" => Step::Error(serde_json::from_value(main).map_err(ctx)?),
             "stop" => Step::Stop(serde_json::from_value(main).map_err(ctx)?),
             "stderr" => Step::Stderr(serde_json::from_value(main).map_err(ctx)?),
+            "raw" => Step::Raw(serde_json::from_value(main).map_err(ctx)?),
             _ => unreachable!("STEP_KEYS and this match list the same keys"),
         };
         Ok(step)

@@ -309,6 +309,29 @@ impl Exec<'_> {
                 return Err(End::Stop(reason.to_owned()));
             }
             Step::Stderr(text) => eprintln!("{text}"),
+            Step::Raw(raw) => {
+                let out = &self.run.send.out;
+                // Behind everything queued before it, in order.
+                out.drain(Duration::from_secs(5)).await;
+                let mut text = raw.text.replace("{session}", &self.run.session_id);
+                if raw.pad > 0 {
+                    text = text.replace("{pad}", &"x".repeat(raw.pad));
+                }
+                let mut bytes = text.into_bytes();
+                if let Some(mark) = raw.invalid.as_deref().filter(|m| !m.is_empty()) {
+                    bytes = replace_bytes(&bytes, mark.as_bytes(), &[0xff]);
+                }
+                if raw.newline {
+                    bytes.push(b'\n');
+                }
+                // Written in pieces so a huge line does not wait for room
+                // it can never get.
+                for piece in bytes.chunks(128 * 1024) {
+                    let n = piece.iter().filter(|&&b| b == b'\n').count() as u64;
+                    out.write_raw(piece, n).await;
+                }
+                out.drain(Duration::from_secs(30)).await;
+            }
         }
         Ok(())
     }
@@ -370,6 +393,21 @@ impl Exec<'_> {
             }
         }
     }
+}
+
+fn replace_bytes(hay: &[u8], needle: &[u8], with: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(hay.len());
+    let mut i = 0;
+    while i < hay.len() {
+        if hay[i..].starts_with(needle) {
+            out.extend_from_slice(with);
+            i += needle.len();
+        } else {
+            out.push(hay[i]);
+            i += 1;
+        }
+    }
+    out
 }
 
 /// Logs the client's answer to a request (with the round trip as the agent
