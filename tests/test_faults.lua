@@ -61,6 +61,14 @@ local function state(f)
   return f.child:lua([[return require('acp').current().state]])
 end
 
+--- Waits for the chat's state (a batch of events may reach the view in two
+--- frames: a notice first, the state after).
+local function wait_state(f, want)
+  f.child:wait_for(function(w)
+    return require('acp').current().state == w
+  end, 3000, { want })
+end
+
 --- The end of every case (see the header).
 local function finish(f)
   tally.tried = tally.tried + 1
@@ -150,7 +158,7 @@ return {
     open(f)
     shows(f, 'before answering `initialize`: is `sh` an ACP agent?')
     T.contains(text(f), 'It printed: usage: tool [options]')
-    T.eq(state(f), 'disconnected')
+    wait_state(f, 'disconnected')
     finish(f)
   end },
 
@@ -158,7 +166,7 @@ return {
     local f = setup({ agent = { cmd = '/nonexistent/acp-agent', args = {} } })
     open(f)
     shows(f, '`/nonexistent/acp-agent` was not found in PATH (set agents.test.cmd)')
-    T.eq(state(f), 'disconnected')
+    wait_state(f, 'disconnected')
     finish(f)
   end },
 
@@ -177,7 +185,7 @@ return {
     open(f)
     track(f)
     shows(f, 'Agent `test` did not answer `initialize` within 300 ms; it was stopped (send a message to start it again)')
-    T.eq(state(f), 'disconnected')
+    wait_state(f, 'disconnected')
     -- The retry: a message starts the agent again (it answers this time).
     H.turn(f.child, 'retry please')
     T.contains(text(f), 'echo: retry please')
@@ -226,7 +234,7 @@ return {
     f.child:cmd('AcpCancel')
     T.eq(state(f), 'running', 'waits for the agent first')
     shows(f, 'Cancelled here: the agent did not end its turn within 300 ms of the cancel; what it still sends is ignored')
-    T.eq(state(f), 'idle')
+    wait_state(f, 'idle')
     T.wait(function()
       return #H.events_of(f.paths, 'turn_end') == 1
     end, 3000, 'the agent ended its turn late')
