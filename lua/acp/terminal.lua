@@ -14,8 +14,12 @@ local M = {}
 
 --- Running processes: key "thread:id" -> { pid, handle, thread, id }
 M.jobs = {}
---- Every process group a terminal started, until it is empty:
---- pgid -> thread id.
+--- Every process group a terminal started, while it is known to be ours:
+--- pgid -> { thread, reaped, members }. A group is signalled only while
+--- its leader is not reaped (our unreaped child keeps its pid), or while a
+--- member recorded when the leader was reaped still runs with the same
+--- start time (a live member keeps the group id from being reused). A
+--- stored pid alone could name another process once it is reused.
 M.groups = {}
 --- Open output buffers: key "thread:id" -> bufnr
 M.buffers = {}
@@ -36,9 +40,84 @@ local function core()
   return require('acp.core')
 end
 
---- True while any process of group `pgid` exists.
+--- `/proc/<pid>/stat` fields after the command name (state is [1], the
+--- group [3], the start time [20]); nil for a missing or zombie process.
+local function stat_of(pid)
+  local f = io.open('/proc/' .. pid .. '/stat', 'r')
+  if not f then
+    return nil
+  end
+  local s = f:read('*a') or ''
+  f:close()
+  local rest = s:match('^.*%)%s+(.*)$')
+  if not rest then
+    return nil
+  end
+  local fields = {}
+  for w in rest:gmatch('%S+') do
+    fields[#fields + 1] = w
+  end
+  if fields[1] == 'Z' or fields[1] == 'X' then
+    return nil
+  end
+  return fields
+end
+
+--- The running processes of group `pgid`: { pid, start } each.
+local function members_of(pgid)
+  local out = {}
+  local dir = uv.fs_scandir('/proc')
+  while dir do
+    local name = uv.fs_scandir_next(dir)
+    if not name then
+      break
+    end
+    local pid = tonumber(name)
+    local f = pid and stat_of(pid)
+    if f and tonumber(f[3]) == pgid then
+      out[#out + 1] = { pid = pid, start = f[20] }
+    end
+  end
+  return out
+end
+
+--- True while group `pgid` is known to be ours and not empty.
 local function group_alive(pgid)
-  return uv.kill(-pgid, 0) == 0
+  local g = M.groups[pgid]
+  if not g then
+    return false
+  end
+  if not g.reaped then
+    return uv.kill(-pgid, 0) == 0
+  end
+  for _, m in ipairs(g.members) do
+    local f = stat_of(m.pid)
+    if f and f[20] == m.start then
+      return true
+    end
+  end
+  return false
+end
+
+--- The leader of group `pgid` was reaped: what is left of the group is
+--- recorded (a group left empty is forgotten). Safe in a libuv callback.
+local function reaped(pgid)
+  local g = M.groups[pgid]
+  if not g then
+    return
+  end
+  g.reaped = true
+  g.members = members_of(pgid)
+  if #g.members == 0 then
+    M.groups[pgid] = nil
+  end
+end
+
+--- Signals group `pgid` if it is known to be ours.
+local function signal(pgid, sig)
+  if group_alive(pgid) then
+    uv.kill(-pgid, sig)
+  end
 end
 
 -- Environment ---------------------------------------------------------------
@@ -142,9 +221,7 @@ local function terminate(pgid)
   end
   uv.kill(-pgid, 'sigterm')
   vim.defer_fn(function()
-    if group_alive(pgid) then
-      uv.kill(-pgid, 'sigkill')
-    end
+    signal(pgid, 'sigkill')
   end, config.options.terminal.kill_grace_ms)
 end
 
@@ -261,8 +338,9 @@ function M.start(ev)
     stdio = { nil, stdout, stderr },
     -- A new session: the process leads its own group.
     detached = true,
-  }, function(exit_code, signal)
-    exited, code = true, job_code(exit_code, signal)
+  }, function(exit_code, sig)
+    exited, code = true, job_code(exit_code, sig)
+    reaped(pid)
     wake(false)
     local timer = uv.new_timer()
     timer:start(DRAIN_MS, 0, function()
@@ -283,7 +361,7 @@ function M.start(ev)
   end
   M.jobs[k] = { pid = pid, handle = handle, thread = thread, id = id }
   prune()
-  M.groups[pid] = thread
+  M.groups[pid] = { thread = thread, reaped = false, members = {} }
   hook_exit()
   read_start()
   c.call_done(ev.call, { pid = pid })
@@ -301,8 +379,8 @@ end
 --- Kills every process group the terminals of `thread` started (its
 --- session ended).
 function M.kill_thread(thread)
-  for pgid, t in pairs(M.groups) do
-    if t == thread then
+  for pgid, g in pairs(M.groups) do
+    if g.thread == thread then
       terminate(pgid)
     end
   end
@@ -324,7 +402,7 @@ function M.kill_all()
     live = vim.tbl_filter(group_alive, live)
   end
   for _, pgid in ipairs(live) do
-    uv.kill(-pgid, 'sigkill')
+    signal(pgid, 'sigkill')
   end
   M.groups = {}
 end
