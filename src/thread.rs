@@ -39,8 +39,12 @@ pub enum ThreadEvent {
     Modes { modes: Value },
     /// `available_commands_update`: the slash commands.
     Commands { commands: Value },
-    /// `config_option_update`: the session's config options.
+    /// `config_option_update` (or a session answer's `configOptions`): the
+    /// session's config options.
     ConfigOptions { options: Value },
+    /// The legacy `models` of a session answer (`availableModels`,
+    /// `currentModelId`), for agents without a `model` config option.
+    Models { models: Value },
     /// `usage_update`: context used / size / cost, as the agent sent it.
     Usage { usage: Value },
     /// The agent this chat talks to, once its session is open: its
@@ -59,6 +63,8 @@ pub enum ThreadEvent {
         turn: u64,
         stop_reason: String,
         duration_ms: u64,
+        /// The prompt answer's `usage` (token counts), when the agent sent it.
+        usage: Option<Value>,
     },
     /// Output for a terminal the view may have open (client or agent-run).
     TerminalOutput { id: String, data: String },
@@ -428,6 +434,8 @@ pub struct Thread {
     /// Index of the current turn's first entry: a `tool_call` announcing an
     /// id seen before this point starts a new card (ids are reused).
     turn_start: usize,
+    /// A loaded session replays its history (`session/load`).
+    replaying: bool,
     /// `messageId` of the last chunk: chunks of another message start a new
     /// entry even when the kind is the same.
     last_message_id: Option<String>,
@@ -447,6 +455,7 @@ impl Thread {
             terminals: Default::default(),
             watched: Default::default(),
             turn_start: 0,
+            replaying: false,
             last_message_id: None,
         }
     }
@@ -535,6 +544,15 @@ impl Thread {
 
     /// The running turn ends: `TurnEnded` with its duration.
     fn turn_ended(&mut self, stop_reason: &str, out: &mut Vec<ThreadEvent>) {
+        self.turn_ended_with(stop_reason, None, out)
+    }
+
+    fn turn_ended_with(
+        &mut self,
+        stop_reason: &str,
+        usage: Option<Value>,
+        out: &mut Vec<ThreadEvent>,
+    ) {
         let duration_ms = self
             .turn_started_at
             .take()
@@ -543,12 +561,52 @@ impl Thread {
             turn: self.turn,
             stop_reason: stop_reason.to_owned(),
             duration_ms,
+            usage,
         });
+    }
+
+    /// A loaded session's history follows (its replayed updates), set apart
+    /// from what comes later by a notice above and one below.
+    pub fn begin_replay(&mut self, label: &str) -> Vec<ThreadEvent> {
+        let mut out = Vec::new();
+        self.replaying = true;
+        self.push(
+            notice_entry(NoticeLevel::Info, format!("History of session {label}")),
+            &mut out,
+        );
+        out
+    }
+
+    /// The replay ended; `ok` false when the load failed or was given up.
+    pub fn end_replay(&mut self, ok: bool) -> Vec<ThreadEvent> {
+        let mut out = Vec::new();
+        if !std::mem::take(&mut self.replaying) {
+            return out;
+        }
+        let text = if ok {
+            "End of the loaded history: new messages continue this session"
+        } else {
+            "The history above is incomplete"
+        };
+        self.push(notice_entry(NoticeLevel::Info, text.into()), &mut out);
+        self.reply_started = false;
+        self.last_message_id = None;
+        self.turn_start = self.entries.len();
+        out
     }
 
     pub fn notice(&mut self, level: NoticeLevel, text: impl Into<String>) -> Vec<ThreadEvent> {
         let mut out = Vec::new();
         self.push(notice_entry(level, text.into()), &mut out);
+        out
+    }
+
+    /// A `session/load` or `session/resume` runs (`on`): the chat says so.
+    pub fn loading(&mut self, on: bool) -> Vec<ThreadEvent> {
+        let mut out = Vec::new();
+        if on && self.state != TurnState::Running {
+            self.set_state(TurnState::Connecting, "loading session", &mut out);
+        }
         out
     }
 
@@ -572,8 +630,11 @@ impl Thread {
     }
 
     /// The user sends a prompt: returns the turn number and the events.
+    /// While a turn runs (a prompt the agent queues itself, see
+    /// `end_turn`) the state stays `running` without a second status.
     pub fn begin_turn(&mut self, user_text: &str) -> (u64, Vec<ThreadEvent>) {
         let mut out = Vec::new();
+        let was_running = self.state == TurnState::Running;
         self.turn += 1;
         self.cancelled = false;
         self.reply_started = false;
@@ -584,7 +645,9 @@ impl Thread {
             },
             &mut out,
         );
-        self.set_state(TurnState::Running, "", &mut out);
+        if !was_running {
+            self.set_state(TurnState::Running, "", &mut out);
+        }
         self.turn_started_at = Some(std::time::Instant::now());
         out.push(ThreadEvent::TurnStarted { turn: self.turn });
         (self.turn, out)
@@ -673,7 +736,28 @@ impl Thread {
 
     /// The prompt request answered. `turn` guards against a late answer.
     pub fn end_turn(&mut self, turn: u64, stop_reason: &str) -> Vec<ThreadEvent> {
+        self.end_turn_with(turn, stop_reason, None)
+    }
+
+    /// `end_turn` with the answer's `usage`. An older turn that ends while
+    /// a newer one runs (the agent queued the newer prompt) only reports
+    /// its end.
+    pub fn end_turn_with(
+        &mut self,
+        turn: u64,
+        stop_reason: &str,
+        usage: Option<Value>,
+    ) -> Vec<ThreadEvent> {
         let mut out = Vec::new();
+        if turn < self.turn && self.state == TurnState::Running && !self.cancelled {
+            out.push(ThreadEvent::TurnEnded {
+                turn,
+                stop_reason: stop_reason.to_owned(),
+                duration_ms: 0,
+                usage,
+            });
+            return out;
+        }
         if turn != self.turn || self.state != TurnState::Running {
             return out;
         }
@@ -693,7 +777,7 @@ impl Thread {
                 );
             }
         }
-        self.turn_ended(stop_reason, &mut out);
+        self.turn_ended_with(stop_reason, usage, &mut out);
         self.set_state(TurnState::Idle, stop_reason, &mut out);
         out
     }
@@ -797,6 +881,11 @@ impl Thread {
         }
         if kind != EntryKind::User {
             self.start_reply(out);
+        } else {
+            // A user message of a replayed history (or echoed by the agent):
+            // the agent's answer to it gets its own heading.
+            self.reply_started = false;
+            self.turn_start = self.entries.len();
         }
         let entry = match kind {
             EntryKind::User => Entry::User { text },
