@@ -42,6 +42,25 @@ function M.check()
     end
   end
 
+  h.start('acp.nvim: MCP servers')
+  local any = false
+  for _, name in ipairs(names) do
+    for _, server in ipairs(require('acp').mcp_servers(name)) do
+      any = true
+      local transport = server.type or 'stdio'
+      local target = server.url or server.command or '?'
+      local note = transport ~= 'stdio' and ' (sent only if the agent advertises ' .. transport .. ')' or ''
+      if transport == 'stdio' and vim.fn.executable(server.command or '') ~= 1 then
+        h.warn(('%s: %s: `%s` is not executable'):format(name, server.name, target))
+      else
+        h.ok(('%s: %s (%s) %s%s'):format(name, server.name, transport, target, note))
+      end
+    end
+  end
+  if not any then
+    h.info('none configured (mcp_servers, agents.{name}.mcp_servers)')
+  end
+
   h.start('acp.nvim: log')
   local log = config.options.log_file
   local dir = vim.fn.fnamemodify(log, ':h')
