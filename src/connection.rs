@@ -400,15 +400,18 @@ async fn run_protocol(
             agent_client_protocol::on_receive_request!(),
         )
         .connect_with(transport, async move |cx: ConnectionTo<Agent>| {
+            let request = InitializeRequest::new(ProtocolVersion::V1)
+                .client_capabilities(main.spec.caps.client_capabilities())
+                .client_info(Implementation::new("acp.nvim", env!("CARGO_PKG_VERSION")));
+            let params = serde_json::to_value(&request)
+                .map_err(|e| agent_client_protocol::Error::internal_error().data(e.to_string()))?;
+            // Kept as sent: sign-in methods of kinds the typed schema does
+            // not know (`env_var`) keep their fields.
             let init = cx
-                .send_request(
-                    InitializeRequest::new(ProtocolVersion::V1)
-                        .client_capabilities(main.spec.caps.client_capabilities())
-                        .client_info(Implementation::new("acp.nvim", env!("CARGO_PKG_VERSION"))),
-                )
+                .send_request(UntypedMessage::new("initialize", params)?)
                 .block_task()
                 .await?;
-            *main.init.lock() = Some(serde_json::to_value(&init).unwrap_or(Value::Null));
+            *main.init.lock() = Some(init);
             *main.cx.lock() = Some(cx.clone());
             main.state.send_replace(ConnState::Ready);
             log::info(format!("agent {} initialized", main.spec.name));

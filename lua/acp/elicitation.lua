@@ -395,6 +395,7 @@ function M.focus()
     notify('no request for input is pending')
     return false
   end
+  vim.cmd('stopinsert')
   M.render()
   if M.win and api.nvim_win_is_valid(M.win) then
     api.nvim_set_current_win(M.win)
