@@ -432,8 +432,21 @@ fn register_threads(lua: &Lua, m: &Table) -> LuaResult<()> {
         lua.create_function(|lua, spec: Table| {
             let mcp = match spec.get::<LuaValue>("mcp_servers")? {
                 LuaValue::Nil => Vec::new(),
-                v => serde_json::from_value(json_list(lua.from_value(v)?))
-                    .map_err(|e| lua_err(format!("mcp_servers: {e}")))?,
+                v => {
+                    let mut servers = json_list(lua.from_value(v)?);
+                    // Empty Lua lists arrive as objects.
+                    for server in servers.as_array_mut().into_iter().flatten() {
+                        if let Value::Object(m) = server {
+                            for key in ["args", "env", "headers"] {
+                                if let Some(v) = m.remove(key) {
+                                    m.insert(key.into(), json_list(v));
+                                }
+                            }
+                        }
+                    }
+                    serde_json::from_value(servers)
+                        .map_err(|e| lua_err(format!("mcp_servers: {e}")))?
+                }
             };
             let policy: Policy = match spec.get::<LuaValue>("policy")? {
                 LuaValue::Nil => Policy::default(),
