@@ -1141,3 +1141,54 @@ impl Registry {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn http_and_sse_mcp_servers_go_only_to_agents_that_advertise_them() {
+        let servers: Vec<McpServer> = serde_json::from_value(json!([
+            {"name": "files", "command": "/bin/true", "args": [], "env": []},
+            {"type": "http", "name": "web", "url": "http://x", "headers": []},
+            {"type": "sse", "name": "events", "url": "http://y", "headers": []}
+        ]))
+        .unwrap();
+        let names = |v: &[McpServer]| -> Vec<String> {
+            v.iter()
+                .map(|s| {
+                    serde_json::to_value(s).unwrap()["name"]
+                        .as_str()
+                        .unwrap()
+                        .to_owned()
+                })
+                .collect()
+        };
+        let (kept, dropped) = mcp_servers_for(&servers, &Value::Null);
+        assert_eq!(names(&kept), vec!["files"]);
+        assert_eq!(dropped, vec!["`web`", "`events`"]);
+        let (kept, dropped) = mcp_servers_for(
+            &servers,
+            &json!({"mcpCapabilities": {"http": true, "sse": false}}),
+        );
+        assert_eq!(names(&kept), vec!["files", "web"]);
+        assert_eq!(dropped, vec!["`events`"]);
+    }
+
+    #[test]
+    fn session_answers_give_modes_config_options_and_models() {
+        let ev = session_answer_events(&json!({
+            "modes": {"currentModeId": "a", "availableModes": []},
+            "configOptions": [{"id": "model"}],
+            "models": {"currentModelId": "m", "availableModels": []}
+        }));
+        assert_eq!(ev.len(), 4);
+        assert!(matches!(&ev[1], ThreadEvent::Mode { mode_id } if mode_id == "a"));
+        assert!(matches!(&ev[2], ThreadEvent::ConfigOptions { .. }));
+        assert!(matches!(&ev[3], ThreadEvent::Models { .. }));
+        assert!(
+            session_answer_events(&Value::Null).is_empty(),
+            "a null load answer"
+        );
+    }
+}

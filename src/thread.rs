@@ -436,6 +436,9 @@ pub struct Thread {
     turn_start: usize,
     /// A loaded session replays its history (`session/load`).
     replaying: bool,
+    /// Turns still open under a newer one (the agent queued the newer
+    /// prompt): their answers end them without ending the running turn.
+    open_turns: Vec<u64>,
     /// `messageId` of the last chunk: chunks of another message start a new
     /// entry even when the kind is the same.
     last_message_id: Option<String>,
@@ -456,6 +459,7 @@ impl Thread {
             watched: Default::default(),
             turn_start: 0,
             replaying: false,
+            open_turns: Vec::new(),
             last_message_id: None,
         }
     }
@@ -621,6 +625,7 @@ impl Thread {
     /// The agent process went away or the session could not be created.
     pub fn disconnected(&mut self, message: impl Into<String>) -> Vec<ThreadEvent> {
         let mut out = Vec::new();
+        self.open_turns.clear();
         self.push(notice_entry(NoticeLevel::Error, message.into()), &mut out);
         if self.state == TurnState::Running {
             self.turn_ended("disconnected", &mut out);
@@ -635,6 +640,9 @@ impl Thread {
     pub fn begin_turn(&mut self, user_text: &str) -> (u64, Vec<ThreadEvent>) {
         let mut out = Vec::new();
         let was_running = self.state == TurnState::Running;
+        if was_running {
+            self.open_turns.push(self.turn);
+        }
         self.turn += 1;
         self.cancelled = false;
         self.reply_started = false;
@@ -656,6 +664,7 @@ impl Thread {
     /// The user cancels. Returns false when no turn was running.
     pub fn cancel(&mut self) -> (bool, Vec<ThreadEvent>) {
         let mut out = Vec::new();
+        self.open_turns.clear();
         if self.state != TurnState::Running {
             return (false, out);
         }
@@ -749,7 +758,8 @@ impl Thread {
         usage: Option<Value>,
     ) -> Vec<ThreadEvent> {
         let mut out = Vec::new();
-        if turn < self.turn && self.state == TurnState::Running && !self.cancelled {
+        if let Some(i) = self.open_turns.iter().position(|&t| t == turn) {
+            self.open_turns.remove(i);
             out.push(ThreadEvent::TurnEnded {
                 turn,
                 stop_reason: stop_reason.to_owned(),
@@ -1580,6 +1590,50 @@ mod tests {
         let ev = t.apply_json(&json!({"sessionUpdate":"plan","entries":[{"content":"a","status":"completed","priority":"high"}]}));
         assert!(matches!(ev[0], ThreadEvent::Replaced { index: 2, .. }));
         assert!(t.entries()[2].to_markdown().contains("[x] a"));
+    }
+
+    #[test]
+    fn a_replayed_history_sits_between_two_notices_with_a_heading_per_answer() {
+        let mut t = Thread::new("demo");
+        t.begin_replay("`s1`");
+        t.apply_json(&chunk("user_message_chunk", "q1"));
+        t.apply_json(&chunk("agent_message_chunk", "a1"));
+        t.apply_json(&chunk("user_message_chunk", "q2"));
+        t.apply_json(&chunk("agent_message_chunk", "a2"));
+        t.end_replay(true);
+        let (turn, _) = t.begin_turn("live");
+        t.apply_json(&chunk("agent_message_chunk", "a3"));
+        t.end_turn(turn, "end_turn");
+        assert_eq!(
+            t.to_markdown(),
+            "ℹ History of session `s1`\n\n## You\n\nq1\n\n## demo\n\na1\n\n## You\n\nq2\n\n## demo\n\na2\n\n\
+             ℹ End of the loaded history: new messages continue this session\n\n## You\n\nlive\n\n## demo\n\na3"
+        );
+        assert!(t.end_replay(true).is_empty(), "ended once");
+    }
+
+    #[test]
+    fn a_prompt_the_agent_queues_keeps_the_turn_running_until_the_last_answer() {
+        let mut t = Thread::new("demo");
+        let (first, _) = t.begin_turn("one");
+        let (second, ev) = t.begin_turn("two");
+        assert!(
+            !ev.iter().any(|e| matches!(e, ThreadEvent::Status { .. })),
+            "no second running status"
+        );
+        let ev = t.end_turn_with(first, "end_turn", Some(json!({"totalTokens": 5})));
+        assert_eq!(
+            ev,
+            vec![ThreadEvent::TurnEnded {
+                turn: first,
+                stop_reason: "end_turn".into(),
+                duration_ms: 0,
+                usage: Some(json!({"totalTokens": 5}))
+            }]
+        );
+        assert_eq!(t.state(), TurnState::Running);
+        t.end_turn(second, "end_turn");
+        assert_eq!(t.state(), TurnState::Idle);
     }
 
     #[test]
