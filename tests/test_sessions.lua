@@ -232,4 +232,19 @@ return {
     end, full.mcpServers), { 'files', 'web', 'own' })
     T.eq(full.additionalDirectories, { extra })
   end },
+
+  { ':checkhealth acp lists each agent\'s MCP servers; config checks them', function()
+    local child = H.start({ config = {
+      mcp_servers = { { name = 'files', command = '/bin/true' }, { type = 'sse', name = 'events', url = 'http://127.0.0.1:9/sse' } },
+    } })
+    child:cmd('checkhealth acp')
+    local text = table.concat(child:lua([[return vim.api.nvim_buf_get_lines(0, 0, -1, false)]]), '\n')
+    T.match(text, 'test: files %(stdio%) /bin/true')
+    T.match(text, 'test: events %(sse%) http://127%.0%.0%.1:9/sse %(sent only if the agent advertises sse%)')
+    local err = child:lua([[
+      local ok, err = pcall(require('acp.config').setup, { agents = { x = { cmd = 'x', mcp_servers = { { name = 'bad', type = 'ws' } } } } })
+      return err
+    ]])
+    T.match(err, '`agents%.x%.mcp_servers%[1%]%.type` must be')
+  end },
 }
