@@ -557,6 +557,8 @@ function ChatView:apply(events)
   if disk_due then
     require('acp.sync').after_apply(self)
   end
+  -- User autocmds (acp.events): read now, fired after this drain.
+  self:_guard(nil, require('acp.events').observe, self, events)
 end
 
 --- Runs `fn(...)` for event `ev`; a failure is logged and shown in the
