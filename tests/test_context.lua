@@ -395,16 +395,16 @@ return {
 
   -- Keymaps -----------------------------------------------------------------------
 
-  { 'setup() installs the suggested keymaps unless keymaps = false, keeping user mappings', function()
+  { 'setup({ keymaps = true }) installs the suggested keymaps, keeping user mappings', function()
     local child = T.Child.new()
     local r = child:lua([[
       vim.keymap.set('n', '<leader>ac', ':echo "mine"<CR>')
-      require('acp').setup({})
+      require('acp').setup({ keymaps = true })
       return { ac = vim.fn.maparg('<leader>ac', 'n'), aa = vim.fn.maparg('<leader>aa', 'x'),
                as = vim.fn.maparg('<leader>as', 'x'), plug = vim.fn.maparg('<Plug>(AcpAddSelection)', 'x') ~= '' }
     ]])
     T.eq(r, { ac = ':echo "mine"<CR>', aa = '<Plug>(AcpAddSelection)', as = ':AcpSend ', plug = true })
     local off = T.Child.new()
-    T.eq(off:lua([[require('acp').setup({ keymaps = false }); return vim.fn.maparg('<leader>aa', 'x')]]), '')
+    T.eq(off:lua([[require('acp').setup({}); return vim.fn.maparg('<leader>aa', 'x')]]), '')
   end },
 }

@@ -119,6 +119,7 @@ function ChatView.new(opts)
   require('acp.context').attach(self)
   require('acp.mention').attach(self)
   require('acp.commands').attach(self)
+  require('acp.completion').register_cmp()
   require('acp.activity').attach(self)
   -- Buffers of the session's files follow the disk.
   require('acp.sync').attach(self)
