@@ -89,9 +89,9 @@ return {
     T.eq(pending(child), {}, 'the context went with the prompt')
   end },
 
-  { 'character-wise selection (<Plug>(AcpAddSelection) via the default keymap): exactly the characters', function()
+  { 'character-wise selection (<Plug>(AcpAddSelection) via the opt-in keymap): exactly the characters', function()
     local dir = project({ ['a.lua'] = 'local alpha = 1\nlocal beta = 2\nreturn alpha\n' })
-    local child, paths = start(dir, 'context')
+    local child, paths = start(dir, 'context', { config = { keymaps = true } })
     -- From "alpha" on line 1 to the "local" of line 2.
     child:feed('1G06lvj04l\\aa')
     wait_pending(child, 1)
