@@ -158,6 +158,24 @@ return {
     T.eq(fired(child, 'AcpTurnEnd')[2].stop_reason, 'disconnected')
   end, timeout = 30000 },
 
+  { 'AcpFileChanged by the buffer sync when the agent changed a loaded file on disk itself', function()
+    local dir = H.project({ ['own.txt'] = 'one\n' })
+    local child = H.start({ cwd = dir, turns = { { match = 'go', steps = { { sleep_ms = 200 }, { message = 'ok' } } } } })
+    child:lua(RECORD)
+    child:cmd('edit ' .. dir .. '/own.txt')
+    H.open(child)
+    child:lua([[require('acp').send('go')]])
+    -- The agent writes the disk itself (as OpenCode or Codex do) during the turn.
+    T.write_file(dir .. '/own.txt', 'two\n')
+    child:wait_for([[return #vim.tbl_filter(function(e) return e.name == 'AcpFileChanged' end, _G.fired) == 1]], 10000)
+    local e = fired(child, 'AcpFileChanged')[1]
+    T.eq(e.path, dir .. '/own.txt')
+    T.eq(e.by, 'sync')
+    T.eq(e.how, 'reload')
+    T.eq(e.bufnr, child:lua([[return vim.fn.bufnr(...)]], { dir .. '/own.txt' }))
+    T.eq(child:lua([[return vim.api.nvim_buf_get_lines(vim.fn.bufnr(...), 0, -1, false)]], { dir .. '/own.txt' }), { 'two' })
+  end },
+
   { 'status() and chats() for statuslines', function()
     local child = H.start({
       turns = {},

@@ -430,6 +430,44 @@ return {
       'OK sdk%-example 0%.14%.1 %(npx%)')
   end, timeout = 120000 },
 
+  { ':AcpInstall of a binary entry: archive checked against its sha256, extracted, run', function()
+    local work = T.tmpdir('binary')
+    vim.fn.mkdir(work .. '/pkg/bin', 'p')
+    T.write_file(work .. '/pkg/bin/agent', '#!/bin/sh\nexec "' .. H.agent_bin .. '" "$@"\n')
+    uv.fs_chmod(work .. '/pkg/bin/agent', tonumber('755', 8))
+    local res = vim.system({ 'tar', '-czf', work .. '/agent.tar.gz', '-C', work .. '/pkg', 'bin' }):wait()
+    T.eq(res.code, 0)
+    local sum = vim.system({ 'sha256sum', work .. '/agent.tar.gz' }, { text = true }):wait().stdout:match('^%x+')
+    local child = Child.new()
+    local platform = child:lua([[return require('acp.install').platform()]])
+    local function registry(sha)
+      local path = work .. '/registry-' .. sha:sub(1, 6) .. '.json'
+      T.write_file(path, vim.json.encode({ agents = {
+        { id = 'bin-agent', name = 'Binary agent', version = '1.2.3', description = 'x',
+          distribution = { binary = { [platform] = { archive = 'file://' .. work .. '/agent.tar.gz', cmd = './bin/agent',
+            args = { '--scenario', H.scenario('chat') }, sha256 = sha } } } },
+      } }))
+      return path
+    end
+    child:lua(RECORD_NOTIFY)
+    child:lua([[require('acp').setup({ install = { registry = ..., dir = select(2, ...) } })]],
+      { registry(('0'):rep(64)), work .. '/agents' })
+    local bad = child:lua([[local job = require('acp.install').install('bin-agent'); job:wait(10000); return { ok = job.ok, msg = job.message }]])
+    T.eq(bad.ok, false)
+    T.match(bad.msg, 'checksum mismatch')
+    T.eq(child:lua([[return require('acp.install').installed('bin-agent') == nil]]), true)
+    child:lua([[require('acp').setup({ default_agent = 'bin-agent', install = { registry = ..., dir = select(2, ...) } })]],
+      { registry(sum), work .. '/agents' })
+    local good = child:lua([[local job = require('acp.install').install('bin-agent'); job:wait(10000); return { ok = job.ok, msg = job.message }]])
+    T.eq(good.ok, true, good.msg)
+    T.eq(child:lua([[return require('acp.install').installed('bin-agent').cmd]]), work .. '/agents/bin-agent/bin/agent')
+    child:cmd('AcpChat')
+    child:wait_for([[local v = require('acp').current(); return v and v.state == 'idle']])
+    child:lua([[require('acp').send('stream')]])
+    child:wait_for([[return require('acp').current().turns_ended == 1]])
+    T.match(table.concat(child:lua([[return require('acp').current():lines()]]), '\n'), 'alpha beta gamma')
+  end },
+
   { 'registry ids are presets; user config overrides them, false removes one', function()
     local child = Child.new()
     local r = child:lua([[
