@@ -14,6 +14,7 @@
 //!   `thread` and `render` (conversation state, markdown), `schema`,
 //!   `roots`, `fs`, `textdiff`, `terminal`, `files`; `elicitation` (the
 //!   user's pending forms and URLs);
+//! - `platform`: the calls that differ between Linux and macOS;
 //! - bridge: `bridge` (the only crossing to the main thread) and `calls`
 //!   (typed main-thread requests that need an answer); `runtime`, `log`.
 
@@ -29,6 +30,7 @@ pub mod handlers;
 pub mod log;
 pub mod lua_api;
 pub mod permission;
+pub mod platform;
 pub mod render;
 pub mod roots;
 pub mod runtime;

@@ -145,7 +145,7 @@ return {
     T.match(child:lua(WINBAR), 'ctx 25%%%% · %$0%.12 · 1%.5k tok')
     local st = child:lua([[return require('acp').status()]])
     T.eq(st.usage, { used = 50000, size = 200000, percent = 25, cost = { amount = 0.123, currency = 'USD' }, tokens = 1534 })
-    T.eq({ st.agent, st.state, st.session, st.queued }, { 'test', 'idle', 'sess-1', 0 })
+    T.eq({ st.agent, st.state, st.session_id, st.queued }, { 'test', 'idle', 'sess-1', 0 })
   end },
 
   { 'the prompt queue: a message sent during a turn waits, goes after end_turn; a dropped one never goes', function()
@@ -254,7 +254,7 @@ return {
     child:lua([=[
       local acp = require('acp')
       local tabs = vim.api.nvim_list_tabpages()
-      _G.views = { acp.chats[tabs[1] ], acp.chats[tabs[2] ] }
+      _G.views = { acp._views[tabs[1] ], acp._views[tabs[2] ] }
       _G.views[1]:send('alpha')
       _G.views[2]:send('omega')
     ]=])

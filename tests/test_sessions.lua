@@ -235,12 +235,13 @@ return {
 
   { ':checkhealth acp lists each agent\'s MCP servers; config checks them', function()
     local child = H.start({ config = {
-      mcp_servers = { { name = 'files', command = '/bin/true' }, { type = 'sse', name = 'events', url = 'http://127.0.0.1:9/sse' } },
+      mcp_servers = { { type = 'sse', name = 'events', url = 'http://127.0.0.1:9/sse' } },
     } })
+    child:lua([[require('acp.config').options.agents.test.mcp_servers = { { name = 'files', command = '/bin/true' } }]])
     child:cmd('checkhealth acp')
     local text = table.concat(child:lua([[return vim.api.nvim_buf_get_lines(0, 0, -1, false)]]), '\n')
     T.match(text, 'test: files %(stdio%) /bin/true')
-    T.match(text, 'test: events %(sse%) http://127%.0%.0%.1:9/sse %(sent only if the agent advertises sse%)')
+    T.match(text, 'MCP server events: sse http://127%.0%.0%.1:9/sse %(sent only to agents that advertise sse%)')
     local err = child:lua([[
       local ok, err = pcall(require('acp.config').setup, { agents = { x = { cmd = 'x', mcp_servers = { { name = 'bad', type = 'ws' } } } } })
       return err

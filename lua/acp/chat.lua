@@ -125,6 +125,7 @@ function ChatView.new(opts)
   require('acp.context').attach(self)
   require('acp.mention').attach(self)
   require('acp.commands').attach(self)
+  require('acp.completion').register_cmp()
   require('acp.activity').attach(self)
   -- Buffers of the session's files follow the disk.
   require('acp.sync').attach(self)
@@ -595,6 +596,8 @@ function ChatView:apply(events)
       end)
     end
   end
+  -- User autocmds (acp.events): read now, fired after this drain.
+  self:_guard(nil, require('acp.events').observe, self, events)
 end
 
 --- Runs `fn(...)` for event `ev`; a failure is logged and shown in the

@@ -353,22 +353,4 @@ function M.usage_text(view)
   return #parts > 0 and table.concat(parts, ' · ') or nil
 end
 
---- Everything a statusline needs (`require('acp').status()`).
----@return acp.Status
-function M.status(view)
-  local queued = view.queue and #view.queue or 0
-  return {
-    agent = view.agent,
-    agent_name = view.agent_name,
-    state = view.state,
-    session = view.info.session,
-    title = view.info.title,
-    mode = M.mode_name(view),
-    model = M.model_name(view),
-    effort = M.effort_name(view),
-    usage = M.usage(view),
-    queued = queued,
-  }
-end
-
 return M

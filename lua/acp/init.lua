@@ -1,10 +1,14 @@
 --- acp.nvim: Agent Client Protocol agents inside Neovim.
---- Public API. See `:h acp`.
+--- Public API (`:h acp-api`): the functions documented here are stable
+--- within a major version (see CHANGELOG.md); names starting with `_` are
+--- internal.
 local M = {}
 
 local config = require('acp.config')
 
 --- Applies user options (see `:h acp-config`). Optional.
+---@param opts? acp.Config
+---@return boolean ok
 function M.setup(opts)
   local ok, err = pcall(config.setup, opts)
   if not ok then
@@ -17,10 +21,10 @@ function M.setup(opts)
   return true
 end
 
---- The suggested keymaps (`:h acp-keymaps`), installed by `setup()` unless
---- `keymaps = false`. A key the user already mapped is left alone.
+--- The suggested global keymaps (`:h acp-keymaps`), installed by `setup()`
+--- only with `keymaps = true`. A key the user already mapped is left alone.
 M.keymaps = {
-  { 'n', '<leader>ac', '<Cmd>AcpChat<CR>', 'Open the agent chat' },
+  { 'n', '<leader>ac', '<Plug>(AcpChat)', 'Open the agent chat' },
   { 'x', '<leader>aa', '<Plug>(AcpAddSelection)', 'Add the selection to the next prompt' },
   { 'x', '<leader>as', ':AcpSend ', 'Send a message with the selection attached' },
 }
@@ -29,19 +33,24 @@ function M.default_keymaps()
   for _, k in ipairs(M.keymaps) do
     local mode, lhs, rhs, desc = k[1], k[2], k[3], k[4]
     if vim.fn.maparg(lhs, mode) == '' then
-      vim.keymap.set(mode, lhs, rhs, { desc = desc, silent = rhs:sub(1, 1) ~= ':' })
+      vim.keymap.set(mode, lhs, rhs, { desc = desc, silent = rhs:sub(1, 1) ~= ':', remap = true })
     end
   end
 end
 
---- Builds the Rust core asynchronously (`cargo build --release`); the output
---- goes to the build log (`:AcpLog build`). Used by lazy.nvim's `build`.
+--- Builds the Rust core asynchronously (`cargo build --release`), with
+--- progress and an end message; the output goes to the build log
+--- (`:AcpLog build`). Returns a handle: `build():wait(timeout_ms)` blocks
+--- (processing events) until it ends and returns true on success.
+---@param on_done? fun(ok: boolean)
+---@return acp.BuildHandle
 function M.build(on_done)
-  require('acp.core').build(on_done)
+  return require('acp.core').build(on_done)
 end
 
---- chats by tabpage handle
-M.chats = {}
+--- Chats by tabpage handle (internal: use `chats()` and `current()`).
+---@type table<integer, acp.ChatView>
+M._views = {}
 
 local started
 
@@ -81,9 +90,9 @@ function M._core()
 end
 
 function M._forget_closed_tabs()
-  for tab, view in pairs(M.chats) do
+  for tab, view in pairs(M._views) do
     if not vim.api.nvim_tabpage_is_valid(tab) then
-      M.chats[tab] = nil
+      M._views[tab] = nil
       local core = require('acp.core')
       if core.is_loaded() then
         pcall(core.close_thread, view.thread)
@@ -127,12 +136,9 @@ function M.mcp_servers(name)
 end
 
 local function agent_spec(name)
-  local agents = config.options.agents
-  local a = agents[name]
+  local a, err = require('acp.agents').resolve(name)
   if not a then
-    local names = vim.tbl_keys(agents)
-    table.sort(names)
-    return nil, ('acp.nvim: unknown agent %q (configured: %s)'):format(name, table.concat(names, ', '))
+    return nil, err
   end
   local root = M.project_root()
   local o = config.options
@@ -169,7 +175,7 @@ end
 function M.open(agent, opts)
   opts = opts or {}
   local tab = vim.api.nvim_get_current_tabpage()
-  local view = M.chats[tab]
+  local view = M._views[tab]
   if view and (agent == nil or agent == '' or agent == view.agent) then
     view:show(opts.focus ~= false)
     return view
@@ -194,15 +200,78 @@ function M.open(agent, opts)
     view:destroy()
   end
   view = require('acp.chat').new({ agent = agent, thread = thread, root = spec.cwd, tab = tab })
-  M.chats[tab] = view
+  M._views[tab] = view
   require('acp.bridge').register(thread, view)
   view:show(opts.focus ~= false)
   return view
 end
 
---- The chat of the current tab, if any.
+--- The chat of the current tab, if any. Stable fields: `agent`, `thread`,
+--- `state`, `root`, `tab`, `buf` (transcript), `input`, `info`; methods
+--- `send(text, opts)`, `show(focus)`, `hide()`, `is_visible()`, `lines()`.
+---@return acp.ChatView?
 function M.current()
-  return M.chats[vim.api.nvim_get_current_tabpage()]
+  return M._views[vim.api.nvim_get_current_tabpage()]
+end
+
+--- A chat's state for statuslines and other plugins.
+---@class acp.Status
+---@field agent string The configured agent's name.
+---@field thread integer The chat's id.
+---@field tab integer Its tabpage.
+---@field state acp.TurnState 'connecting'|'idle'|'running'|'disconnected'
+---@field session_id? string
+---@field title? string The session's title, when the agent gave one.
+---@field mode? string The current mode's name.
+---@field agent_name? string The agent's own name (`agentInfo.name`).
+---@field model? string The current model, when the agent tells it.
+---@field effort? string The reasoning effort (config option `thought_level`).
+---@field usage { used?: number, size?: number, percent?: integer, cost?: { amount: number, currency: string }, tokens?: integer } Context used/size (and percent), cost, tokens of the last turn.
+---@field turns integer Turns ended so far.
+---@field queued integer Messages waiting in the queue (`:h acp-queue`).
+
+---@param view acp.ChatView
+---@return acp.Status
+local function status_of(view)
+  local controls = require('acp.controls')
+  return {
+    agent = view.agent,
+    agent_name = view.agent_name,
+    thread = view.thread,
+    tab = view.tab,
+    state = view.state,
+    session_id = view.info.session,
+    title = view.info.title,
+    mode = controls.mode_name(view),
+    model = controls.model_name(view),
+    effort = controls.effort_name(view),
+    usage = controls.usage(view),
+    turns = view.turns_ended,
+    queued = #view.queue,
+  }
+end
+
+--- The current tab's chat state (nil without a chat): cheap enough for a
+--- statusline (`:h acp-statusline`).
+---@return acp.Status?
+function M.status()
+  local view = M.current()
+  return view and status_of(view) or nil
+end
+
+--- Every open chat's state, ordered by tabpage number.
+---@return acp.Status[]
+function M.chats()
+  local out = {}
+  for tab, view in pairs(M._views) do
+    if vim.api.nvim_tabpage_is_valid(tab) then
+      out[#out + 1] = status_of(view)
+    end
+  end
+  table.sort(out, function(a, b)
+    return vim.api.nvim_tabpage_get_number(a.tab) < vim.api.nvim_tabpage_get_number(b.tab)
+  end)
+  return out
 end
 
 --- The core if it is loaded (a chat exists only then), else nil.
@@ -268,7 +337,7 @@ function M.reopen(view, opts)
   end
   pcall(core.close_thread, view.thread)
   view:destroy()
-  M.chats[tab] = new
+  M._views[tab] = new
   require('acp.bridge').register(thread, new)
   if new.win then
     new:_update_winbar()
@@ -322,15 +391,6 @@ function M.elicitation()
   return require('acp.elicitation').focus()
 end
 
---- The current chat for statuslines: agent, state, mode, model, effort,
---- usage (context used/size/percent, cost, tokens), title, queued count.
---- Nil without a chat in this tab. Cheap: reads what the chat holds.
----@return acp.Status?
-function M.status()
-  local view = M.current()
-  return view and require('acp.controls').status(view) or nil
-end
-
 --- `:AcpLogout`: signs out (`logout`) when the agent supports it.
 function M.logout()
   local view = chat_and_core()
@@ -352,7 +412,11 @@ end
 
 --- Sends `text` to the current tab's chat, opening it (without moving the
 --- cursor) when needed. `opts.context`: items attached to this prompt
---- only (see `acp.context`), besides the chat's pending ones.
+--- only (see `acp.context`), besides the chat's pending ones. Returns true
+--- when the prompt was sent (or waits for the agent to be ready).
+---@param text string
+---@param opts? { context?: table[] }
+---@return boolean
 function M.send(text, opts)
   if type(text) ~= 'string' or vim.trim(text) == '' then
     vim.notify('acp.nvim: :AcpSend needs a message', vim.log.levels.WARN)
@@ -373,7 +437,9 @@ function M.send(text, opts)
   return view ~= nil and view:send(text, opts)
 end
 
---- Cancels the running turn of the current tab's chat.
+--- Cancels the running turn of the current tab's chat. True when a turn
+--- was running.
+---@return boolean
 function M.cancel()
   local view = M.current()
   local core = loaded_core()
