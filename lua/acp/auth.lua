@@ -49,7 +49,9 @@ function M.terminal(view, method)
   local ok, job = pcall(vim.fn.jobstart, argv, {
     term = true,
     cwd = view.root,
-    env = env,
+    -- Without Neovim's own variables: the login command cannot drive the editor.
+    env = require('acp.terminal').env(env, { keep_secrets = true }),
+    clear_env = true,
     on_exit = function(_, code)
       vim.schedule(function()
         M.last_exit = code
