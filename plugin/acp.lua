@@ -13,8 +13,7 @@ end, {
   nargs = '?',
   desc = 'Open or focus the agent chat of this tab',
   complete = function(lead)
-    local names = vim.tbl_keys(require('acp.config').options.agents)
-    table.sort(names)
+    local names = require('acp.agents').names()
     return vim.tbl_filter(function(n)
       return n:find(lead, 1, true) == 1
     end, names)
@@ -56,9 +55,6 @@ cmd('AcpPasteImage', function()
   require('acp.image').paste()
 end, { desc = "Attach the clipboard's image to the next prompt" })
 
-vim.keymap.set('x', '<Plug>(AcpAddSelection)', function()
-  require('acp.context').add_visual()
-end, { desc = 'Add the selection to the next prompt' })
 
 cmd('AcpCancel', function()
   require('acp').cancel()
@@ -67,6 +63,30 @@ end, { desc = 'Cancel the running agent turn' })
 cmd('AcpBuild', function()
   require('acp').build()
 end, { desc = 'Build the Rust core (cargo build --release)' })
+
+cmd('AcpInstall', function(o)
+  require('acp.install').command_install(o.args)
+end, {
+  nargs = '?',
+  complete = function(lead)
+    return require('acp.install').complete(lead)
+  end,
+  desc = 'Install an agent from the ACP registry (a picker without an id)',
+})
+
+cmd('AcpUpdate', function(o)
+  require('acp.install').update(o.args)
+end, {
+  nargs = '?',
+  complete = function(lead)
+    return vim.tbl_filter(function(id)
+      return vim.startswith(id, lead)
+    end, vim.tbl_map(function(i)
+      return i.id
+    end, require('acp.install').list_installed()))
+  end,
+  desc = "Install the registry snapshot's version of installed agents",
+})
 
 cmd('AcpLog', function(o)
   require('acp').open_log(o.args)
@@ -90,9 +110,6 @@ cmd('AcpPermission', function()
   require('acp.permission').focus()
 end, { desc = 'Answer the pending permission request' })
 
-vim.keymap.set({ 'n', 'i' }, '<Plug>(AcpPermission)', function()
-  require('acp.permission').focus()
-end, { desc = 'Answer the pending permission request' })
 
 cmd('AcpTerminal', function(o)
   require('acp').open_terminal(o.args)
@@ -120,22 +137,91 @@ cmd('AcpDiff', function()
   require('acp').diff()
 end, { desc = 'Review the diff of the card under the cursor (or the newest one)' })
 
+--- Completion of a control's values from the current chat.
+local function complete_values(category)
+  return function(lead)
+    local view = package.loaded.acp and require('acp').current()
+    return view and require('acp.controls').complete_values(view, category, lead) or {}
+  end
+end
+
 cmd('AcpMode', function(o)
   require('acp').mode(o.args)
 end, {
   nargs = '?',
-  complete = function(lead)
-    local view = package.loaded.acp and require('acp').current()
-    local out = {}
-    for _, m in ipairs(view and (view.info.modes or {}).availableModes or {}) do
-      if vim.startswith(m.id, lead) then
-        out[#out + 1] = m.id
-      end
-    end
-    return out
-  end,
+  complete = complete_values('mode'),
   desc = "Switch the session's mode (or pick one)",
 })
+
+cmd('AcpModel', function(o)
+  require('acp').model(o.args)
+end, { nargs = '?', complete = complete_values('model'), desc = "Switch the session's model (or pick one)" })
+
+cmd('AcpConfig', function(o)
+  require('acp').config(o.fargs[1], o.fargs[2])
+end, {
+  nargs = '*',
+  complete = function(lead, line)
+    local view = package.loaded.acp and require('acp').current()
+    if not view then
+      return {}
+    end
+    local words = vim.split(line, '%s+')
+    local controls = require('acp.controls')
+    if #words <= 2 then
+      local ids = vim.tbl_map(function(opt)
+        return tostring(opt.id)
+      end, controls.options(view))
+      return vim.tbl_filter(function(id)
+        return vim.startswith(id, lead)
+      end, ids)
+    end
+    for _, opt in ipairs(controls.options(view)) do
+      if opt.id == words[2] then
+        if opt.type == 'boolean' then
+          return { 'on', 'off' }
+        end
+        return vim.tbl_filter(function(v)
+          return vim.startswith(v, lead)
+        end, vim.tbl_map(function(c)
+          return tostring(c.value)
+        end, controls.choices(opt)))
+      end
+    end
+    return {}
+  end,
+  desc = "Change one of the agent's config options (model, mode, effort...)",
+})
+
+cmd('AcpSessions', function()
+  require('acp').sessions()
+end, { desc = "List the agent's sessions: resume, close or delete one" })
+
+cmd('AcpNew', function()
+  require('acp').new_session()
+end, { desc = 'Start a new session in the chat of this tab' })
+
+cmd('AcpResume', function(o)
+  require('acp').resume(o.args)
+end, { nargs = '?', desc = "Open a session again (default: this chat's last one)" })
+
+cmd('AcpQueue', function(o)
+  require('acp').queue(o.args)
+end, {
+  nargs = '*',
+  complete = function()
+    return { 'edit', 'drop', 'clear' }
+  end,
+  desc = 'Edit or drop messages waiting for the turn to end',
+})
+
+cmd('AcpElicitation', function()
+  require('acp').elicitation()
+end, { desc = "Move into the agent's request for input" })
+
+cmd('AcpLogout', function()
+  require('acp').logout()
+end, { desc = 'Sign out of the agent (when it supports it)' })
 
 cmd('AcpAuth', function(o)
   require('acp').auth(o.args)
@@ -150,3 +236,59 @@ end, {
   end,
   desc = 'Compare a buffer with its file changed on disk (a sync conflict)',
 })
+
+-- <Plug> mappings: one per action (`:h acp-plug`). No global key is mapped
+-- unless `setup({ keymaps = true })`.
+local function plug(modes, name, rhs, desc)
+  vim.keymap.set(modes, '<Plug>(' .. name .. ')', rhs, { desc = desc, silent = type(rhs) ~= 'string' or rhs:sub(1, 1) ~= ':' })
+end
+local function run(ex)
+  return function()
+    vim.cmd(ex)
+  end
+end
+plug('n', 'AcpChat', run('AcpChat'), 'Open or focus the agent chat of this tab')
+plug('n', 'AcpToggle', function()
+  local acp = require('acp')
+  local view = acp.current()
+  if view and view:is_visible() then
+    view:hide()
+  else
+    acp.open()
+  end
+end, 'Show or hide the agent chat of this tab')
+plug('n', 'AcpSend', ':AcpSend ', 'Type a message for the chat')
+plug('x', 'AcpSend', ":<C-u>'<,'>AcpSend ", 'Type a message sent with the selection attached')
+plug('x', 'AcpAddSelection', function()
+  require('acp.context').add_visual()
+end, 'Add the selection to the next prompt')
+plug('n', 'AcpAddBuffer', run('AcpAdd'), 'Add the current buffer to the next prompt')
+plug('n', 'AcpContext', run('AcpContext'), 'List the context attached to the next prompt')
+plug('n', 'AcpImage', ':AcpImage ', 'Attach an image file to the next prompt')
+plug('n', 'AcpPasteImage', run('AcpPasteImage'), "Attach the clipboard's image to the next prompt")
+plug('n', 'AcpCancel', run('AcpCancel'), 'Cancel the running agent turn')
+plug({ 'n', 'i' }, 'AcpPermission', function()
+  require('acp.permission').focus()
+end, 'Answer the pending permission request')
+plug('n', 'AcpPermissions', run('AcpPermissions'), 'Show the permission decisions of this session')
+plug('n', 'AcpReview', run('AcpReview'), 'Review every file the agent changed this session')
+plug('n', 'AcpDiff', run('AcpDiff'), 'Review the diff of the card under the cursor (or the newest one)')
+plug('n', 'AcpLocations', run('AcpLocations'), "Open the chat's quickfix list of agent locations")
+plug('n', 'AcpMode', run('AcpMode'), "Pick the session's mode")
+plug('n', 'AcpAuth', run('AcpAuth'), "Sign in with one of the agent's methods")
+plug('n', 'AcpConflict', run('AcpConflict'), 'Compare the current buffer with its changed file')
+plug('n', 'AcpTerminal', ':AcpTerminal ', "Open a terminal's output from the chat")
+plug('n', 'AcpLog', run('AcpLog'), 'Open the acp.nvim log')
+plug('n', 'AcpBuild', run('AcpBuild'), 'Build the Rust core')
+plug('n', 'AcpInstall', run('AcpInstall'), 'Install an agent from the ACP registry')
+plug('n', 'AcpUpdate', run('AcpUpdate'), 'Update the agents installed from the registry')
+plug('n', 'AcpModel', run('AcpModel'), "Pick the session's model")
+plug('n', 'AcpConfig', run('AcpConfig'), "Pick one of the agent's config options")
+plug('n', 'AcpSessions', run('AcpSessions'), "List the agent's sessions")
+plug('n', 'AcpNew', run('AcpNew'), 'Start a new session in the chat of this tab')
+plug('n', 'AcpResume', run('AcpResume'), "Open the chat's last session again")
+plug('n', 'AcpQueue', run('AcpQueue'), 'Edit or drop a queued message')
+plug({ 'n', 'i' }, 'AcpElicitation', function()
+  require('acp').elicitation()
+end, "Move into the agent's request for input")
+plug('n', 'AcpLogout', run('AcpLogout'), 'Sign out of the agent')

@@ -433,7 +433,7 @@ return {
       end
     ]])
     f.child:wait_for([[
-      for _, v in pairs(require('acp').chats) do
+      for _, v in pairs(require('acp')._views) do
         if v.turns_ended < 1 then return false end
       end
       return true
@@ -441,7 +441,7 @@ return {
     local got = f.child:lua([[
       local out = {}
       for i, tab in ipairs(vim.api.nvim_list_tabpages()) do
-        local l = require('acp').chats[tab]:lines()
+        local l = require('acp')._views[tab]:lines()
         out[i] = l[#l]
       end
       return out

@@ -7,15 +7,42 @@ M.defaults = {
   -- Agent used by `:AcpChat` without an argument.
   default_agent = 'claude',
   -- Agents by name. `cmd` is the program, `args` its arguments, `env` extra
-  -- environment variables. Entries given in `setup()` are merged into these.
+  -- environment variables, `install` how to install it (shown by the health
+  -- check). The ids of the ACP registry snapshot are presets too
+  -- (`:AcpInstall`); entries given in `setup()` override both, and
+  -- `name = false` removes one.
   agents = {
-    claude = { cmd = 'claude-agent-acp', args = {}, env = {} },
-    gemini = { cmd = 'gemini', args = { '--acp' }, env = {} },
-    codex = { cmd = 'codex-acp', args = {}, env = {} },
-    goose = { cmd = 'goose', args = { 'acp' }, env = {} },
-    opencode = { cmd = 'opencode', args = { 'acp' }, env = {} },
-    copilot = { cmd = 'copilot', args = { '--acp' }, env = {} },
-    kimi = { cmd = 'kimi', args = { '--acp' }, env = {} },
+    claude = { cmd = 'claude-agent-acp', args = {}, env = {}, install = 'npm install -g @agentclientprotocol/claude-agent-acp' },
+    gemini = { cmd = 'gemini', args = { '--acp' }, env = {}, install = ':AcpInstall gemini (or npm install -g @google/gemini-cli)' },
+    codex = { cmd = 'codex-acp', args = {}, env = {}, install = ':AcpInstall codex-acp (or npm install -g @zed-industries/codex-acp)' },
+    goose = { cmd = 'goose', args = { 'acp' }, env = {}, install = 'https://block.github.io/goose/docs/getting-started/installation' },
+    opencode = { cmd = 'opencode', args = { 'acp' }, env = {}, install = ':AcpInstall opencode (or npm install -g opencode-ai)' },
+    copilot = { cmd = 'copilot', args = { '--acp' }, env = {}, install = 'npm install -g @github/copilot' },
+    kimi = { cmd = 'kimi', args = { '--acp' }, env = {}, install = ':AcpInstall kimi' },
+  },
+  -- Agents installed by `:AcpInstall` (`:h acp-install-agents`).
+  install = {
+    -- Where each agent gets its own prefix.
+    dir = vim.fn.stdpath('data') .. '/acp/agents',
+    -- A registry file to use instead of the shipped snapshot (`false`: the
+    -- snapshot, lua/acp/registry.json).
+    registry = false,
+    -- Install npm packages from local tarballs or folders instead of the
+    -- npm registry (mirrors, offline machines): { [package name] = path,
+    -- or a list of paths installed together, e.g. with its dependencies }.
+    sources = {},
+  },
+  -- `@` and `/` completion in the input area: 'auto' (the built-in popup,
+  -- unless the blink.cmp or nvim-cmp source is enabled), 'builtin' (always
+  -- the built-in popup), 'none' (only the sources of completion plugins and
+  -- the omnifunc, `<C-x><C-o>`).
+  completion = 'auto',
+  -- `:checkhealth acp`.
+  health = {
+    -- Start each installed agent and print what its `initialize` answer
+    -- says (name, version, sign-in methods). Off: agents may be slow to
+    -- start or touch the network.
+    handshake = false,
   },
   -- The longest message (bytes) an agent may send; past it the agent is
   -- stopped with a message instead of growing memory without limit.
@@ -36,8 +63,18 @@ M.defaults = {
   trace = {
     max_messages = 5000,
   },
-  -- MCP servers passed to every new session (ACP `McpServer` objects).
+  -- MCP servers passed to every session (new, load, resume) of every agent:
+  -- ACP `McpServer` objects, e.g. { name = 'fs', command = '/bin/mcp-fs',
+  -- args = {}, env = {} } (stdio) or { type = 'http', name = 'api', url =
+  -- 'https://...', headers = {} }. http and sse servers go only to agents that
+  -- advertise them. An agent's own `mcp_servers` (in `agents`) are added; one
+  -- of the same name replaces the global one.
   mcp_servers = {},
+  -- A message sent while a turn runs: 'client' keeps it in the chat's queue
+  -- until the turn ends (`:AcpQueue` edits or drops it); 'agent' sends it at
+  -- once to agents that queue prompts themselves (they advertise
+  -- `promptQueueing` or `steering`), and queues it for the others.
+  queue = 'client',
   -- Extra root directories for every session, besides its cwd (the project
   -- root). `fs/*` reads and writes stay inside the roots, and a terminal's
   -- cwd must be inside them. Roots do not confine what a command does: a
@@ -131,11 +168,12 @@ M.defaults = {
     -- Largest image `:AcpImage` and `:AcpPasteImage` attach, in bytes.
     image_max_bytes = 10 * 1024 * 1024,
   },
-  -- Install the suggested keymaps in `setup()` (`:h acp-keymaps`): `<leader>ac`
-  -- opens the chat; in visual mode `<leader>aa` adds the selection to the next
-  -- prompt and `<leader>as` starts `:'<,'>AcpSend `. Keys already mapped are
-  -- left alone. `false` installs none.
-  keymaps = true,
+  -- Install the suggested global keymaps in `setup()` (`:h acp-keymaps`):
+  -- `<leader>ac` opens the chat; in visual mode `<leader>aa` adds the
+  -- selection to the next prompt and `<leader>as` starts `:'<,'>AcpSend `.
+  -- Keys already mapped are left alone. Off by default: map the `<Plug>`
+  -- mappings yourself (`:h acp-plug`).
+  keymaps = false,
   -- Permission requests.
   permissions = {
     -- Requests answered "allow once" without asking: rules of a tool kind
@@ -169,7 +207,7 @@ local function fail(path, msg)
 end
 
 --- Options that also take `false` (turned off).
-local may_be_false = { ['permissions.focus_key'] = true }
+local may_be_false = { ['permissions.focus_key'] = true, ['install.registry'] = true }
 
 local function check_type(path, value, expected)
   if value == false and may_be_false[path] then
@@ -177,6 +215,24 @@ local function check_type(path, value, expected)
   end
   if type(value) ~= expected then
     fail(path, ('must be a %s, got %s'):format(expected, type(value)))
+  end
+end
+
+--- A list of ACP `McpServer` objects: a name, and a command (stdio) or a
+--- `type` of 'http' / 'sse' with a url.
+function M.check_mcp_servers(path, list)
+  check_type(path, list, 'table')
+  for i, s in ipairs(list) do
+    local sp = ('%s[%d]'):format(path, i)
+    check_type(sp, s, 'table')
+    check_type(sp .. '.name', s.name, 'string')
+    if s.type == 'http' or s.type == 'sse' then
+      check_type(sp .. '.url', s.url, 'string')
+    elseif s.type == nil or s.type == 'stdio' then
+      check_type(sp .. '.command', s.command, 'string')
+    else
+      fail(sp .. '.type', "must be 'http', 'sse' or absent (stdio)")
+    end
   end
 end
 
@@ -194,8 +250,10 @@ local function validate(user, defaults, path)
       check_type(p, value, 'table')
       for name, agent in pairs(value) do
         local ap = 'agents.' .. tostring(name)
-        check_type(ap, agent, 'table')
-        for k, v in pairs(agent) do
+        if agent ~= false then
+          check_type(ap, agent, 'table')
+        end
+        for k, v in pairs(agent or {}) do
           if k == 'cmd' then
             check_type(ap .. '.cmd', v, 'string')
           elseif k == 'args' then
@@ -203,18 +261,36 @@ local function validate(user, defaults, path)
             for i, a in ipairs(v) do
               check_type(('%s.args[%d]'):format(ap, i), a, 'string')
             end
+          elseif k == 'install' or k == 'registry' then
+            check_type(ap .. '.' .. k, v, 'string')
           elseif k == 'env' then
             check_type(ap .. '.env', v, 'table')
             for ek, ev in pairs(v) do
               check_type(ap .. '.env.' .. tostring(ek), ev, 'string')
             end
+          elseif k == 'mcp_servers' then
+            M.check_mcp_servers(ap .. '.mcp_servers', v)
           else
-            fail(ap .. '.' .. tostring(k), 'is not a known agent field (cmd, args, env)')
+            fail(ap .. '.' .. tostring(k), 'is not a known agent field (cmd, args, env, install, registry, mcp_servers)')
           end
         end
       end
     elseif p == 'mcp_servers' then
+      M.check_mcp_servers(p, value)
+    elseif p == 'install.sources' then
       check_type(p, value, 'table')
+    elseif p == 'queue' then
+      if value ~= 'client' and value ~= 'agent' then
+        fail(p, "must be 'client' or 'agent'")
+      end
+    elseif p == 'install.registry' then
+      if value ~= false then
+        check_type(p, value, 'string')
+      end
+    elseif p == 'completion' then
+      if not vim.tbl_contains({ 'auto', 'builtin', 'none' }, value) then
+        fail(p, "must be 'auto', 'builtin' or 'none'")
+      end
     elseif p == 'permissions.auto_allow' then
       check_type(p, value, 'table')
       for i, rule in ipairs(value) do
@@ -268,15 +344,28 @@ function M.setup(opts)
   if opts.terminal and opts.terminal.env_deny then
     merged.terminal.env_deny = vim.deepcopy(opts.terminal.env_deny)
   end
-  -- A user agent replaces the default agent of that name as a whole, so
-  -- that e.g. `args` do not mix.
+  -- A user agent with a `cmd` replaces the preset of that name as a whole,
+  -- so that e.g. `args` do not mix; without one it adjusts the preset (a
+  -- hand-written one, or a registry id's installed copy). `false` removes it.
   for name, agent in pairs(opts.agents or {}) do
-    merged.agents[name] = vim.tbl_extend('keep', agent, { args = {}, env = {} })
-    if not merged.agents[name].cmd then
-      error(('acp.nvim: setup: `agents.%s.cmd` is required'):format(name), 0)
+    if agent == false then
+      merged.agents[name] = false
+    elseif agent.cmd then
+      merged.agents[name] = vim.tbl_extend('keep', agent, { args = {}, env = {}, _user_cmd = true })
+    else
+      local base = M.defaults.agents[name]
+      if not base and not require('acp.install').entry(agent.registry or name, opts.install and opts.install.registry or nil) then
+        error(('acp.nvim: setup: `agents.%s.cmd` is required'):format(name), 0)
+      end
+      merged.agents[name] = vim.tbl_extend('force', vim.deepcopy(base or { args = {}, env = {} }), agent, { _user_args = agent.args ~= nil })
     end
   end
-  if merged.default_agent and not merged.agents[merged.default_agent] then
+  local default = merged.default_agent and merged.agents[merged.default_agent]
+  local registry = merged.install.registry or nil
+  if
+    merged.default_agent
+    and (default == false or (default == nil and not require('acp.install').entry(merged.default_agent, registry)))
+  then
     error(('acp.nvim: setup: `default_agent` is %q, which is not in `agents`'):format(merged.default_agent), 0)
   end
   M.options = merged

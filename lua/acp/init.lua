@@ -1,10 +1,14 @@
 --- acp.nvim: Agent Client Protocol agents inside Neovim.
---- Public API. See `:h acp`.
+--- Public API (`:h acp-api`): the functions documented here are stable
+--- within a major version (see CHANGELOG.md); names starting with `_` are
+--- internal.
 local M = {}
 
 local config = require('acp.config')
 
 --- Applies user options (see `:h acp-config`). Optional.
+---@param opts? acp.Config
+---@return boolean ok
 function M.setup(opts)
   local ok, err = pcall(config.setup, opts)
   if not ok then
@@ -17,10 +21,10 @@ function M.setup(opts)
   return true
 end
 
---- The suggested keymaps (`:h acp-keymaps`), installed by `setup()` unless
---- `keymaps = false`. A key the user already mapped is left alone.
+--- The suggested global keymaps (`:h acp-keymaps`), installed by `setup()`
+--- only with `keymaps = true`. A key the user already mapped is left alone.
 M.keymaps = {
-  { 'n', '<leader>ac', '<Cmd>AcpChat<CR>', 'Open the agent chat' },
+  { 'n', '<leader>ac', '<Plug>(AcpChat)', 'Open the agent chat' },
   { 'x', '<leader>aa', '<Plug>(AcpAddSelection)', 'Add the selection to the next prompt' },
   { 'x', '<leader>as', ':AcpSend ', 'Send a message with the selection attached' },
 }
@@ -29,19 +33,24 @@ function M.default_keymaps()
   for _, k in ipairs(M.keymaps) do
     local mode, lhs, rhs, desc = k[1], k[2], k[3], k[4]
     if vim.fn.maparg(lhs, mode) == '' then
-      vim.keymap.set(mode, lhs, rhs, { desc = desc, silent = rhs:sub(1, 1) ~= ':' })
+      vim.keymap.set(mode, lhs, rhs, { desc = desc, silent = rhs:sub(1, 1) ~= ':', remap = true })
     end
   end
 end
 
---- Builds the Rust core asynchronously (`cargo build --release`); the output
---- goes to the build log (`:AcpLog build`). Used by lazy.nvim's `build`.
+--- Builds the Rust core asynchronously (`cargo build --release`), with
+--- progress and an end message; the output goes to the build log
+--- (`:AcpLog build`). Returns a handle: `build():wait(timeout_ms)` blocks
+--- (processing events) until it ends and returns true on success.
+---@param on_done? fun(ok: boolean)
+---@return acp.BuildHandle
 function M.build(on_done)
-  require('acp.core').build(on_done)
+  return require('acp.core').build(on_done)
 end
 
---- chats by tabpage handle
-M.chats = {}
+--- Chats by tabpage handle (internal: use `chats()` and `current()`).
+---@type table<integer, acp.ChatView>
+M._views = {}
 
 local started
 
@@ -83,9 +92,9 @@ function M._core()
 end
 
 function M._forget_closed_tabs()
-  for tab, view in pairs(M.chats) do
+  for tab, view in pairs(M._views) do
     if not vim.api.nvim_tabpage_is_valid(tab) then
-      M.chats[tab] = nil
+      M._views[tab] = nil
       local core = require('acp.core')
       if core.is_loaded() then
         pcall(core.close_thread, view.thread)
@@ -125,13 +134,36 @@ end
 --- Roots the user agreed to open a chat in (this Neovim session).
 M.wide_roots_allowed = {}
 
+--- MCP servers of agent `name`: the global ones, then the agent's own (an
+--- agent's server replaces a global one of the same name). Missing list
+--- fields get their empty default.
+function M.mcp_servers(name)
+  local o = config.options
+  local out, index = {}, {}
+  local agent = o.agents[name] or {}
+  for _, list in ipairs({ o.mcp_servers or {}, agent.mcp_servers or {} }) do
+    for _, server in ipairs(list) do
+      local s = vim.deepcopy(server)
+      if s.type == 'http' or s.type == 'sse' then
+        s.headers = s.headers or {}
+      else
+        s.args, s.env = s.args or {}, s.env or {}
+      end
+      if s.name and index[s.name] then
+        out[index[s.name]] = s
+      else
+        out[#out + 1] = s
+        index[s.name or #out] = #out
+      end
+    end
+  end
+  return out
+end
+
 local function agent_spec(name)
-  local agents = config.options.agents
-  local a = agents[name]
+  local a, err = require('acp.agents').resolve(name)
   if not a then
-    local names = vim.tbl_keys(agents)
-    table.sort(names)
-    return nil, ('acp.nvim: unknown agent %q (configured: %s)'):format(name, table.concat(names, ', '))
+    return nil, err
   end
   local root = M.project_root()
   local o = config.options
@@ -145,7 +177,7 @@ local function agent_spec(name)
     args = a.args or {},
     env = a.env or {},
     cwd = root,
-    mcp_servers = o.mcp_servers,
+    mcp_servers = M.mcp_servers(name),
     caps = { fs_read = o.fs.read, fs_write = o.fs.write, terminal = o.terminal.enabled },
     line_max = o.max_message_bytes,
     timeouts = o.timeouts,
@@ -173,7 +205,7 @@ end
 function M.open(agent, opts)
   opts = opts or {}
   local tab = vim.api.nvim_get_current_tabpage()
-  local view = M.chats[tab]
+  local view = M._views[tab]
   if view and (agent == nil or agent == '' or agent == view.agent) then
     view:show(opts.focus ~= false)
     if opts.on_open then
@@ -216,7 +248,7 @@ function M.open(agent, opts)
     view:destroy()
   end
   view = require('acp.chat').new({ agent = agent, thread = thread, root = spec.cwd, tab = tab })
-  M.chats[tab] = view
+  M._views[tab] = view
   require('acp.bridge').register(thread, view)
   view:show(opts.focus ~= false)
   if opts.on_open then
@@ -225,9 +257,72 @@ function M.open(agent, opts)
   return view
 end
 
---- The chat of the current tab, if any.
+--- The chat of the current tab, if any. Stable fields: `agent`, `thread`,
+--- `state`, `root`, `tab`, `buf` (transcript), `input`, `info`; methods
+--- `send(text, opts)`, `show(focus)`, `hide()`, `is_visible()`, `lines()`.
+---@return acp.ChatView?
 function M.current()
-  return M.chats[vim.api.nvim_get_current_tabpage()]
+  return M._views[vim.api.nvim_get_current_tabpage()]
+end
+
+--- A chat's state for statuslines and other plugins.
+---@class acp.Status
+---@field agent string The configured agent's name.
+---@field thread integer The chat's id.
+---@field tab integer Its tabpage.
+---@field state acp.TurnState 'connecting'|'idle'|'running'|'disconnected'
+---@field session_id? string
+---@field title? string The session's title, when the agent gave one.
+---@field mode? string The current mode's name.
+---@field agent_name? string The agent's own name (`agentInfo.name`).
+---@field model? string The current model, when the agent tells it.
+---@field effort? string The reasoning effort (config option `thought_level`).
+---@field usage { used?: number, size?: number, percent?: integer, cost?: { amount: number, currency: string }, tokens?: integer } Context used/size (and percent), cost, tokens of the last turn.
+---@field turns integer Turns ended so far.
+---@field queued integer Messages waiting in the queue (`:h acp-queue`).
+
+---@param view acp.ChatView
+---@return acp.Status
+local function status_of(view)
+  local controls = require('acp.controls')
+  return {
+    agent = view.agent,
+    agent_name = view.agent_name,
+    thread = view.thread,
+    tab = view.tab,
+    state = view.state,
+    session_id = view.info.session,
+    title = view.info.title,
+    mode = controls.mode_name(view),
+    model = controls.model_name(view),
+    effort = controls.effort_name(view),
+    usage = controls.usage(view),
+    turns = view.turns_ended,
+    queued = #view.queue,
+  }
+end
+
+--- The current tab's chat state (nil without a chat): cheap enough for a
+--- statusline (`:h acp-statusline`).
+---@return acp.Status?
+function M.status()
+  local view = M.current()
+  return view and status_of(view) or nil
+end
+
+--- Every open chat's state, ordered by tabpage number.
+---@return acp.Status[]
+function M.chats()
+  local out = {}
+  for tab, view in pairs(M._views) do
+    if vim.api.nvim_tabpage_is_valid(tab) then
+      out[#out + 1] = status_of(view)
+    end
+  end
+  table.sort(out, function(a, b)
+    return vim.api.nvim_tabpage_get_number(a.tab) < vim.api.nvim_tabpage_get_number(b.tab)
+  end)
+  return out
 end
 
 --- The core if it is loaded (a chat exists only then), else nil.
@@ -249,9 +344,130 @@ local function chat_and_core()
   return view, core
 end
 
+--- Replaces `view` with a new chat of the same agent in the same windows:
+--- `opts.resume` opens that session (its history fills the fresh
+--- transcript), else a new session starts. The input text, pending
+--- context and queued messages move to the new chat.
+function M.reopen(view, opts)
+  opts = opts or {}
+  local spec, err = agent_spec(view.agent)
+  if not spec then
+    vim.notify(err, vim.log.levels.ERROR)
+    return nil
+  end
+  local core = M._core()
+  if not core then
+    return nil
+  end
+  spec.resume = opts.resume
+  local ok, thread = pcall(core.open_thread, spec)
+  if not ok then
+    vim.notify('acp.nvim: ' .. tostring(thread), vim.log.levels.ERROR)
+    return nil
+  end
+  local tab = view.tab
+  local new = require('acp.chat').new({
+    agent = view.agent,
+    thread = thread,
+    root = spec.cwd,
+    tab = tab,
+    history_of = opts.resume,
+  })
+  vim.api.nvim_buf_set_lines(new.input, 0, -1, false, vim.api.nvim_buf_get_lines(view.input, 0, -1, false))
+  new.context, new.queue = view.context, view.queue
+  -- The windows stay: they show the new chat's buffers.
+  local win, input_win = view.win, view.input_win
+  view.win, view.input_win = nil, nil
+  if win and vim.api.nvim_win_is_valid(win) then
+    vim.api.nvim_win_set_buf(win, new.buf)
+    new.win = win
+  end
+  if input_win and vim.api.nvim_win_is_valid(input_win) then
+    vim.api.nvim_win_set_buf(input_win, new.input)
+    new.input_win = input_win
+  end
+  pcall(core.close_thread, view.thread)
+  view:destroy()
+  M._views[tab] = new
+  require('acp.bridge').register(thread, new)
+  if new.win then
+    new:_update_winbar()
+  end
+  require('acp.context').render(new)
+  require('acp.queue').render(new)
+  return new
+end
+
+--- `:AcpNew`: a fresh session in the current chat.
+function M.new_session()
+  local view = M.current()
+  if not view then
+    return M.open()
+  end
+  return M.reopen(view)
+end
+
+--- `:AcpSessions`: the agent's sessions, to resume, close or delete.
+function M.sessions()
+  local view = chat_and_core()
+  return view and require('acp.sessions').pick(view)
+end
+
+--- `:AcpResume [id]`: opens a session (default: this chat's last one).
+function M.resume(id)
+  local view = chat_and_core()
+  return view and require('acp.sessions').resume(view, id)
+end
+
+--- `:AcpConfig [id [value]]`: the agent's config options.
+function M.config(id, value)
+  local view = chat_and_core()
+  return view and require('acp.controls').config(view, id, value)
+end
+
+--- `:AcpModel [id]`: the `model` config option, else the legacy models.
+function M.model(id)
+  local view = chat_and_core()
+  return view and require('acp.controls').model(view, id)
+end
+
+--- `:AcpQueue [edit|drop {n}|clear]`: messages waiting for the turn to end.
+function M.queue(args)
+  local view = chat_and_core()
+  return view and require('acp.queue').command(view, args)
+end
+
+--- `:AcpElicitation`: moves into the agent's request for input.
+function M.elicitation()
+  return require('acp.elicitation').focus()
+end
+
+--- `:AcpLogout`: signs out (`logout`) when the agent supports it.
+function M.logout()
+  local view = chat_and_core()
+  if not view then
+    return
+  end
+  local caps = view.capabilities or {}
+  if not (type(caps.auth) == 'table' and caps.auth.logout ~= nil and caps.auth.logout ~= false) then
+    return vim.notify(('acp.nvim: %s does not support logout'):format(view.agent), vim.log.levels.WARN)
+  end
+  require('acp.controls').request(view, 'logout', vim.empty_dict(), function(ev)
+    if ev.error then
+      vim.notify('acp.nvim: logout failed: ' .. ev.error, vim.log.levels.ERROR)
+    else
+      vim.notify(('acp.nvim: signed out of %s'):format(view.agent))
+    end
+  end)
+end
+
 --- Sends `text` to the current tab's chat, opening it (without moving the
 --- cursor) when needed. `opts.context`: items attached to this prompt
---- only (see `acp.context`), besides the chat's pending ones.
+--- only (see `acp.context`), besides the chat's pending ones. Returns true
+--- when the prompt was sent (or waits for the agent to be ready).
+---@param text string
+---@param opts? { context?: table[] }
+---@return boolean
 function M.send(text, opts)
   if type(text) ~= 'string' or vim.trim(text) == '' then
     vim.notify('acp.nvim: :AcpSend needs a message', vim.log.levels.WARN)
@@ -280,7 +496,9 @@ function M.send(text, opts)
   return view ~= nil and view:send(text, opts)
 end
 
---- Cancels the running turn of the current tab's chat.
+--- Cancels the running turn of the current tab's chat. True when a turn
+--- was running.
+---@return boolean
 function M.cancel()
   local view = M.current()
   local core = loaded_core()
@@ -399,11 +617,19 @@ local function choose_from_agent(what, items, id, apply, view, core)
 end
 
 --- `:AcpAuth [method]`: signs in with one of the agent's methods (when it
---- answers the session request with "authentication required").
+--- answers the session request with "authentication required"): `agent`
+--- methods through `authenticate`, `terminal` ones by running the agent's
+--- login in a terminal, `env_var` ones by saying which variable to set.
 function M.auth(method)
   local view, core = chat_and_core()
   if view then
-    return choose_from_agent({ 'sign-in method', 'methods' }, core.auth_methods(view.thread) or {}, method, function(c, v, id)
+    local methods = core.auth_methods(view.thread) or {}
+    return choose_from_agent({ 'sign-in method', 'methods' }, methods, method, function(c, v, id)
+      for _, m in ipairs(methods) do
+        if m.id == id then
+          return require('acp.auth').sign_in(v, m)
+        end
+      end
       c.authenticate(v.thread, id)
     end, view, core)
   end
@@ -413,6 +639,10 @@ end
 --- ask / code / plan); without an id, pick from the list.
 function M.mode(id)
   local view, core = chat_and_core()
+  if view and require('acp.controls').mode(view, id) then
+    -- The agent's `mode` config option (it wins over the legacy modes).
+    return
+  end
   if view then
     return choose_from_agent({ 'mode', 'modes' }, (view.info.modes or {}).availableModes or {}, id, function(c, v, mode)
       c.set_mode(v.thread, mode)
