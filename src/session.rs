@@ -391,13 +391,7 @@ impl ThreadHandle {
             .unwrap_or_else(|| self.spec.name.clone());
         let restarted = self.lost_session.swap(false, Ordering::SeqCst);
         self.with_model(|m| {
-            let mut ev = Vec::new();
-            if restarted {
-                ev.extend(m.notice(
-                    NoticeLevel::Info,
-                    format!("Restarted `{}` with a new session", m.agent_name),
-                ));
-            }
+            let mut ev = m.session_started(restarted);
             ev.push(ThreadEvent::Agent {
                 name: agent.clone(),
                 info: init.get("agentInfo").cloned().unwrap_or(Value::Null),
