@@ -1587,7 +1587,7 @@ mod tests {
         let p = plans(&t);
         assert_eq!(p.len(), 2, "{p:?}");
         assert_eq!((p[0].1.as_str(), p[1].1.as_str()), ("first", "second"));
-        assert!(t.entries()[p[0].0].to_markdown().contains("[x] first"));
+        assert!(t.entries()[p[0].0].to_markdown().contains("- [x] first"));
     }
 
     #[test]

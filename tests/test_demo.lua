@@ -18,6 +18,6 @@ return {
     local text = table.concat(child:lua([[return require('acp').current():lines()]]), '\n')
     T.match(text, '^## You\n\nhello\n\n## demo\n')
     T.match(text, 'Hello! I am the %*%*offline demo agent%*%* bundled with acp%.nvim%.')
-    T.match(text, '%*%*Plan%*%*\n%- %[x%] Read the README %(high%)')
+    T.match(text, 'Plan · %d/%d done\n%- %[x%] Read the README %(high%)')
   end },
 }

@@ -76,4 +76,42 @@ return {
     T.eq(#seen[5][4], 1, 'the second note did not land on the first card')
     T.eq(seen[6][3], 'completed')
   end },
+
+  { 'card headers and status marks are plain text a user reads and searches', function()
+    local child = H.start({ turns = { { match = 'go', steps = {
+      tc({ toolCallId = 'e1', title = 'Edit hello.lua', kind = 'edit', status = 'completed' }),
+      tc({ toolCallId = 'x1', title = 'make', kind = 'execute', status = 'completed', rawOutput = { aggregated_output = 'ok\n', exit_code = 0 } }),
+      plan('Read code', 'in_progress'),
+    } } } })
+    H.open(child)
+    H.turn(child, 'go')
+    local r = child:lua([[
+      local v = require('acp').current()
+      vim.api.nvim_set_current_win(v.win)
+      vim.api.nvim_win_set_cursor(v.win, { 1, 0 })
+      local found = vim.fn.search('Edit hello', 'w')
+      local line = vim.api.nvim_get_current_line()
+      local ns = require('acp.decor').ns
+      local marks = {}
+      for _, m in ipairs(vim.api.nvim_buf_get_extmarks(v.buf, ns, { found - 1, 0 }, { found - 1, -1 }, { details = true })) do
+        marks[#marks + 1] = { line:sub(m[3] + 1, m[4].end_col), m[4].hl_group }
+      end
+      local hl = vim.treesitter.highlighter.active[v.buf]
+      return {
+        found = found > 0, line = line, marks = marks,
+        text = table.concat(v:lines(), '\n'),
+        breakindent = vim.wo[v.win].breakindent,
+        one_parser = hl ~= nil and vim.treesitter.get_parser(v.buf) == hl.tree,
+      }
+    ]])
+    T.truthy(r.found, '/Edit hello finds the card')
+    T.eq(r.line, 'edit · Edit hello.lua · completed')
+    T.eq(r.marks, { { 'edit', 'AcpCardKind' }, { 'Edit hello.lua', 'AcpCardTitle' }, { 'completed', 'AcpStatusDone' } })
+    T.match(r.text, '\n  exit code 0\n')
+    T.no_match(r.text, '_exit code')
+    T.no_match(r.text, '%[~%]')
+    T.match(r.text, '%- %[ %] Read code %(high%) · in progress')
+    T.truthy(r.breakindent, 'wrapped card lines keep their indent')
+    T.truthy(r.one_parser, 'get_parser(buf) is the highlighter parser')
+  end },
 }

@@ -181,6 +181,7 @@ function M.after_apply(view, touched)
   end
   fold_long_cards(view, touched)
   highlight_diffs(view, touched)
+  require('acp.decor').apply(view, touched)
   local changed, newest = collect_locations(view, touched)
   if changed or turn_ended then
     schedule_quickfix(view)

@@ -110,6 +110,7 @@ function ChatView.new(opts)
   if not require('acp.markdown').start(self.buf) then
     vim.bo[self.buf].syntax = 'markdown'
   end
+  require('acp.decor').buffer(self.buf)
 
   self.input = api.nvim_create_buf(false, true)
   api.nvim_buf_set_name(self.input, ('acp://input/%d'):format(self.thread))
@@ -183,6 +184,7 @@ function ChatView:show(focus_input)
     wo.signcolumn, wo.conceallevel, wo.winfixwidth = 'no', 2, true
     wo.foldmethod, wo.foldenable, wo.foldlevel = 'manual', true, 0
     wo.foldtext = "v:lua.require'acp.chat'.foldtext()"
+    require('acp.decor').window(self.win)
     self:_fold_all(self.win)
     self:_update_winbar()
   end

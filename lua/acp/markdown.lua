@@ -55,6 +55,9 @@ function M.language()
   end)
   if ok then
     registered = M.lang
+    -- `vim.treesitter.get_parser(buf)` of a chat then returns the parser
+    -- the highlighter already keeps, instead of building a second one.
+    vim.treesitter.language.register(M.lang, { 'acpchat', 'acpchat_input' })
   end
   return registered
 end
