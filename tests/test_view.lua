@@ -114,4 +114,65 @@ return {
     T.truthy(r.breakindent, 'wrapped card lines keep their indent')
     T.truthy(r.one_parser, 'get_parser(buf) is the highlighter parser')
   end },
+
+  { 'a live status area stays visible at the bottom while the turn runs, then goes', function()
+    local long = {}
+    for i = 1, 120 do
+      long[#long + 1] = 'line ' .. i
+    end
+    local child = H.start({ turns = { { match = 'go', steps = {
+      { message = table.concat(long, '\n') .. '\n' },
+      { update = { sessionUpdate = 'plan', entries = {
+        { content = 'Read code', status = 'completed', priority = 'high' },
+        { content = 'Write fix', status = 'in_progress', priority = 'medium' } } } },
+      tc({ toolCallId = 'r1', title = 'cargo build', kind = 'execute', status = 'in_progress' }),
+      H.req('session/request_permission', {
+        toolCall = { toolCallId = 'w1', title = 'Write src/fix.rs', kind = 'edit' },
+        options = { { optionId = 'ok', name = 'Allow', kind = 'allow_once' } },
+      }, { background = true }),
+      { message = 'more text' },
+      { sleep_ms = 1500 },
+    } } } })
+    H.open(child)
+    child:lua([[require('acp').send('go')]])
+    child:wait_for([[local v = require('acp').current()
+      return #require('acp.permission').queue == 1 and vim.tbl_contains(v:lines(), 'more text')]])
+    local r = child:lua([[
+      local v = require('acp').current()
+      require('acp.status').update(v)
+      vim.cmd('redraw')
+      local win = require('acp.status').win(v)
+      local cfg = vim.api.nvim_win_get_config(win)
+      local pos = vim.api.nvim_win_get_position(win)
+      local chat = vim.api.nvim_win_get_position(v.win)
+      local lines = vim.api.nvim_buf_get_lines(vim.api.nvim_win_get_buf(win), 0, -1, false)
+      -- The last transcript line is on screen, above the area.
+      local last = vim.api.nvim_buf_line_count(v.buf)
+      local info = vim.fn.getwininfo(v.win)[1]
+      return {
+        lines = lines, focusable = cfg.focusable,
+        -- The area's last row is the window's last row (a border row on top, a winbar above).
+        bottom = pos[1] + 1 + cfg.height == chat[1] + 1 + vim.api.nvim_win_get_height(v.win),
+        last_visible = info.botline >= last and info.topline <= last,
+        covered = require('acp.status').height(v),
+        screen_rows_below = chat[1] + 1 + vim.api.nvim_win_get_height(v.win) - vim.fn.screenpos(v.win, last, 1).row,
+      }
+    ]])
+    T.match(r.lines[1], '^running · cargo build · %d+s$')
+    T.eq(r.lines[2], 'Plan · 1/2 done')
+    T.eq(r.lines[3], '- [x] Read code (high)')
+    T.eq(r.lines[4], '- [ ] Write fix (medium) · in progress')
+    T.match(r.lines[5], '^waiting for you · Write src/fix%.rs · <C%-a> answers$')
+    T.eq(r.focusable, false)
+    T.truthy(r.bottom, 'pinned to the bottom of the transcript window')
+    T.truthy(r.last_visible, 'the last line is on screen')
+    T.truthy(r.screen_rows_below >= r.covered, 'and not under the area')
+    H.enter_permission(child)
+    child:feed('1')
+    child:wait_for([[return require('acp').current().turns_ended == 1]], 5000)
+    T.falsy(child:lua([[return require('acp.status').win(require('acp').current())]]), 'gone when the turn ends')
+    local text = H.transcript_text(child)
+    local _, plans = text:gsub('Plan · ', '')
+    T.eq(plans, 1, 'the plan is rendered once in the transcript')
+  end },
 }

@@ -43,8 +43,6 @@ local text = require('acp.text')
 ---@field qf_entries table<integer, table[]> Entry index -> its quickfix items.
 ---@field qf_dirty boolean The quickfix list waits for a refresh.
 ---@field qf_id? integer The session's quickfix list.
----@field plan_index? integer Entry index of the latest plan.
----@field plan_pinned boolean The plan is shown pinned at the end.
 ---@field activity_turns? integer `turns_ended` at the last activity pass (nil before the first).
 local ChatView = {}
 ChatView.__index = ChatView
@@ -100,7 +98,6 @@ function ChatView.new(opts)
   self.review_accepted_entries = nil
   self.context = {}
   self.qf_entries, self.qf_dirty, self.qf_id = {}, false, nil
-  self.plan_index, self.plan_pinned = nil, false
   self.activity_turns = nil
 
   self.buf = api.nvim_create_buf(false, true)
@@ -539,8 +536,10 @@ function ChatView:apply(events)
   self:_guard(nil, function()
     self:_highlight_policy(bytes)
     self:_refold(touched)
-    -- Tool cards and plan: long-card folds, quickfix, follow mode, pinned plan.
+    -- Tool cards and plan: long-card folds, quickfix, follow mode, colours.
     require('acp.activity').after_apply(self, touched)
+    -- The running turn's status area (plan, running tool, permissions).
+    require('acp.status').update(self)
   end)
   -- Setting 'winbar' redraws the window: only when its text can change.
   if meta or not self._winbar_set then
@@ -686,6 +685,10 @@ function ChatView:scroll_to_end(wins)
   for _, win in ipairs(wins or vim.fn.win_findbuf(self.buf)) do
     if api.nvim_win_is_valid(win) then
       api.nvim_win_set_cursor(win, { last, 0 })
+      if win == self.win then
+        -- The last line stays above the status area, not under it.
+        require('acp.status').keep_end_visible(self, win)
+      end
     end
   end
 end
