@@ -8,10 +8,10 @@ vim.g.loaded_acp = true
 local cmd = vim.api.nvim_create_user_command
 
 cmd('AcpChat', function(o)
-  require('acp').open(o.args)
+  require('acp.layout').toggle(o.args)
 end, {
   nargs = '?',
-  desc = 'Open or focus the agent chat of this tab',
+  desc = 'Toggle the agent chat of this tab (with an agent: open a chat with it)',
   complete = function(lead)
     local names = vim.tbl_keys(require('acp.config').options.agents)
     table.sort(names)
@@ -19,6 +19,16 @@ end, {
       return n:find(lead, 1, true) == 1
     end, names)
   end,
+})
+
+cmd('AcpChats', function(o)
+  require('acp.layout').pick(o.args)
+end, {
+  nargs = '?',
+  complete = function(lead)
+    return require('acp.layout').complete(lead)
+  end,
+  desc = 'List the chats and show one in this tab',
 })
 
 cmd('AcpSend', function(o)

@@ -11,6 +11,11 @@ local function tc(fields)
   return { update = fields }
 end
 
+local RECORD_NOTIFY = [[
+  _G.notes = {}
+  vim.notify = function(msg, level) table.insert(_G.notes, { msg = msg, level = level }) end
+]]
+
 --- The chat's entries in order, as the core holds them: { kind, entry }.
 local function entries(child)
   return child:lua([[
@@ -174,5 +179,92 @@ return {
     local text = H.transcript_text(child)
     local _, plans = text:gsub('Plan · ', '')
     T.eq(plans, 1, 'the plan is rendered once in the transcript')
+  end },
+
+  { 'layout: closing either window closes the pair, :AcpChat restores its size and toggles', function()
+    local child = H.start()
+    H.open(child)
+    H.turn(child, 'stream')
+    local r = child:lua([[
+      local v = require('acp').current()
+      vim.api.nvim_set_current_win(v.win)
+      vim.cmd('vertical resize 70')
+      vim.cmd('resize 30')
+      local fix = { vim.wo[v.win].winfixbuf, vim.wo[v.input_win].winfixbuf }
+      vim.cmd('quit')
+      return fix
+    ]])
+    T.eq(r, { true, true }, 'winfixbuf on both chat windows')
+    child:wait_for([[return #vim.api.nvim_tabpage_list_wins(0) == 1]])
+    child:cmd('AcpChat')
+    r = child:lua([[
+      local v = require('acp').current()
+      return { wins = #vim.api.nvim_tabpage_list_wins(0), width = vim.api.nvim_win_get_width(v.win),
+        input = vim.api.nvim_win_get_height(v.input_win) }
+    ]])
+    T.eq(r.wins, 3, 'two chat windows, not three columns')
+    T.eq(r.width, 70, 'the width the user set')
+    -- Closing the input closes the transcript as well.
+    child:lua([[vim.api.nvim_win_close(require('acp').current().input_win, false)]])
+    child:wait_for([[return #vim.api.nvim_tabpage_list_wins(0) == 1]])
+    child:cmd('AcpChat')
+    T.eq(child:lua([[return #vim.api.nvim_tabpage_list_wins(0)]]), 3)
+    child:cmd('AcpChat')
+    T.eq(child:lua([[return { #vim.api.nvim_tabpage_list_wins(0), require('acp').current():is_visible() }]]), { 1, false }, ':AcpChat toggles')
+    child:cmd('AcpChat')
+    T.eq(child:lua([[return require('acp').current():is_visible()]]), true)
+    T.match(H.transcript_text(child), 'alpha beta', 'the conversation is kept')
+  end },
+
+  { 'layout: another agent opens a new chat, the old one stays reachable through :AcpChats', function()
+    local child = H.start()
+    child:lua([[
+      local cfg = require('acp.config').options
+      cfg.agents.other = vim.deepcopy(cfg.agents.test)
+    ]])
+    H.open(child)
+    H.turn(child, 'stream')
+    local first = child:lua([[return require('acp').current().thread]])
+    child:lua(RECORD_NOTIFY)
+    child:cmd('AcpChat other')
+    child:wait_for([[local v = require('acp').current(); return v.agent == 'other' and v.state == 'idle']])
+    T.match(child:lua([[return _G.notes[1].msg]]), 'the chat with test is kept; :AcpChats switches back')
+    T.eq(child:lua([[return #vim.api.nvim_tabpage_list_wins(0)]]), 3, 'the old chat is hidden, not stacked')
+    local ids = child:lua([[return vim.fn.getcompletion('AcpChats ', 'cmdline')]])
+    T.eq(#ids, 2)
+    child:cmd('AcpChats ' .. first)
+    T.eq(child:lua([[return require('acp').current().thread]]), first)
+    T.match(H.transcript_text(child), 'alpha beta')
+    -- The picker lists both.
+    local items = child:lua([[
+      local out
+      vim.ui.select = function(items, opts) out = vim.tbl_map(opts.format_item, items) end
+      vim.cmd('AcpChats')
+      return out
+    ]])
+    T.eq(#items, 2)
+    T.match(items[1], '^%d+: test · idle %(this tab%)$')
+    T.match(items[2], '^%d+: other · idle$')
+  end },
+
+  { "layout: position = 'tab' registers the chat to its own tab", function()
+    local child = H.start({ config = { chat = { position = 'tab' } } })
+    child:lua(RECORD_NOTIFY)
+    H.open(child)
+    local r = child:lua([[
+      local v = require('acp').current()
+      return { tabs = #vim.api.nvim_list_tabpages(), here = vim.api.nvim_win_get_tabpage(v.win) == vim.api.nvim_get_current_tabpage() }
+    ]])
+    T.eq(r, { tabs = 2, here = true })
+    child:lua([[require('acp').send('slow')]])
+    child:wait_for([[return require('acp').current().state == 'running']])
+    child:cmd('AcpCancel')
+    child:wait_for([[return require('acp').current().state == 'idle']])
+    T.eq(child:lua([[return vim.tbl_filter(function(n) return n.msg:match('no chat') end, _G.notes)]]), {})
+    -- Closing the chat's tab keeps the chat; :AcpChat in the first tab brings it back.
+    child:cmd('tabclose')
+    T.eq(child:lua([[return #vim.api.nvim_list_tabpages()]]), 1)
+    child:cmd('AcpChat')
+    T.match(H.transcript_text(child), 'Cancelled')
   end },
 }

@@ -20,6 +20,7 @@ local text = require('acp.text')
 ---@field buf integer The transcript buffer.
 ---@field input integer The input buffer.
 ---@field win? integer The transcript window, once shown.
+---@field size { width?: integer, height?: integer, input?: integer } The user's last sizes of the windows (acp.layout).
 ---@field input_win? integer The input window, once shown.
 ---@field entries table<integer, { mark: integer, kind: acp.EntryKind }> Entry index -> its start extmark and kind.
 ---@field count integer Entries rendered.
@@ -82,6 +83,7 @@ function ChatView.new(opts)
   self.root = opts.root
   self.tab = opts.tab
   self.win, self.input_win = nil, nil
+  self.size = {}
   self.entries = {}
   self.count = 0
   self.last_index = nil
@@ -156,14 +158,17 @@ function ChatView:_keymaps()
   end, 'Go to the input area')
 end
 
---- Opens the chat windows in the current tab (or focuses them).
+--- Opens the chat windows in the current tab (or focuses them), at the
+--- size the user last gave them.
 function ChatView:show(focus_input)
   local opts = config.options.chat
+  local layout = require('acp.layout')
   if not (self.win and api.nvim_win_is_valid(self.win)) then
     local pos = opts.position
     if pos == 'tab' then
-      vim.cmd('tabnew')
-      api.nvim_win_set_buf(0, self.buf)
+      vim.cmd(('tab sbuffer %d'):format(self.buf))
+      -- Commands typed in the chat's own tab find it there.
+      require('acp').chats[api.nvim_get_current_tabpage()] = self
     else
       local cols = vim.o.columns
       local size = opts.width <= 1 and math.floor(cols * opts.width) or opts.width
@@ -172,7 +177,9 @@ function ChatView:show(focus_input)
       vim.cmd(split)
       api.nvim_win_set_buf(0, self.buf)
       if pos ~= 'bottom' then
-        api.nvim_win_set_width(0, math.max(size, 20))
+        api.nvim_win_set_width(0, self.size.width or math.max(size, 20))
+      elseif self.size.height then
+        api.nvim_win_set_height(0, self.size.height)
       end
     end
     self.win = api.nvim_get_current_win()
@@ -182,14 +189,18 @@ function ChatView:show(focus_input)
     wo.foldmethod, wo.foldenable, wo.foldlevel = 'manual', true, 0
     wo.foldtext = "v:lua.require'acp.chat'.foldtext()"
     require('acp.decor').window(self.win)
+    layout.fix_buffer(self.win)
+    layout.watch(self, self.win)
     self:_fold_all(self.win)
     self:_update_winbar()
   end
   if not (self.input_win and api.nvim_win_is_valid(self.input_win)) then
     api.nvim_set_current_win(self.win)
-    vim.cmd(('belowright %dsplit'):format(opts.input_height))
+    vim.cmd(('belowright %dsplit'):format(self.size.input or opts.input_height))
     api.nvim_win_set_buf(0, self.input)
     self.input_win = api.nvim_get_current_win()
+    layout.fix_buffer(self.input_win)
+    layout.watch(self, self.input_win)
     local wo = vim.wo[self.input_win]
     wo.wrap, wo.number, wo.relativenumber, wo.signcolumn, wo.winfixheight = true, false, false, 'no', true
     vim.wo[self.input_win].winbar =
@@ -213,8 +224,11 @@ end
 
 function ChatView:hide()
   for _, w in ipairs({ self.input_win, self.win }) do
-    if w and api.nvim_win_is_valid(w) and #api.nvim_tabpage_list_wins(api.nvim_win_get_tabpage(w)) > 1 then
-      api.nvim_win_close(w, true)
+    -- The last window of a tab closes the tab, unless it is the last tab.
+    if w and api.nvim_win_is_valid(w) then
+      if #api.nvim_tabpage_list_wins(api.nvim_win_get_tabpage(w)) > 1 or #api.nvim_list_tabpages() > 1 then
+        api.nvim_win_close(w, true)
+      end
     end
   end
 end
@@ -806,6 +820,7 @@ end
 
 function ChatView:destroy()
   require('acp.bridge').unregister(self.thread)
+  require('acp').views[self.thread] = nil
   -- A closed chat sends nothing more.
   self:_release_agent_waiters(nil, true)
   -- The session ended: so do the commands it started, background ones too.

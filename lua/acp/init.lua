@@ -40,8 +40,11 @@ function M.build(on_done)
   require('acp.core').build(on_done)
 end
 
---- chats by tabpage handle
+--- chats by tabpage handle (with `chat.position = 'tab'`, the chat's own
+--- tab too)
 M.chats = {}
+--- every open chat by its thread id, also those no tab shows (`:AcpChats`)
+M.views = {}
 
 local started
 
@@ -81,15 +84,24 @@ function M._core()
 end
 
 function M._forget_closed_tabs()
+  local gone = {}
   for tab, view in pairs(M.chats) do
     if not vim.api.nvim_tabpage_is_valid(tab) then
       M.chats[tab] = nil
-      local core = require('acp.core')
-      if core.is_loaded() then
-        pcall(core.close_thread, view.thread)
-      end
-      view:destroy()
+      gone[view] = true
     end
+  end
+  -- A chat still registered to another tab (its home tab, when it has a
+  -- tab of its own) lives on.
+  for _, view in pairs(M.chats) do
+    gone[view] = nil
+  end
+  for view in pairs(gone) do
+    local core = require('acp.core')
+    if core.is_loaded() then
+      pcall(core.close_thread, view.thread)
+    end
+    view:destroy()
   end
 end
 
@@ -139,7 +151,8 @@ local function agent_spec(name)
 end
 
 --- Opens (or focuses) the chat of the current tab. With `agent`, a chat
---- with another agent replaces the tab's chat.
+--- with another agent becomes the tab's chat; the previous one is hidden
+--- and stays reachable (`:AcpChats`).
 function M.open(agent, opts)
   opts = opts or {}
   local tab = vim.api.nvim_get_current_tabpage()
@@ -164,11 +177,12 @@ function M.open(agent, opts)
     return nil
   end
   if view then
-    pcall(core.close_thread, view.thread)
-    view:destroy()
+    view:hide()
+    vim.notify(('acp.nvim: the chat with %s is kept; :AcpChats switches back'):format(view.agent))
   end
   view = require('acp.chat').new({ agent = agent, thread = thread, root = spec.cwd, tab = tab })
   M.chats[tab] = view
+  M.views[thread] = view
   require('acp.bridge').register(thread, view)
   view:show(opts.focus ~= false)
   return view
