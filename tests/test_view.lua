@@ -267,4 +267,80 @@ return {
     child:cmd('AcpChat')
     T.match(H.transcript_text(child), 'Cancelled')
   end },
+
+  { 'the permission float sits below or above its card, never over the diff', function()
+    local old, new = {}, {}
+    for i = 1, 8 do
+      old[#old + 1] = 'line ' .. i
+      new[#new + 1] = i == 4 and 'LINE 4' or ('line ' .. i)
+    end
+    local function edit_turn(name, before)
+      local steps = {}
+      if before then
+        steps[1] = { message = before }
+      end
+      vim.list_extend(steps, {
+        tc({ toolCallId = name, title = 'Edit ' .. name, kind = 'edit', status = 'pending',
+          content = { { type = 'diff', path = '/p/' .. name, oldText = table.concat(old, '\n') .. '\n', newText = table.concat(new, '\n') .. '\n' } } }),
+        H.req('session/request_permission', {
+          toolCall = { toolCallId = name, title = 'Edit ' .. name, kind = 'edit' },
+          options = { { optionId = 'ok', name = 'Allow', kind = 'allow_once' }, { optionId = 'no', name = 'Reject', kind = 'reject_once' } },
+        }),
+      })
+      return { match = name, steps = steps }
+    end
+    local filler = {}
+    for i = 1, 60 do
+      filler[#filler + 1] = 'filler ' .. i
+    end
+    local child = H.start({ turns = { edit_turn('short.lua'), edit_turn('long.lua', table.concat(filler, '\n') .. '\n') } })
+    H.open(child)
+    local function check(name)
+      child:lua([[require('acp').send(...)]], { name })
+      child:wait_for([[local p = require('acp.permission'); return p.win ~= nil and p.shown ~= nil]])
+      return child:lua([[
+        local v = require('acp').current()
+        require('acp').current():scroll_to_end()
+        require('acp.status').update(v)
+        vim.cmd('redraw')
+        local p = require('acp.permission')
+        local pos = vim.api.nvim_win_get_position(p.win)
+        local cfg = vim.api.nvim_win_get_config(p.win)
+        local top, bottom = pos[1] + 1, pos[1] + cfg.height + 2 -- 1-based screen rows with the border
+        local index
+        for i, card in pairs(v.cards) do
+          if card.id == p.shown.payload.toolCall.toolCallId then index = i end
+        end
+        local first = v:entry_range(index)
+        local card = v.cards[index]
+        local rows = {}
+        for _, d in ipairs(card.diff_rows) do
+          for r = first + d[1], first + d[2] do
+            local sp = vim.fn.screenpos(v.win, r + 1, 1).row
+            if sp > 0 then rows[#rows + 1] = sp end
+          end
+        end
+        local head = vim.fn.screenpos(v.win, first + 1, 1).row
+        local over = false
+        for _, r in ipairs(rows) do
+          if r >= top and r <= bottom then over = true end
+        end
+        return { over = over, visible_diff_rows = #rows, top = top, bottom = bottom, head = head,
+          last = rows[#rows], focus_stays = vim.api.nvim_get_current_win() ~= p.win, footer = cfg.footer }
+      ]])
+    end
+    local r = check('short.lua')
+    T.truthy(r.visible_diff_rows > 0)
+    T.falsy(r.over, 'not over the diff: ' .. vim.inspect(r))
+    T.truthy(r.top > r.last, 'below the card')
+    T.truthy(r.focus_stays, 'the float does not take focus')
+    T.match(r.footer[1][1], '<C%-a> in the chat or :AcpPermission to answer')
+    H.enter_permission(child)
+    child:feed('1')
+    H.wait_idle(child)
+    r = check('long.lua')
+    T.truthy(r.visible_diff_rows > 0)
+    T.falsy(r.over, 'not over the diff: ' .. vim.inspect(r))
+    T.truthy(r.bottom < r.head, 'above the card when nothing fits below')
+  end },
 }

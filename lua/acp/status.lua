@@ -5,6 +5,7 @@
 --- them) and the permissions that wait for the user. It closes when the
 --- turn ends. Windows that follow the output keep the last line above it.
 local api = vim.api
+local text = require('acp.text')
 
 local M = {}
 
@@ -86,7 +87,7 @@ local function permissions(view)
   for _, item in ipairs(require('acp.permission').queue) do
     if item.view == view then
       local tool = type(item.payload) == 'table' and type(item.payload.toolCall) == 'table' and item.payload.toolCall or {}
-      local title = require('acp.text').line(tool.title) or require('acp.text').line(tool.toolCallId, 'a tool call')
+      local title = text.line(tool.title) or text.line(tool.toolCallId, 'a tool call')
       out[#out + 1] = ('waiting for you · %s · %s answers'):format(title, key or ':AcpPermission')
     end
   end
@@ -104,7 +105,7 @@ function M.lines(view)
   end
   local index, card = running_card(view, a)
   if card then
-    local title = card.title ~= '' and card.title or card.id
+    local title = text.line(card.title ~= '' and card.title or card.id, 'tool')
     add(('running · %s · %s'):format(title, elapsed(now - (a.seen[index] or now))), 'AcpStatusRunning')
   else
     add(('working… · %s'):format(elapsed(now - (a.started or now))), 'AcpStatusRunning')
@@ -184,9 +185,7 @@ local function draw(view, a)
   end
 end
 
---- Brings the area up to date with `view` (after each drain, and every
---- second while the turn runs, for the elapsed times).
-function M.update(view)
+local function update(view)
   local a = area_of(view)
   if view.state ~= 'running' or not view:is_visible() then
     close(a)
@@ -223,6 +222,14 @@ function M.update(view)
       end
     end))
   end
+end
+
+--- Brings the area up to date with `view` (after each drain, and every
+--- second while the turn runs, for the elapsed times).
+function M.update(view)
+  update(view)
+  -- The permission float keeps its place next to its card.
+  require('acp.permission').reposition(view)
 end
 
 --- For a window that follows the output: scrolls so that the last line
