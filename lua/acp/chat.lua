@@ -189,7 +189,6 @@ function ChatView:show(focus_input)
     wo.foldmethod, wo.foldenable, wo.foldlevel = 'manual', true, 0
     wo.foldtext = "v:lua.require'acp.chat'.foldtext()"
     require('acp.decor').window(self.win)
-    layout.fix_buffer(self.win)
     layout.watch(self, self.win)
     self:_fold_all(self.win)
     self:_update_winbar()
@@ -199,7 +198,6 @@ function ChatView:show(focus_input)
     vim.cmd(('belowright %dsplit'):format(self.size.input or opts.input_height))
     api.nvim_win_set_buf(0, self.input)
     self.input_win = api.nvim_get_current_win()
-    layout.fix_buffer(self.input_win)
     layout.watch(self, self.input_win)
     local wo = vim.wo[self.input_win]
     wo.wrap, wo.number, wo.relativenumber, wo.signcolumn, wo.winfixheight = true, false, false, 'no', true
@@ -207,6 +205,10 @@ function ChatView:show(focus_input)
       '%#AcpInputTitle# Message %*%#Comment# <C-s> send · <C-c> cancel · @ mention%<%*'
     require('acp.context').render(self)
   end
+  -- Once both exist: a split of a 'winfixbuf' window may not take
+  -- another buffer.
+  layout.fix_buffer(self.win)
+  layout.fix_buffer(self.input_win)
   self:scroll_to_end()
   if focus_input then
     self:focus_input(opts.start_insert)

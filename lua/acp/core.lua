@@ -135,7 +135,16 @@ local building
 
 --- Runs `cargo build --release` asynchronously; output goes to the build log.
 --- `on_done(ok)` is called on the main loop when it ends.
+--- Generates doc/tags, so that `:help acp` works in a clone (plugin
+--- managers do this themselves; `build()`, `make build` and `make demo`
+--- do it here). Returns true when it worked.
+function M.helptags()
+  local doc = M.root() .. '/doc'
+  return (pcall(vim.cmd.helptags, vim.fn.fnameescape(doc)))
+end
+
 function M.build(on_done)
+  M.helptags()
   if building then
     vim.notify('acp.nvim: a build is already running (:AcpLog build)', vim.log.levels.WARN)
     return
