@@ -98,7 +98,25 @@ end, { desc = 'Answer the pending permission request' })
 
 cmd('AcpTerminal', function(o)
   require('acp').open_terminal(o.args)
-end, { nargs = 1, desc = "Open a terminal's output from the chat in a buffer" })
+end, {
+  nargs = 1,
+  complete = function(lead)
+    -- The terminals the current chat's cards show.
+    local view = package.loaded.acp and require('acp').current()
+    local out, seen = {}, {}
+    for _, card in pairs(view and view.cards or {}) do
+      for _, id in ipairs(card.terminals or {}) do
+        if not seen[id] and vim.startswith(id, lead) then
+          seen[id] = true
+          out[#out + 1] = id
+        end
+      end
+    end
+    table.sort(out)
+    return out
+  end,
+  desc = "Open a terminal's output from the chat in a buffer",
+})
 
 cmd('AcpReview', function()
   require('acp').review()
@@ -141,7 +159,25 @@ end, {
 
 cmd('AcpAuth', function(o)
   require('acp').auth(o.args)
-end, { nargs = '?', desc = "Sign in with one of the agent's methods" })
+end, {
+  nargs = '?',
+  complete = function(lead)
+    local view = package.loaded.acp and require('acp').current()
+    local core = require('acp.core')
+    if not (view and core.is_loaded()) then
+      return {}
+    end
+    local ok, methods = pcall(core.auth_methods, view.thread)
+    local out = {}
+    for _, m in ipairs(ok and methods or {}) do
+      if type(m.id) == 'string' and vim.startswith(m.id, lead) then
+        out[#out + 1] = m.id
+      end
+    end
+    return out
+  end,
+  desc = "Sign in with one of the agent's methods",
+})
 
 cmd('AcpConflict', function(o)
   require('acp.sync').open_conflict(o.args)

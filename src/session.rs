@@ -493,7 +493,17 @@ impl ThreadHandle {
                         .to_owned();
                     this.with_model(|m| m.end_turn(turn, &stop));
                 }
-                Err(e) => this.with_model(|m| m.fail_turn(turn, &e)),
+                Err(e) => {
+                    // No session could be opened: the chat is not ready.
+                    let connected = this.current.lock().is_some();
+                    this.with_model(|m| {
+                        let mut ev = m.fail_turn(turn, &e);
+                        if !connected {
+                            ev.extend(m.not_connected());
+                        }
+                        ev
+                    });
+                }
             }
         });
         Ok(())

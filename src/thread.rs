@@ -580,6 +580,16 @@ impl Thread {
         out
     }
 
+    /// A prompt failed because no session could be opened (the agent did
+    /// not start): the chat is not ready, whatever the turn's end said.
+    pub fn not_connected(&mut self) -> Vec<ThreadEvent> {
+        let mut out = Vec::new();
+        if self.state != TurnState::Running {
+            self.set_state(TurnState::Disconnected, "agent not running", &mut out);
+        }
+        out
+    }
+
     /// The agent process went away or the session could not be created.
     pub fn disconnected(&mut self, message: impl Into<String>) -> Vec<ThreadEvent> {
         let mut out = Vec::new();

@@ -343,4 +343,87 @@ return {
     T.falsy(r.over, 'not over the diff: ' .. vim.inspect(r))
     T.truthy(r.bottom < r.head, 'above the card when nothing fits below')
   end },
+
+  { 'rough edges: @ menu, tab labels, errors without tracebacks, completion, keys, history', function()
+    local dir = H.project({ ['a.lua'] = 'return 1\n' })
+    local child = H.start({ cwd = dir, config = { terminal = { confirm = 'never' }, chat = { keys = { hide = false, send = '<C-g>' } } }, turns = {
+      { match = 'run', steps = {
+        tc({ toolCallId = 't1', title = 'ls', kind = 'execute', status = 'in_progress' }),
+        H.req('terminal/create', { command = 'echo hi' }),
+        tc({ sessionUpdate = 'tool_call_update', toolCallId = 't1', content = { { type = 'terminal', terminalId = 'term-1' } } }),
+        H.req('terminal/wait_for_exit', { terminalId = 'term-1' }),
+        { message = 'ran' },
+      } },
+      { match = 'slow', steps = { { sleep_ms = 2000 } } },
+    } })
+    H.open(child)
+    child:lua(RECORD_NOTIFY)
+    -- @ menu: files only; no scratch buffers, help, or the log.
+    local items = child:lua([[
+      local v = require('acp').current()
+      vim.cmd('wincmd t')
+      vim.cmd('edit a.lua')
+      local scratch = vim.api.nvim_create_buf(true, false)
+      vim.api.nvim_buf_set_lines(scratch, 0, -1, false, { 'notes' })
+      local log = require('acp.config').options.log_file
+      vim.fn.writefile({ 'log line' }, log)
+      vim.cmd('edit ' .. vim.fn.fnameescape(log))
+      pcall(vim.cmd, 'help acp')
+      return vim.tbl_map(function(it) return it.abbr end, require('acp.mention').candidates(v, ''))
+    ]])
+    T.contains(items, 'a.lua')
+    for _, it in ipairs(items) do
+      T.no_match(it, '^buffer:')
+      T.no_match(it, 'acp%.log')
+      T.no_match(it, 'acp%.txt')
+    end
+    -- Tab labels name the chat.
+    child:lua([[vim.cmd('tabnew'); vim.cmd('AcpChat')]])
+    T.match(child:lua([[return require('acp.layout').tab_label(vim.api.nvim_get_current_tabpage())]]), 'ACP test')
+    T.no_match(child:lua([[return vim.api.nvim_eval_statusline(vim.o.tabline, { use_tabline = true }).str]]), 'a//')
+    -- A refused :AcpSend: a message, no traceback, no file:line.
+    child:lua([[require('acp').send('slow')]])
+    child:wait_for([[return require('acp').current().state == 'running']])
+    child:cmd('AcpSend again')
+    local msg = child:lua([[return _G.notes[#_G.notes].msg]])
+    T.match(msg, 'still answering')
+    T.no_match(msg, 'traceback')
+    T.no_match(msg, '%.lua:%d+')
+    H.wait_idle(child, 5000)
+    -- <Tab> after :AcpTerminal completes the chat's terminal ids.
+    H.turn(child, 'run')
+    T.eq(child:lua([[return vim.fn.getcompletion('AcpTerminal ', 'cmdline')]]), { 'term-1' })
+    -- Keys from the config: q unmapped in the transcript, <C-g> sends.
+    local maps = child:lua([[
+      local v = require('acp').current()
+      return { q = vim.fn.maparg('q', 'n', false, true).buffer, send = vim.api.nvim_buf_call(v.input, function()
+        return vim.fn.maparg('<C-g>', 'i', false, true).desc end) }
+    ]])
+    T.eq(maps, { send = 'Send the message to the agent' })
+    -- History: <Up> on the first line brings back the last prompt, <Down> the draft.
+    child:lua([[
+      local v = require('acp').current()
+      v:focus_input(false)
+      vim.api.nvim_buf_set_lines(v.input, 0, -1, false, { 'draft' })
+    ]])
+    child:feed('<Up>')
+    T.eq(child:lua([[return vim.api.nvim_buf_get_lines(require('acp').current().input, 0, -1, false)]]), { 'run' })
+    child:feed('<C-p>')
+    T.eq(child:lua([[return vim.api.nvim_buf_get_lines(require('acp').current().input, 0, -1, false)]]), { 'slow' })
+    child:feed('<Down><Down>')
+    T.eq(child:lua([[return vim.api.nvim_buf_get_lines(require('acp').current().input, 0, -1, false)]]), { 'draft' })
+  end },
+
+  { 'an agent that failed to start: the winbar never says ready', function()
+    local child = H.start({ agent = { cmd = '/nonexistent/agent' } })
+    child:lua(RECORD_NOTIFY)
+    child:cmd('AcpChat')
+    child:wait_for([[return require('acp').current().state == 'disconnected']])
+    child:lua([[require('acp').send('hello')]])
+    child:wait_for([[return require('acp').current().turns_ended == 1]])
+    vim.wait(100)
+    local r = child:lua([[local v = require('acp').current(); return { state = v.state, winbar = vim.wo[v.win].winbar }]])
+    T.eq(r.state, 'disconnected')
+    T.no_match(r.winbar, 'ready')
+  end },
 }

@@ -44,10 +44,14 @@ function M.card_action(view)
 end
 
 function M.attach(view)
-  vim.keymap.set('n', '<CR>', function()
+  local key = config.options.chat.keys.card
+  if not key then
+    return
+  end
+  vim.keymap.set('n', key, function()
     if not M.card_action(view) then
-      -- Off a card, <CR> keeps its usual meaning.
-      api.nvim_feedkeys(api.nvim_replace_termcodes('<CR>', true, false, true), 'n', false)
+      -- Off a card, the key keeps its usual meaning.
+      api.nvim_feedkeys(api.nvim_replace_termcodes(key, true, false, true), 'n', false)
     end
   end, { buffer = view.buf, silent = true, desc = 'Review the diff / answer the permission / open the terminal of this card' })
 end

@@ -128,17 +128,20 @@ function ChatView.new(opts)
 end
 
 function ChatView:_keymaps()
+  local keys = config.options.chat.keys
   local function map(buf, modes, lhs, fn, desc)
-    vim.keymap.set(modes, lhs, fn, { buffer = buf, nowait = true, silent = true, desc = desc })
+    if lhs then
+      vim.keymap.set(modes, lhs, fn, { buffer = buf, nowait = true, silent = true, desc = desc })
+    end
   end
-  map(self.input, 'n', '<CR>', function()
+  map(self.input, 'n', keys.submit, function()
     self:submit()
   end, 'Send the message to the agent')
-  map(self.input, 'i', '<C-s>', function()
+  map(self.input, 'i', keys.send, function()
     self:submit()
   end, 'Send the message to the agent')
   for _, buf in ipairs({ self.input, self.buf }) do
-    map(buf, { 'n', 'i' }, '<C-c>', function()
+    map(buf, { 'n', 'i' }, keys.cancel, function()
       require('acp').cancel()
     end, 'Cancel the running turn')
   end
@@ -150,12 +153,13 @@ function ChatView:_keymaps()
       end, 'Answer the pending permission request')
     end
   end
-  map(self.buf, 'n', 'q', function()
+  map(self.buf, 'n', keys.hide, function()
     self:hide()
   end, 'Hide the chat')
-  map(self.buf, 'n', 'i', function()
+  map(self.buf, 'n', keys.input, function()
     self:focus_input(true)
   end, 'Go to the input area')
+  require('acp.history').attach(self.input)
 end
 
 --- Opens the chat windows in the current tab (or focuses them), at the
@@ -163,6 +167,7 @@ end
 function ChatView:show(focus_input)
   local opts = config.options.chat
   local layout = require('acp.layout')
+  layout.install_tabline()
   if not (self.win and api.nvim_win_is_valid(self.win)) then
     local pos = opts.position
     if pos == 'tab' then
@@ -201,8 +206,15 @@ function ChatView:show(focus_input)
     layout.watch(self, self.input_win)
     local wo = vim.wo[self.input_win]
     wo.wrap, wo.number, wo.relativenumber, wo.signcolumn, wo.winfixheight = true, false, false, 'no', true
-    vim.wo[self.input_win].winbar =
-      '%#AcpInputTitle# Message %*%#Comment# <C-s> send · <C-c> cancel · @ mention%<%*'
+    -- The keys as configured (a key set to false is not offered).
+    local keys, hints = config.options.chat.keys, {}
+    for _, k in ipairs({ { keys.send, 'send' }, { keys.cancel, 'cancel' } }) do
+      if k[1] then
+        hints[#hints + 1] = k[1]:gsub('%%', '%%%%') .. ' ' .. k[2]
+      end
+    end
+    hints[#hints + 1] = '@ mention'
+    vim.wo[self.input_win].winbar = '%#AcpInputTitle# Message %*%#Comment# ' .. table.concat(hints, ' · ') .. '%<%*'
     require('acp.context').render(self)
   end
   -- Once both exist: a split of a 'winfixbuf' window may not take
@@ -248,6 +260,7 @@ function ChatView:submit()
     return
   end
   if self:send(text) then
+    require('acp.history').reset(self.input)
     api.nvim_buf_set_lines(self.input, 0, -1, false, {})
   end
 end
@@ -263,6 +276,7 @@ function ChatView:send(prompt, opts)
   end
   local context = require('acp.context')
   local from_text = type(prompt) == 'string'
+  local text_of_prompt = from_text and prompt or ''
   if from_text then
     local blocks, why = context.build(self, prompt, opts)
     if blocks == false then
@@ -275,12 +289,13 @@ function ChatView:send(prompt, opts)
   end
   local ok, err = pcall(core.prompt, self.thread, prompt)
   if not ok then
-    local msg = tostring(err):gsub('^runtime error: ', '')
-    vim.notify('acp.nvim: ' .. msg, vim.log.levels.WARN)
+    vim.notify('acp.nvim: ' .. text.error(err), vim.log.levels.WARN)
     return false
   end
   if from_text then
     context.sent(self)
+    -- Typed or sent with :AcpSend: <Up> in the input brings it back.
+    require('acp.history').add(vim.trim(text_of_prompt))
   end
   return true
 end
@@ -675,7 +690,7 @@ function ChatView:_release_agent_waiters(only, skip_run)
     if not skip_run then
       local ok, err = xpcall(w.fn, debug.traceback)
       if not ok then
-        vim.notify('acp.nvim: ' .. tostring(err), vim.log.levels.ERROR)
+        vim.notify('acp.nvim: ' .. require('acp.text').error(err), vim.log.levels.ERROR)
       end
     end
   end

@@ -192,7 +192,7 @@ function M.build(on_done)
     building = false
     log:write(tostring(err) .. '\n')
     log:close()
-    vim.notify('acp.nvim: cannot start cargo: ' .. tostring(err), vim.log.levels.ERROR)
+    vim.notify('acp.nvim: cannot start cargo: ' .. require('acp.text').error(err), vim.log.levels.ERROR)
   end
 end
 

@@ -8,7 +8,7 @@ local config = require('acp.config')
 function M.setup(opts)
   local ok, err = pcall(config.setup, opts)
   if not ok then
-    vim.notify(tostring(err), vim.log.levels.ERROR)
+    vim.notify(require('acp.text').error(err), vim.log.levels.ERROR)
     return false
   end
   if config.options.keymaps then
@@ -62,7 +62,7 @@ function M._core()
       dispatch = require('acp.bridge').dispatch,
     })
     if not ok then
-      vim.notify('acp.nvim: ' .. tostring(err), vim.log.levels.ERROR)
+      vim.notify('acp.nvim: ' .. require('acp.text').error(err), vim.log.levels.ERROR)
       return nil
     end
     started = true
@@ -173,7 +173,7 @@ function M.open(agent, opts)
   end
   local ok, thread = pcall(core.open_thread, spec)
   if not ok then
-    vim.notify('acp.nvim: ' .. tostring(thread), vim.log.levels.ERROR)
+    vim.notify('acp.nvim: ' .. require('acp.text').error(thread), vim.log.levels.ERROR)
     return nil
   end
   if view then
@@ -245,7 +245,7 @@ function M.cancel()
   end
   local ok, res = pcall(core.cancel, view.thread)
   if not ok then
-    vim.notify('acp.nvim: ' .. tostring(res), vim.log.levels.WARN)
+    vim.notify('acp.nvim: ' .. require('acp.text').error(res), vim.log.levels.WARN)
     return false
   end
   if not res then

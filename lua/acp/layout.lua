@@ -165,4 +165,61 @@ function M.complete(lead)
   return out
 end
 
+-- Tab labels ---------------------------------------------------------------
+
+--- What a tab shows of an `acp://` buffer (Neovim's own labels shorten
+--- its name to `a//i/1`).
+local function acp_label(name)
+  local kind, rest = name:match('^acp://(%a+)/(.*)$')
+  if kind == 'chat' then
+    return 'ACP ' .. (rest:match('^%d+/(.*)$') or rest)
+  elseif kind == 'input' then
+    local view = require('acp').views[tonumber(rest)]
+    return 'ACP ' .. (view and view.agent or rest)
+  elseif kind then
+    return ('ACP %s %s'):format(kind, vim.fn.fnamemodify(rest:match('^%d+/(.*)$') or rest, ':t'))
+  end
+end
+
+--- A tab's label: like Neovim's (window count, `+` when modified, the
+--- current buffer's name), with chats, reviews and terminals named.
+function M.tab_label(tab)
+  local win = api.nvim_tabpage_get_win(tab)
+  local buf = api.nvim_win_get_buf(win)
+  local name = api.nvim_buf_get_name(buf)
+  local label = acp_label(name)
+  if not label then
+    label = name == '' and '[No Name]' or vim.fn.pathshorten(vim.fn.fnamemodify(name, ':~:.'))
+  end
+  local wins = #vim.tbl_filter(function(w)
+    return api.nvim_win_get_config(w).relative == ''
+  end, api.nvim_tabpage_list_wins(tab))
+  local modified = false
+  for _, w in ipairs(api.nvim_tabpage_list_wins(tab)) do
+    local b = api.nvim_win_get_buf(w)
+    modified = modified or (vim.bo[b].modified and vim.bo[b].buftype == '')
+  end
+  local prefix = (wins > 1 and tostring(wins) or '') .. (modified and '+' or '')
+  return (prefix ~= '' and (prefix .. ' ') or '') .. label
+end
+
+--- The 'tabline' set by `chat.tabline` (only when the user has none).
+function M.tabline()
+  local parts = {}
+  local current = api.nvim_get_current_tabpage()
+  for i, tab in ipairs(api.nvim_list_tabpages()) do
+    local hl = tab == current and '%#TabLineSel#' or '%#TabLine#'
+    local label = M.tab_label(tab):gsub('%%', '%%%%')
+    parts[#parts + 1] = ('%s%%%dT %s '):format(hl, i, label)
+  end
+  return table.concat(parts) .. '%#TabLineFill#%T'
+end
+
+--- Installs the tab labels once, unless the user has a 'tabline'.
+function M.install_tabline()
+  if require('acp.config').options.chat.tabline and vim.o.tabline == '' then
+    vim.o.tabline = "%!v:lua.require'acp.layout'.tabline()"
+  end
+end
+
 return M

@@ -269,7 +269,7 @@ local function answer(item, i)
     end
     local ok, err = pcall(core.answer_permission, item.view.thread, item.request, id)
     if not ok then
-      vim.notify('acp.nvim: ' .. tostring(err), vim.log.levels.WARN)
+      vim.notify('acp.nvim: ' .. require('acp.text').error(err), vim.log.levels.WARN)
     end
   end
   for n, it in ipairs(M.queue) do
