@@ -164,10 +164,9 @@ return {
       }
     ]])
     T.match(r.lines[1], '^running · cargo build · %d+s$')
-    T.eq(r.lines[2], 'Plan · 1/2 done')
-    T.eq(r.lines[3], '- [x] Read code (high)')
-    T.eq(r.lines[4], '- [ ] Write fix (medium) · in progress')
-    T.match(r.lines[5], '^waiting for you · Write src/fix%.rs · <C%-a> answers$')
+    T.eq(r.lines[2], 'plan · 1/2 done · now: Write fix')
+    T.match(r.lines[3], '^waiting for you · Write src/fix%.rs · <C%-a> answers$')
+    T.eq(#r.lines, 3)
     T.eq(r.focusable, false)
     T.truthy(r.bottom, 'pinned to the bottom of the transcript window')
     T.truthy(r.last_visible, 'the last line is on screen')

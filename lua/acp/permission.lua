@@ -21,6 +21,8 @@ M.queue = {}
 --- The request the float shows, and whether its keys answer yet.
 M.shown = nil
 M.armed = false
+--- The float sits at the bottom of its chat (nothing fits next to its card).
+M.at_bottom = false
 --- Buffers whose option keys answer `M.shown`: the float, a review tab.
 M.zone = {}
 
@@ -393,7 +395,37 @@ function M.placement(item, width, height)
       return { relative = 'editor', row = row, col = pos[2] + ww }
     end
   end
-  return { relative = 'win', win = win, row = math.max(0, wh - covered - height - 2), col = col }
+  -- Nothing fits next to the card: at the bottom, and the chat scrolls its
+  -- end (the card) above the float.
+  return { relative = 'win', win = win, row = math.max(0, wh - covered - height - 2), col = col, bottom = true }
+end
+
+--- Rows the float covers at the bottom of `view`'s chat (0 when it sits
+--- next to its card or is not shown).
+function M.bottom_rows(view)
+  if not (M.shown and M.shown.view == view and M.win and api.nvim_win_is_valid(M.win) and M.at_bottom) then
+    return 0
+  end
+  return api.nvim_win_get_height(M.win) + 2
+end
+
+--- Sets the float's place; a float at the bottom scrolls a chat that
+--- follows its end so that the card stays visible above it.
+local function place(item, cfg)
+  M.at_bottom = cfg.bottom == true
+  cfg.bottom = nil
+  local view = item.view
+  if M.at_bottom and view and view.win and api.nvim_win_is_valid(view.win) then
+    local last = api.nvim_buf_line_count(view.buf)
+    if api.nvim_win_get_cursor(view.win)[1] >= last then
+      vim.schedule(function()
+        if view.win and api.nvim_win_is_valid(view.win) then
+          require('acp.status').keep_end_visible(view, view.win)
+        end
+      end)
+    end
+  end
+  return cfg
 end
 
 --- Places the float again (its card moved: new output, a scroll).
@@ -403,9 +435,9 @@ function M.reposition(view)
     return
   end
   local cfg = api.nvim_win_get_config(M.win)
-  local place = M.placement(item, cfg.width, cfg.height)
-  place.anchor = place.anchor or 'NW'
-  pcall(api.nvim_win_set_config, M.win, place)
+  local where = M.placement(item, cfg.width, cfg.height)
+  where.anchor = where.anchor or 'NW'
+  pcall(api.nvim_win_set_config, M.win, place(item, where))
 end
 
 --- Opens (or updates) the float for `item`; raises when it cannot be drawn.
@@ -440,6 +472,7 @@ local function draw(item, lines)
   for k, v in pairs(M.placement(item, width, #lines)) do
     cfg[k] = v
   end
+  cfg = place(item, cfg)
   if M.win and api.nvim_win_is_valid(M.win) then
     api.nvim_win_set_config(M.win, cfg)
   else

@@ -1,9 +1,10 @@
 --- The live status area of a running turn: a small float pinned to the
 --- bottom of the transcript window, always visible whatever the scroll
 --- position. It shows the running tool and how long it runs, the turn's
---- plan with its progress (the plan's own lines, as the transcript renders
---- them) and the permissions that wait for the user. It closes when the
---- turn ends. Windows that follow the output keep the last line above it.
+--- plan as its progress and current step (the plan itself is rendered
+--- once, in the transcript) and the permissions that wait for the user.
+--- It closes when the turn ends. Windows that follow the output keep the
+--- last line above it (and above a permission float pinned at the bottom).
 local api = vim.api
 local text = require('acp.text')
 
@@ -11,9 +12,6 @@ local M = {}
 
 api.nvim_set_hl(0, 'AcpStatusArea', { link = 'NormalFloat', default = true })
 api.nvim_set_hl(0, 'AcpStatusAreaBorder', { link = 'FloatBorder', default = true })
-
--- Plan lines shown at most (the in-progress step stays in view).
-local PLAN_MAX = 6
 
 --- Per view: { win, buf, timer, turn, plan, seen = { [index] = uv.now() } }.
 local areas = setmetatable({}, { __mode = 'k' })
@@ -51,33 +49,38 @@ local function running_card(view, a)
   return best, best and view.cards[best]
 end
 
---- The plan's lines as the transcript shows them, around its running step.
-local function plan_lines(view, a)
-  local index = a.plan
-  if not index then
-    return {}
+--- The plan's progress and its current step, on one line (the whole plan
+--- is in the transcript, rendered once).
+local function plan_line(view, a)
+  if not a.plan then
+    return nil
   end
-  local first, last = view:entry_range(index)
-  if not first then
-    return {}
+  local ok, e = pcall(require('acp.core').entry, view.thread, a.plan)
+  local items = ok and type(e) == 'table' and type(e.items) == 'table' and e.items or nil
+  if not items or #items == 0 then
+    return nil
   end
-  local lines = api.nvim_buf_get_lines(view.buf, first, last + 1, false)
-  if #lines <= PLAN_MAX then
-    return lines
-  end
-  local cur = 2
-  for i = 2, #lines do
-    if lines[i]:find(' · in progress', 1, true) then
-      cur = i
-      break
+  local done, current = 0, nil
+  for _, item in ipairs(items) do
+    if item.status == 'completed' then
+      done = done + 1
+    elseif item.status == 'in_progress' and not current then
+      current = item
     end
   end
-  local from = math.max(2, math.min(cur - 1, #lines - PLAN_MAX + 2))
-  local out = { lines[1] }
-  for i = from, math.min(#lines, from + PLAN_MAX - 2) do
-    out[#out + 1] = lines[i]
+  if not current then
+    for _, item in ipairs(items) do
+      if item.status ~= 'completed' then
+        current = item
+        break
+      end
+    end
   end
-  return out
+  local line = ('plan · %d/%d done'):format(done, #items)
+  if current then
+    line = line .. ' · ' .. (current.status == 'in_progress' and 'now: ' or 'next: ') .. text.line(current.content, '?')
+  end
+  return line
 end
 
 --- Pending permission requests of this view.
@@ -110,8 +113,9 @@ function M.lines(view)
   else
     add(('working… · %s'):format(elapsed(now - (a.started or now))), 'AcpStatusRunning')
   end
-  for _, l in ipairs(plan_lines(view, a)) do
-    add(l, 'AcpStatusArea')
+  local plan = plan_line(view, a)
+  if plan then
+    add(plan, 'AcpStatusArea')
   end
   for _, l in ipairs(permissions(view)) do
     add(l, 'AcpStatusWaiting')
@@ -235,7 +239,7 @@ end
 --- For a window that follows the output: scrolls so that the last line
 --- sits above the area instead of under it.
 function M.keep_end_visible(view, win)
-  local covered = M.height(view)
+  local covered = M.height(view) + require('acp.permission').bottom_rows(view)
   if covered == 0 or not api.nvim_win_is_valid(win) then
     return
   end
