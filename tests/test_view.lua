@@ -96,9 +96,9 @@ return {
       vim.api.nvim_win_set_cursor(v.win, { 1, 0 })
       local found = vim.fn.search('Edit hello', 'w')
       local line = vim.api.nvim_get_current_line()
-      local ns = require('acp.decor').ns
+      local ns = vim.api.nvim_get_namespaces().acp_decor
       local marks = {}
-      for _, m in ipairs(vim.api.nvim_buf_get_extmarks(v.buf, ns, { found - 1, 0 }, { found - 1, -1 }, { details = true })) do
+      for _, m in ipairs(ns and vim.api.nvim_buf_get_extmarks(v.buf, ns, { found - 1, 0 }, { found - 1, -1 }, { details = true }) or {}) do
         marks[#marks + 1] = { line:sub(m[3] + 1, m[4].end_col), m[4].hl_group }
       end
       local hl = vim.treesitter.highlighter.active[v.buf]
@@ -144,9 +144,14 @@ return {
       return #require('acp.permission').queue == 1 and vim.tbl_contains(v:lines(), 'more text')]])
     local r = child:lua([[
       local v = require('acp').current()
-      require('acp.status').update(v)
       vim.cmd('redraw')
-      local win = require('acp.status').win(v)
+      -- A float over the transcript window that never takes focus.
+      local win
+      for _, w in ipairs(vim.api.nvim_list_wins()) do
+        local c = vim.api.nvim_win_get_config(w)
+        if c.relative == 'win' and c.win == v.win and c.focusable == false then win = w end
+      end
+      if not win then return { lines = {} } end
       local cfg = vim.api.nvim_win_get_config(win)
       local pos = vim.api.nvim_win_get_position(win)
       local chat = vim.api.nvim_win_get_position(v.win)
@@ -300,7 +305,6 @@ return {
       return child:lua([[
         local v = require('acp').current()
         require('acp').current():scroll_to_end()
-        require('acp.status').update(v)
         vim.cmd('redraw')
         local p = require('acp.permission')
         local pos = vim.api.nvim_win_get_position(p.win)
