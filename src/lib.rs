@@ -13,6 +13,7 @@
 //! - the pure model: `update` (the one typed parse of what agents send),
 //!   `thread` and `render` (conversation state, markdown), `schema`,
 //!   `roots`, `fs`, `textdiff`, `terminal`, `files`;
+//! - `platform`: the calls that differ between Linux and macOS;
 //! - bridge: `bridge` (the only crossing to the main thread) and `calls`
 //!   (typed main-thread requests that need an answer); `runtime`, `log`.
 
@@ -27,6 +28,7 @@ pub mod handlers;
 pub mod log;
 pub mod lua_api;
 pub mod permission;
+pub mod platform;
 pub mod render;
 pub mod roots;
 pub mod runtime;

@@ -324,6 +324,19 @@ fn register_lifecycle(lua: &Lua, m: &Table) -> LuaResult<()> {
         lua.create_function(|_, ()| Ok(env!("CARGO_PKG_VERSION")))?,
     )?;
 
+    // What the loader checks (lua/acp/core.lua): cheap fields first.
+    m.set(
+        "build_info",
+        lua.create_function(|lua, ()| {
+            let t = lua.create_table()?;
+            t.set("version", env!("CARGO_PKG_VERSION"))?;
+            t.set("git_rev", env!("ACP_GIT_REV"))?;
+            t.set("dirty", env!("ACP_GIT_DIRTY") == "1")?;
+            t.set("source_stamp", env!("ACP_SOURCE_STAMP"))?;
+            Ok(t)
+        })?,
+    )?;
+
     m.set(
         "log_path",
         lua.create_function(|_, ()| Ok(log::path().map(|p| p.to_string_lossy().into_owned())))?,

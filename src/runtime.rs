@@ -8,25 +8,13 @@ use tokio::runtime::{Handle, Runtime};
 
 static RUNTIME: Mutex<Option<Runtime>> = Mutex::new(None);
 
-/// Large buffers (a file's text, a big message) are allocated with mmap and
-/// returned to the system when freed. Without a fixed threshold glibc raises
-/// it after the first large free, and later multi-megabyte texts stay in
-/// the heap of whichever thread freed them: repeated large writes then grow
-/// Neovim's memory instead of reusing it.
-fn bound_large_allocations() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
-    }
-}
-
 /// A handle to the runtime, starting it if needed.
 pub fn handle() -> Result<Handle, String> {
     let mut slot = RUNTIME.lock();
     if let Some(rt) = slot.as_ref() {
         return Ok(rt.handle().clone());
     }
-    bound_large_allocations();
+    crate::platform::bound_large_allocations();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .thread_name("acp-core")

@@ -45,6 +45,10 @@ root = vim.fn.fnamemodify(root, ':p'):gsub('/$', '')
 
 -- Environment shared with the tests and inherited by every child process.
 vim.env.ACP_ROOT = root
+-- The loader checks the library against the sources themselves (not only
+-- its version and git revision): a core not rebuilt after an edit of src/
+-- fails every test instead of running old code.
+vim.env.ACP_VERIFY_SOURCES = '1'
 if not vim.env.ACP_NVIM or vim.env.ACP_NVIM == '' then
   vim.env.ACP_NVIM = vim.v.progpath
 end

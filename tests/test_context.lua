@@ -89,9 +89,9 @@ return {
     T.eq(pending(child), {}, 'the context went with the prompt')
   end },
 
-  { 'character-wise selection (<Plug>(AcpAddSelection) via the default keymap): exactly the characters', function()
+  { 'character-wise selection (<Plug>(AcpAddSelection) via the opt-in keymap): exactly the characters', function()
     local dir = project({ ['a.lua'] = 'local alpha = 1\nlocal beta = 2\nreturn alpha\n' })
-    local child, paths = start(dir, 'context')
+    local child, paths = start(dir, 'context', { config = { keymaps = true } })
     -- From "alpha" on line 1 to the "local" of line 2.
     child:feed('1G06lvj04l\\aa')
     wait_pending(child, 1)
@@ -395,16 +395,16 @@ return {
 
   -- Keymaps -----------------------------------------------------------------------
 
-  { 'setup() installs the suggested keymaps unless keymaps = false, keeping user mappings', function()
+  { 'setup({ keymaps = true }) installs the suggested keymaps, keeping user mappings', function()
     local child = T.Child.new()
     local r = child:lua([[
       vim.keymap.set('n', '<leader>ac', ':echo "mine"<CR>')
-      require('acp').setup({})
+      require('acp').setup({ keymaps = true })
       return { ac = vim.fn.maparg('<leader>ac', 'n'), aa = vim.fn.maparg('<leader>aa', 'x'),
                as = vim.fn.maparg('<leader>as', 'x'), plug = vim.fn.maparg('<Plug>(AcpAddSelection)', 'x') ~= '' }
     ]])
     T.eq(r, { ac = ':echo "mine"<CR>', aa = '<Plug>(AcpAddSelection)', as = ':AcpSend ', plug = true })
     local off = T.Child.new()
-    T.eq(off:lua([[require('acp').setup({ keymaps = false }); return vim.fn.maparg('<leader>aa', 'x')]]), '')
+    T.eq(off:lua([[require('acp').setup({}); return vim.fn.maparg('<leader>aa', 'x')]]), '')
   end },
 }

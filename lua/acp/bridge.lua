@@ -31,6 +31,7 @@ local notified = false
 --- where they happened (the chat shows its own error lines).
 function M.log_error(msg)
   msg = tostring(msg)
+  require('acp.events').error(msg:match('^[^\n]*'), 'view')
   local core = require('acp.core')
   local logged = core.is_loaded() and pcall(core.log, 'error', 'view: ' .. msg) or false
   if not notified or not logged then
@@ -120,6 +121,9 @@ function M.dispatch(batch)
   for _, ev in ipairs(batch) do
     if ev.type == 'notify' then
       vim.notify(ev.message, vim.log.levels[ev.level:upper()] or vim.log.levels.INFO)
+      if ev.level == 'error' then
+        require('acp.events').error(ev.message, 'core')
+      end
     elseif ev.type == 'call' then
       serve(ev)
     elseif ev.type == 'files' then

@@ -119,6 +119,7 @@ function ChatView.new(opts)
   require('acp.context').attach(self)
   require('acp.mention').attach(self)
   require('acp.commands').attach(self)
+  require('acp.completion').register_cmp()
   require('acp.activity').attach(self)
   -- Buffers of the session's files follow the disk.
   require('acp.sync').attach(self)
@@ -173,7 +174,7 @@ function ChatView:show(focus_input)
     if pos == 'tab' then
       vim.cmd(('tab sbuffer %d'):format(self.buf))
       -- Commands typed in the chat's own tab find it there.
-      require('acp').chats[api.nvim_get_current_tabpage()] = self
+      require('acp')._views[api.nvim_get_current_tabpage()] = self
     else
       local cols = vim.o.columns
       local size = opts.width <= 1 and math.floor(cols * opts.width) or opts.width
@@ -589,6 +590,8 @@ function ChatView:apply(events)
   if disk_due then
     require('acp.sync').after_apply(self)
   end
+  -- User autocmds (acp.events): read now, fired after this drain.
+  self:_guard(nil, require('acp.events').observe, self, events)
 end
 
 --- Runs `fn(...)` for event `ev`; a failure is logged and shown in the
@@ -837,7 +840,7 @@ end
 
 function ChatView:destroy()
   require('acp.bridge').unregister(self.thread)
-  require('acp').views[self.thread] = nil
+  require('acp')._all[self.thread] = nil
   -- A closed chat sends nothing more.
   self:_release_agent_waiters(nil, true)
   -- The session ended: so do the commands it started, background ones too.

@@ -26,13 +26,18 @@ function M.items(view, base)
   return items
 end
 
---- The command name being typed: `/` at the very start of the input.
-local function typed_command()
-  local cursor = api.nvim_win_get_cursor(0)
-  if cursor[1] ~= 1 then
+--- The command name being typed on 1-based row `row` of the input before
+--- byte `col`: `/` at the very start of the input.
+function M.command_at(row, line, col)
+  if row ~= 1 then
     return nil
   end
-  return api.nvim_get_current_line():sub(1, cursor[2]):match('^/(%S*)$')
+  return line:sub(1, col):match('^/(%S*)$')
+end
+
+local function typed_command()
+  local cursor = api.nvim_win_get_cursor(0)
+  return M.command_at(cursor[1], api.nvim_get_current_line(), cursor[2])
 end
 
 function M.attach(view)
@@ -41,7 +46,7 @@ function M.attach(view)
     group = api.nvim_create_augroup('acp_commands_' .. buf, { clear = true }),
     buffer = buf,
     callback = function()
-      local base = typed_command()
+      local base = require('acp.completion').builtin_popup() and typed_command()
       if not base or (vim.fn.pumvisible() == 1 and vim.fn.complete_info({ 'selected' }).selected ~= -1) then
         return
       end

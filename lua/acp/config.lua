@@ -7,15 +7,42 @@ M.defaults = {
   -- Agent used by `:AcpChat` without an argument.
   default_agent = 'claude',
   -- Agents by name. `cmd` is the program, `args` its arguments, `env` extra
-  -- environment variables. Entries given in `setup()` are merged into these.
+  -- environment variables, `install` how to install it (shown by the health
+  -- check). The ids of the ACP registry snapshot are presets too
+  -- (`:AcpInstall`); entries given in `setup()` override both, and
+  -- `name = false` removes one.
   agents = {
-    claude = { cmd = 'claude-agent-acp', args = {}, env = {} },
-    gemini = { cmd = 'gemini', args = { '--acp' }, env = {} },
-    codex = { cmd = 'codex-acp', args = {}, env = {} },
-    goose = { cmd = 'goose', args = { 'acp' }, env = {} },
-    opencode = { cmd = 'opencode', args = { 'acp' }, env = {} },
-    copilot = { cmd = 'copilot', args = { '--acp' }, env = {} },
-    kimi = { cmd = 'kimi', args = { '--acp' }, env = {} },
+    claude = { cmd = 'claude-agent-acp', args = {}, env = {}, install = 'npm install -g @agentclientprotocol/claude-agent-acp' },
+    gemini = { cmd = 'gemini', args = { '--acp' }, env = {}, install = ':AcpInstall gemini (or npm install -g @google/gemini-cli)' },
+    codex = { cmd = 'codex-acp', args = {}, env = {}, install = ':AcpInstall codex-acp (or npm install -g @zed-industries/codex-acp)' },
+    goose = { cmd = 'goose', args = { 'acp' }, env = {}, install = 'https://block.github.io/goose/docs/getting-started/installation' },
+    opencode = { cmd = 'opencode', args = { 'acp' }, env = {}, install = ':AcpInstall opencode (or npm install -g opencode-ai)' },
+    copilot = { cmd = 'copilot', args = { '--acp' }, env = {}, install = 'npm install -g @github/copilot' },
+    kimi = { cmd = 'kimi', args = { '--acp' }, env = {}, install = ':AcpInstall kimi' },
+  },
+  -- Agents installed by `:AcpInstall` (`:h acp-install-agents`).
+  install = {
+    -- Where each agent gets its own prefix.
+    dir = vim.fn.stdpath('data') .. '/acp/agents',
+    -- A registry file to use instead of the shipped snapshot (`false`: the
+    -- snapshot, lua/acp/registry.json).
+    registry = false,
+    -- Install npm packages from local tarballs or folders instead of the
+    -- npm registry (mirrors, offline machines): { [package name] = path,
+    -- or a list of paths installed together, e.g. with its dependencies }.
+    sources = {},
+  },
+  -- `@` and `/` completion in the input area: 'auto' (the built-in popup,
+  -- unless the blink.cmp or nvim-cmp source is enabled), 'builtin' (always
+  -- the built-in popup), 'none' (only the sources of completion plugins and
+  -- the omnifunc, `<C-x><C-o>`).
+  completion = 'auto',
+  -- `:checkhealth acp`.
+  health = {
+    -- Start each installed agent and print what its `initialize` answer
+    -- says (name, version, sign-in methods). Off: agents may be slow to
+    -- start or touch the network.
+    handshake = false,
   },
   -- The longest message (bytes) an agent may send; past it the agent is
   -- stopped with a message instead of growing memory without limit.
@@ -134,11 +161,12 @@ M.defaults = {
     -- Largest image `:AcpImage` and `:AcpPasteImage` attach, in bytes.
     image_max_bytes = 10 * 1024 * 1024,
   },
-  -- Install the suggested keymaps in `setup()` (`:h acp-keymaps`): `<leader>ac`
-  -- opens the chat; in visual mode `<leader>aa` adds the selection to the next
-  -- prompt and `<leader>as` starts `:'<,'>AcpSend `. Keys already mapped are
-  -- left alone. `false` installs none.
-  keymaps = true,
+  -- Install the suggested global keymaps in `setup()` (`:h acp-keymaps`):
+  -- `<leader>ac` opens the chat; in visual mode `<leader>aa` adds the
+  -- selection to the next prompt and `<leader>as` starts `:'<,'>AcpSend `.
+  -- Keys already mapped are left alone. Off by default: map the `<Plug>`
+  -- mappings yourself (`:h acp-plug`).
+  keymaps = false,
   -- Permission requests.
   permissions = {
     -- Requests answered "allow once" without asking: rules of a tool kind
@@ -170,7 +198,7 @@ local function fail(path, msg)
 end
 
 --- Options that also take `false` (turned off).
-local may_be_false = { ['permissions.focus_key'] = true }
+local may_be_false = { ['permissions.focus_key'] = true, ['install.registry'] = true }
 for key in pairs(M.defaults.chat.keys) do
   may_be_false['chat.keys.' .. key] = true
 end
@@ -198,8 +226,10 @@ local function validate(user, defaults, path)
       check_type(p, value, 'table')
       for name, agent in pairs(value) do
         local ap = 'agents.' .. tostring(name)
-        check_type(ap, agent, 'table')
-        for k, v in pairs(agent) do
+        if agent ~= false then
+          check_type(ap, agent, 'table')
+        end
+        for k, v in pairs(agent or {}) do
           if k == 'cmd' then
             check_type(ap .. '.cmd', v, 'string')
           elseif k == 'args' then
@@ -207,18 +237,28 @@ local function validate(user, defaults, path)
             for i, a in ipairs(v) do
               check_type(('%s.args[%d]'):format(ap, i), a, 'string')
             end
+          elseif k == 'install' or k == 'registry' then
+            check_type(ap .. '.' .. k, v, 'string')
           elseif k == 'env' then
             check_type(ap .. '.env', v, 'table')
             for ek, ev in pairs(v) do
               check_type(ap .. '.env.' .. tostring(ek), ev, 'string')
             end
           else
-            fail(ap .. '.' .. tostring(k), 'is not a known agent field (cmd, args, env)')
+            fail(ap .. '.' .. tostring(k), 'is not a known agent field (cmd, args, env, install, registry)')
           end
         end
       end
-    elseif p == 'mcp_servers' then
+    elseif p == 'mcp_servers' or p == 'install.sources' then
       check_type(p, value, 'table')
+    elseif p == 'install.registry' then
+      if value ~= false then
+        check_type(p, value, 'string')
+      end
+    elseif p == 'completion' then
+      if not vim.tbl_contains({ 'auto', 'builtin', 'none' }, value) then
+        fail(p, "must be 'auto', 'builtin' or 'none'")
+      end
     elseif p == 'permissions.auto_allow' then
       check_type(p, value, 'table')
       for i, rule in ipairs(value) do
@@ -276,15 +316,28 @@ function M.setup(opts)
   if opts.terminal and opts.terminal.env_deny then
     merged.terminal.env_deny = vim.deepcopy(opts.terminal.env_deny)
   end
-  -- A user agent replaces the default agent of that name as a whole, so
-  -- that e.g. `args` do not mix.
+  -- A user agent with a `cmd` replaces the preset of that name as a whole,
+  -- so that e.g. `args` do not mix; without one it adjusts the preset (a
+  -- hand-written one, or a registry id's installed copy). `false` removes it.
   for name, agent in pairs(opts.agents or {}) do
-    merged.agents[name] = vim.tbl_extend('keep', agent, { args = {}, env = {} })
-    if not merged.agents[name].cmd then
-      error(('acp.nvim: setup: `agents.%s.cmd` is required'):format(name), 0)
+    if agent == false then
+      merged.agents[name] = false
+    elseif agent.cmd then
+      merged.agents[name] = vim.tbl_extend('keep', agent, { args = {}, env = {}, _user_cmd = true })
+    else
+      local base = M.defaults.agents[name]
+      if not base and not require('acp.install').entry(agent.registry or name, opts.install and opts.install.registry or nil) then
+        error(('acp.nvim: setup: `agents.%s.cmd` is required'):format(name), 0)
+      end
+      merged.agents[name] = vim.tbl_extend('force', vim.deepcopy(base or { args = {}, env = {} }), agent, { _user_args = agent.args ~= nil })
     end
   end
-  if merged.default_agent and not merged.agents[merged.default_agent] then
+  local default = merged.default_agent and merged.agents[merged.default_agent]
+  local registry = merged.install.registry or nil
+  if
+    merged.default_agent
+    and (default == false or (default == nil and not require('acp.install').entry(merged.default_agent, registry)))
+  then
     error(('acp.nvim: setup: `default_agent` is %q, which is not in `agents`'):format(merged.default_agent), 0)
   end
   M.options = merged

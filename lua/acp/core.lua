@@ -15,6 +15,9 @@ function M.root()
   return vim.fn.fnamemodify(src, ':p:h:h:h')
 end
 
+--- The plugin's version; the library must have been built for it.
+M.VERSION = '0.1.0'
+
 local function lib_name()
   if jit and jit.os == 'OSX' then
     return 'libacp_core.dylib'
@@ -24,13 +27,85 @@ local function lib_name()
   return 'libacp_core.so'
 end
 
+local function read_file(path)
+  local f = io.open(path, 'rb')
+  if not f then
+    return nil
+  end
+  local s = f:read('*a')
+  f:close()
+  return s
+end
+
+local function absolute(path, base)
+  path = vim.fn.expand(path)
+  if path:sub(1, 1) ~= '/' then
+    path = base .. '/' .. path
+  end
+  return vim.fs.normalize(path)
+end
+
+--- `target-dir` of a cargo config file (`[build] target-dir = "..."` or
+--- `build.target-dir = "..."`), made absolute against the directory that
+--- holds `.cargo`.
+local function config_target_dir(file)
+  local text = read_file(file)
+  if not text then
+    return nil
+  end
+  local section = ''
+  for line in text:gmatch('[^\n]+') do
+    line = line:gsub('^%s+', '')
+    local name = line:match('^%[%s*([%w%.%-_]+)%s*%]')
+    if name then
+      section = name
+    else
+      local key, value = line:match('^([%w%.%-_]+)%s*=%s*["\']([^"\']+)["\']')
+      if (section == 'build' and key == 'target-dir') or (section == '' and key == 'build.target-dir') then
+        return absolute(value, vim.fn.fnamemodify(file, ':h:h'))
+      end
+    end
+  end
+end
+
+--- Where cargo puts its output for this checkout, as cargo decides it:
+--- `CARGO_TARGET_DIR`, else `build.target-dir` of the nearest cargo config
+--- (the checkout and its parents, then `$CARGO_HOME`), else `<root>/target`.
+---@return string
+function M.target_dir()
+  local root = M.root()
+  local env = vim.env.CARGO_TARGET_DIR
+  if env and env ~= '' then
+    return absolute(env, root)
+  end
+  local dirs = { root }
+  for dir in vim.fs.parents(root) do
+    dirs[#dirs + 1] = dir
+  end
+  local files = {}
+  for _, dir in ipairs(dirs) do
+    files[#files + 1] = dir .. '/.cargo/config.toml'
+    files[#files + 1] = dir .. '/.cargo/config'
+  end
+  local home = vim.env.CARGO_HOME
+  home = (home and home ~= '') and home or (vim.env.HOME and (vim.env.HOME .. '/.cargo'))
+  if home then
+    files[#files + 1] = home .. '/config.toml'
+    files[#files + 1] = home .. '/config'
+  end
+  for _, f in ipairs(files) do
+    local dir = uv.fs_stat(f) and config_target_dir(f)
+    if dir then
+      return dir
+    end
+  end
+  return root .. '/target'
+end
+
 --- Candidate library paths: release build first, then debug.
 function M.candidates()
-  local root = M.root()
-  return {
-    root .. '/target/release/' .. lib_name(),
-    root .. '/target/debug/' .. lib_name(),
-  }
+  local dir = M.target_dir()
+  return { dir .. '/release/' .. lib_name(), dir .. '/debug/' .. lib_name() }
 end
 
 M.build_log = vim.fn.stdpath('log') .. '/acp-build.log'
@@ -39,9 +114,14 @@ local function build_hint()
   return ('run :AcpBuild (or `cargo build --release` in %s)'):format(M.root())
 end
 
+local function rebuild_hint()
+  return ('rebuild with :AcpBuild (or `cargo build --release` in %s), then restart Neovim'):format(M.root())
+end
+
 --- The same hash the build script stamps into the library: sha256 over
 --- "<relpath>\n<len>\n<content>" of Cargo.toml, Cargo.lock, build.rs and
---- src/**/*.rs, sorted by path.
+--- src/**/*.rs, sorted by path. Computed only when the cheap check (version
+--- and git revision) cannot vouch for the library.
 function M.source_stamp()
   local root = M.root()
   local files = {}
@@ -56,12 +136,72 @@ function M.source_stamp()
   table.sort(files)
   local parts = {}
   for _, f in ipairs(files) do
-    local fd = assert(io.open(root .. '/' .. f, 'rb'))
-    local content = fd:read('*a')
-    fd:close()
+    local content = assert(read_file(root .. '/' .. f))
     parts[#parts + 1] = ('%s\n%d\n%s'):format(f, #content, content)
   end
   return vim.fn.sha256(table.concat(parts))
+end
+
+--- The checkout's HEAD revision, read from `.git` without running git
+--- (worktrees, detached heads and packed refs included); nil outside a git
+--- checkout.
+---@return string?
+function M.git_head()
+  local root = M.root()
+  local gitdir = root .. '/.git'
+  local st = uv.fs_stat(gitdir)
+  if not st then
+    return nil
+  end
+  if st.type == 'file' then
+    local d = (read_file(gitdir) or ''):match('^gitdir:%s*(.-)%s*$')
+    if not d then
+      return nil
+    end
+    gitdir = absolute(d, root)
+  end
+  local head = vim.trim(read_file(gitdir .. '/HEAD') or '')
+  local ref = head:match('^ref:%s*(.+)$')
+  if not ref then
+    return head:match('^%x+$') and head or nil
+  end
+  local common = gitdir
+  local c = read_file(gitdir .. '/commondir')
+  if c then
+    common = absolute(vim.trim(c), gitdir)
+  end
+  for _, d in ipairs({ gitdir, common }) do
+    local r = read_file(d .. '/' .. ref)
+    if r then
+      return vim.trim(r)
+    end
+  end
+  for line in (read_file(common .. '/packed-refs') or ''):gmatch('[^\n]+') do
+    local hash, name = line:match('^(%x+) (.+)$')
+    if name == ref then
+      return hash
+    end
+  end
+end
+
+--- Why the library `info` (its `build_info()`) does not fit this plugin,
+--- or nil when it does. Cheap first: the version, then the git revision;
+--- the sources are hashed only when the revision cannot vouch for them
+--- (another revision, a build with uncommitted core changes, no git) or
+--- when `ACP_VERIFY_SOURCES` is set.
+---@param info { version: string, git_rev: string, dirty: boolean, source_stamp: string }
+---@return string?
+function M.stale_reason(info)
+  if info.version ~= M.VERSION then
+    return ('is version %s, the plugin is %s'):format(tostring(info.version), M.VERSION)
+  end
+  local verify = vim.env.ACP_VERIFY_SOURCES
+  if (verify == nil or verify == '' or verify == '0') and not info.dirty and info.git_rev == M.git_head() then
+    return nil
+  end
+  if info.source_stamp ~= M.source_stamp() then
+    return 'was built from other sources'
+  end
 end
 
 local loaded, load_error
@@ -99,16 +239,16 @@ function M.load()
     return nil, load_error
   end
   local core = package.loaded.acp_core
-  local want = M.source_stamp()
-  if core.source_stamp() ~= want then
+  local info = core.build_info and core.build_info()
+    or { version = core.version(), git_rev = '', dirty = true, source_stamp = core.source_stamp() }
+  local why = M.stale_reason(info)
+  if why then
     -- A library can't be unloaded from the process, so a stale one stays
     -- refused until Neovim restarts after a rebuild.
-    load_error = ('acp.nvim: the core at %s was built from other sources; %s, then restart Neovim'):format(
-      path,
-      build_hint()
-    )
+    load_error = ('acp.nvim: the core at %s %s; %s'):format(path, why, rebuild_hint())
     return nil, load_error
   end
+  M.path = path
   loaded = core
   return core
 end
@@ -131,69 +271,21 @@ function M.is_loaded()
   return loaded ~= nil
 end
 
-local building
-
---- Runs `cargo build --release` asynchronously; output goes to the build log.
---- `on_done(ok)` is called on the main loop when it ends.
---- Generates doc/tags, so that `:help acp` works in a clone (plugin
---- managers do this themselves; `build()`, `make build` and `make demo`
---- do it here). Returns true when it worked.
+--- Generates doc/tags so that `:help acp` works (plugin managers that do
+--- not run `:helptags` themselves). Never raises.
 function M.helptags()
   local doc = M.root() .. '/doc'
-  return (pcall(vim.cmd.helptags, vim.fn.fnameescape(doc)))
+  if vim.fn.isdirectory(doc) == 1 and vim.fn.filewritable(doc) == 2 then
+    pcall(vim.cmd.helptags, vim.fn.fnameescape(doc))
+  end
 end
 
+--- Builds the core in the background (see `acp.build`): a handle with
+--- `:wait(timeout_ms)`.
+---@param on_done? fun(ok: boolean)
+---@return acp.BuildHandle
 function M.build(on_done)
-  M.helptags()
-  if building then
-    vim.notify('acp.nvim: a build is already running (:AcpLog build)', vim.log.levels.WARN)
-    return
-  end
-  vim.fn.mkdir(vim.fn.fnamemodify(M.build_log, ':h'), 'p')
-  local log = assert(io.open(M.build_log, 'w'))
-  log:write(('$ cargo build --release  (in %s)\n'):format(M.root()))
-  local function write(_, data)
-    if data then
-      log:write(data)
-      log:flush()
-    end
-  end
-  if vim.fn.executable('cargo') ~= 1 then
-    log:write('cargo was not found in PATH\n')
-    log:close()
-    vim.notify('acp.nvim: building needs cargo (Rust); it is not in PATH', vim.log.levels.ERROR)
-    if on_done then
-      on_done(false)
-    end
-    return
-  end
-  building = true
-  vim.notify('acp.nvim: building the core (:AcpLog build to follow)')
-  local ok, err = pcall(vim.system, { 'cargo', 'build', '--release' }, {
-    cwd = M.root(),
-    stdout = write,
-    stderr = write,
-  }, function(res)
-    building = false
-    log:write(('\nexit code %d\n'):format(res.code))
-    log:close()
-    vim.schedule(function()
-      if res.code == 0 then
-        vim.notify('acp.nvim: core built')
-      else
-        vim.notify(('acp.nvim: build failed (exit %d), see :AcpLog build'):format(res.code), vim.log.levels.ERROR)
-      end
-      if on_done then
-        on_done(res.code == 0)
-      end
-    end)
-  end)
-  if not ok then
-    building = false
-    log:write(tostring(err) .. '\n')
-    log:close()
-    vim.notify('acp.nvim: cannot start cargo: ' .. require('acp.text').error(err), vim.log.levels.ERROR)
-  end
+  return require('acp.build').run(on_done)
 end
 
 -- The native functions ---------------------------------------------------------
@@ -225,6 +317,9 @@ M.init = forward('init')
 M.built_stamp = forward('source_stamp')
 ---@type fun(): string
 M.version = forward('version')
+--- What the library was built from (checked by `load()`).
+---@type fun(): acp.BuildInfo
+M.build_info = forward('build_info')
 ---@type fun(): string?
 M.log_path = forward('log_path')
 M.log = forward('log')

@@ -113,6 +113,7 @@ function M.buffer_apply(ev)
     saved = require('acp.sync').save(buf)
   end
   c.call_done(call, { saved = saved, modified = vim.bo[buf].modified })
+  require('acp.events').file_changed({ path = p.path, bufnr = buf, by = 'agent', how = 'buffer', thread = ev.thread })
 end
 
 return M

@@ -1,10 +1,14 @@
 --- acp.nvim: Agent Client Protocol agents inside Neovim.
---- Public API. See `:h acp`.
+--- Public API (`:h acp-api`): the functions documented here are stable
+--- within a major version (see CHANGELOG.md); names starting with `_` are
+--- internal.
 local M = {}
 
 local config = require('acp.config')
 
 --- Applies user options (see `:h acp-config`). Optional.
+---@param opts? acp.Config
+---@return boolean ok
 function M.setup(opts)
   local ok, err = pcall(config.setup, opts)
   if not ok then
@@ -17,10 +21,10 @@ function M.setup(opts)
   return true
 end
 
---- The suggested keymaps (`:h acp-keymaps`), installed by `setup()` unless
---- `keymaps = false`. A key the user already mapped is left alone.
+--- The suggested global keymaps (`:h acp-keymaps`), installed by `setup()`
+--- only with `keymaps = true`. A key the user already mapped is left alone.
 M.keymaps = {
-  { 'n', '<leader>ac', '<Cmd>AcpChat<CR>', 'Open the agent chat' },
+  { 'n', '<leader>ac', '<Plug>(AcpChat)', 'Open the agent chat' },
   { 'x', '<leader>aa', '<Plug>(AcpAddSelection)', 'Add the selection to the next prompt' },
   { 'x', '<leader>as', ':AcpSend ', 'Send a message with the selection attached' },
 }
@@ -29,22 +33,27 @@ function M.default_keymaps()
   for _, k in ipairs(M.keymaps) do
     local mode, lhs, rhs, desc = k[1], k[2], k[3], k[4]
     if vim.fn.maparg(lhs, mode) == '' then
-      vim.keymap.set(mode, lhs, rhs, { desc = desc, silent = rhs:sub(1, 1) ~= ':' })
+      vim.keymap.set(mode, lhs, rhs, { desc = desc, silent = rhs:sub(1, 1) ~= ':', remap = true })
     end
   end
 end
 
---- Builds the Rust core asynchronously (`cargo build --release`); the output
---- goes to the build log (`:AcpLog build`). Used by lazy.nvim's `build`.
+--- Builds the Rust core asynchronously (`cargo build --release`), with
+--- progress and an end message; the output goes to the build log
+--- (`:AcpLog build`). Returns a handle: `build():wait(timeout_ms)` blocks
+--- (processing events) until it ends and returns true on success.
+---@param on_done? fun(ok: boolean)
+---@return acp.BuildHandle
 function M.build(on_done)
-  require('acp.core').build(on_done)
+  return require('acp.core').build(on_done)
 end
 
---- chats by tabpage handle (with `chat.position = 'tab'`, the chat's own
---- tab too)
-M.chats = {}
---- every open chat by its thread id, also those no tab shows (`:AcpChats`)
-M.views = {}
+--- Chats by tabpage handle (internal: use `chats()` and `current()`).
+---@type table<integer, acp.ChatView>
+M._views = {}
+--- Every open chat by its thread id, also those no tab shows (`:AcpChats`).
+---@type table<integer, acp.ChatView>
+M._all = {}
 
 local started
 
@@ -85,15 +94,15 @@ end
 
 function M._forget_closed_tabs()
   local gone = {}
-  for tab, view in pairs(M.chats) do
+  for tab, view in pairs(M._views) do
     if not vim.api.nvim_tabpage_is_valid(tab) then
-      M.chats[tab] = nil
+      M._views[tab] = nil
       gone[view] = true
     end
   end
   -- A chat still registered to another tab (its home tab, when it has a
-  -- tab of its own) lives on.
-  for _, view in pairs(M.chats) do
+  -- tab of its own with `chat.position = 'tab'`) lives on.
+  for _, view in pairs(M._views) do
     gone[view] = nil
   end
   for view in pairs(gone) do
@@ -113,12 +122,9 @@ function M.project_root()
 end
 
 local function agent_spec(name)
-  local agents = config.options.agents
-  local a = agents[name]
+  local a, err = require('acp.agents').resolve(name)
   if not a then
-    local names = vim.tbl_keys(agents)
-    table.sort(names)
-    return nil, ('acp.nvim: unknown agent %q (configured: %s)'):format(name, table.concat(names, ', '))
+    return nil, err
   end
   local root = M.project_root()
   local o = config.options
@@ -156,7 +162,7 @@ end
 function M.open(agent, opts)
   opts = opts or {}
   local tab = vim.api.nvim_get_current_tabpage()
-  local view = M.chats[tab]
+  local view = M._views[tab]
   if view and (agent == nil or agent == '' or agent == view.agent) then
     view:show(opts.focus ~= false)
     return view
@@ -181,16 +187,94 @@ function M.open(agent, opts)
     vim.notify(('acp.nvim: the chat with %s is kept; :AcpChats switches back'):format(view.agent))
   end
   view = require('acp.chat').new({ agent = agent, thread = thread, root = spec.cwd, tab = tab })
-  M.chats[tab] = view
-  M.views[thread] = view
+  M._views[tab] = view
+  M._all[thread] = view
   require('acp.bridge').register(thread, view)
   view:show(opts.focus ~= false)
   return view
 end
 
---- The chat of the current tab, if any.
+--- The chat of the current tab, if any. Stable fields: `agent`, `thread`,
+--- `state`, `root`, `tab`, `buf` (transcript), `input`, `info`; methods
+--- `send(text, opts)`, `show(focus)`, `hide()`, `is_visible()`, `lines()`.
+---@return acp.ChatView?
 function M.current()
-  return M.chats[vim.api.nvim_get_current_tabpage()]
+  return M._views[vim.api.nvim_get_current_tabpage()]
+end
+
+--- The model of a chat: `info.model` when known, else the current value
+--- of its config option of category `model` (its display name if given).
+local function model_of(view)
+  local info = view.info or {}
+  if info.model ~= nil then
+    return type(info.model) == 'table' and (info.model.name or info.model.id) or info.model
+  end
+  for _, o in ipairs(type(info.config_options) == 'table' and info.config_options or {}) do
+    if type(o) == 'table' and o.category == 'model' then
+      local value = o.currentValue
+      for _, choice in ipairs(type(o.options) == 'table' and o.options or {}) do
+        if type(choice) == 'table' and choice.value == value and choice.name then
+          return choice.name
+        end
+      end
+      return value
+    end
+  end
+end
+
+--- A chat's state for statuslines and other plugins.
+---@class acp.Status
+---@field agent string The configured agent's name.
+---@field thread integer The chat's id.
+---@field tab integer Its tabpage.
+---@field state acp.TurnState 'connecting'|'idle'|'running'|'disconnected'
+---@field session_id? string
+---@field title? string The session's title, when the agent gave one.
+---@field mode? string The current mode's name.
+---@field model? string The current model, when the agent tells it.
+---@field usage? { used?: number, size?: number, cost?: { amount: number, currency: string } }
+---@field turns integer Turns ended so far.
+
+---@param view acp.ChatView
+---@return acp.Status
+local function status_of(view)
+  return {
+    agent = view.agent,
+    thread = view.thread,
+    tab = view.tab,
+    state = view.state,
+    session_id = view.info.session,
+    title = view.info.title,
+    mode = view:mode_name(),
+    model = model_of(view),
+    usage = view.info.usage,
+    turns = view.turns_ended,
+  }
+end
+
+--- The current tab's chat state (nil without a chat): cheap enough for a
+--- statusline (`:h acp-statusline`).
+---@return acp.Status?
+function M.status()
+  local view = M.current()
+  return view and status_of(view) or nil
+end
+
+--- Every open chat's state, ordered by tabpage number.
+---@return acp.Status[]
+function M.chats()
+  local out, seen = {}, {}
+  for tab, view in pairs(M._views) do
+    -- A chat with a tab of its own is registered to two tabs: listed once.
+    if vim.api.nvim_tabpage_is_valid(tab) and not seen[view] then
+      seen[view] = true
+      out[#out + 1] = status_of(view)
+    end
+  end
+  table.sort(out, function(a, b)
+    return vim.api.nvim_tabpage_get_number(a.tab) < vim.api.nvim_tabpage_get_number(b.tab)
+  end)
+  return out
 end
 
 --- The core if it is loaded (a chat exists only then), else nil.
@@ -214,7 +298,11 @@ end
 
 --- Sends `text` to the current tab's chat, opening it (without moving the
 --- cursor) when needed. `opts.context`: items attached to this prompt
---- only (see `acp.context`), besides the chat's pending ones.
+--- only (see `acp.context`), besides the chat's pending ones. Returns true
+--- when the prompt was sent (or waits for the agent to be ready).
+---@param text string
+---@param opts? { context?: table[] }
+---@return boolean
 function M.send(text, opts)
   if type(text) ~= 'string' or vim.trim(text) == '' then
     vim.notify('acp.nvim: :AcpSend needs a message', vim.log.levels.WARN)
@@ -235,7 +323,9 @@ function M.send(text, opts)
   return view ~= nil and view:send(text, opts)
 end
 
---- Cancels the running turn of the current tab's chat.
+--- Cancels the running turn of the current tab's chat. True when a turn
+--- was running.
+---@return boolean
 function M.cancel()
   local view = M.current()
   local core = loaded_core()

@@ -90,7 +90,7 @@ end
 --- Every chat of this Neovim, oldest first.
 function M.list()
   local out = {}
-  for _, view in pairs(require('acp').views) do
+  for _, view in pairs(require('acp')._all) do
     out[#out + 1] = view
   end
   table.sort(out, function(a, b)
@@ -109,7 +109,7 @@ end
 function M.switch(view)
   local acp = require('acp')
   local tab = api.nvim_get_current_tabpage()
-  local cur = acp.chats[tab]
+  local cur = acp._views[tab]
   if cur == view then
     view:show(true)
     return view
@@ -118,7 +118,7 @@ function M.switch(view)
     cur:hide()
   end
   view:hide()
-  acp.chats[tab] = view
+  acp._views[tab] = view
   view.tab = tab
   view:show(true)
   return view
@@ -174,7 +174,7 @@ local function acp_label(name)
   if kind == 'chat' then
     return 'ACP ' .. (rest:match('^%d+/(.*)$') or rest)
   elseif kind == 'input' then
-    local view = require('acp').views[tonumber(rest)]
+    local view = require('acp')._all[tonumber(rest)]
     return 'ACP ' .. (view and view.agent or rest)
   elseif kind then
     return ('ACP %s %s'):format(kind, vim.fn.fnamemodify(rest:match('^%d+/(.*)$') or rest, ':t'))

@@ -168,11 +168,9 @@ end
 
 -- Triggering ---------------------------------------------------------------------------
 
---- The `@` being typed before the cursor: its 1-based byte column and the
---- text after it, or nil.
-local function at_cursor()
-  local line = api.nvim_get_current_line()
-  local col = api.nvim_win_get_cursor(0)[2]
+--- The `@` being typed before byte `col` (0-based) of `line`: its 1-based
+--- byte column and the text after it, or nil.
+function M.mention_at(line, col)
   local before = line:sub(1, col)
   local s, base = before:match('()@(%S*)$')
   if not s or base:find('@', 1, true) then
@@ -182,6 +180,11 @@ local function at_cursor()
     return nil
   end
   return s, base
+end
+
+--- The `@` being typed before the cursor (see `mention_at`).
+local function at_cursor()
+  return M.mention_at(api.nvim_get_current_line(), api.nvim_win_get_cursor(0)[2])
 end
 
 --- Shows (or updates) the menu for the mention before the cursor.
@@ -222,6 +225,9 @@ function M.attach(view)
     callback = function()
       local was_typed = typed
       typed = false
+      if not require('acp.completion').builtin_popup() then
+        return -- a completion plugin's source shows the mentions
+      end
       local pum = vim.fn.pumvisible() == 1
       if pum and vim.fn.complete_info({ 'selected' }).selected ~= -1 then
         return -- moving through the menu

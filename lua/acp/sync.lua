@@ -379,6 +379,11 @@ local function conflict(buf, view, key)
   ))
 end
 
+--- `User AcpFileChanged` for a buffer that took its file's new disk text.
+local function file_changed(buf, path, how, view)
+  require('acp.events').file_changed({ path = path, bufnr = buf, by = 'sync', how = how, thread = view and view.thread })
+end
+
 --- Checks one buffer against its file; syncs it when the file changed.
 --- Returns true when the buffer's text changed.
 function M.check(buf, view)
@@ -428,6 +433,9 @@ function M.check(buf, view)
     end
     vim.bo[buf].modified = false
     finish(buf, text, key)
+    if changed then
+      file_changed(buf, rec.path, 'reload', view)
+    end
     return changed
   end
   if rec.base == text or same(ours, theirs) then
@@ -448,6 +456,9 @@ function M.check(buf, view)
   report(view, rec.path, rec.base, text)
   local changed = replace(buf, ours, merged, false)
   finish(buf, text, key)
+  if changed then
+    file_changed(buf, rec.path, 'merge', view)
+  end
   return changed
 end
 

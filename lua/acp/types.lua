@@ -429,6 +429,13 @@
 ---@field timed_wakes integer
 ---@field queued_bytes integer
 
+--- What the library was built from: the loader compares it with the plugin.
+---@class acp.BuildInfo
+---@field version string The crate version (must equal `acp.core.VERSION`).
+---@field git_rev string The checkout's git revision at build time (`unknown` outside git).
+---@field dirty boolean The core's sources had uncommitted changes at build time.
+---@field source_stamp string sha256 of the sources (see `acp.core.source_stamp`).
+
 -- The native module ---------------------------------------------------------------------
 -- Every function raises a Lua error on bad arguments or an unknown thread.
 
@@ -449,6 +456,7 @@
 ---@field init fun(opts: acp.InitOpts)
 ---@field source_stamp fun(): string
 ---@field version fun(): string
+---@field build_info fun(): acp.BuildInfo
 ---@field log_path fun(): string?
 ---@field log fun(level: 'info'|'warn'|'error', message: string) writes a line to the core's log
 ---@field notice fun(thread: integer, level: 'info'|'warn'|'error', text: string) a notice entry in the transcript

@@ -1,0 +1,61 @@
+--- blink.cmp source for acp.nvim's chat input: `@` mentions (files,
+--- buffers, @diagnostics, @selection) and the agent's `/` commands.
+---
+---   sources = {
+---     per_filetype = { acpchat_input = { 'acp' } },
+---     providers = { acp = { name = 'ACP', module = 'blink-cmp-acp' } },
+---   }
+---
+--- Loaded only by blink.cmp; with it enabled acp.nvim's own popup steps
+--- aside (`completion = 'auto'`).
+---@class blink.cmp.Source
+local Source = {}
+Source.__index = Source
+
+--- LSP CompletionItemKind values (File, Reference, Function, Keyword).
+local KIND = { file = 17, buffer = 18, command = 3, special = 14 }
+
+function Source.new(opts)
+  return setmetatable({ opts = opts or {} }, Source)
+end
+
+function Source:enabled()
+  return vim.bo.filetype == 'acpchat_input'
+end
+
+function Source:get_trigger_characters()
+  return { '@', '/' }
+end
+
+--- `context`: blink.cmp's (bufnr, cursor = { row (1-based), col (0-based) }, line).
+function Source:get_completions(context, callback)
+  local row, col = context.cursor[1], context.cursor[2]
+  local res = require('acp.completion').complete(context.bufnr, row, context.line, col)
+  if not res then
+    callback({ is_incomplete_forward = false, is_incomplete_backward = false, items = {} })
+    return function() end
+  end
+  local items = {}
+  for _, it in ipairs(res.items) do
+    items[#items + 1] = {
+      label = it.label,
+      kind = KIND[it.kind],
+      filterText = it.word,
+      labelDetails = it.detail and { description = it.detail } or nil,
+      detail = it.detail,
+      documentation = it.doc,
+      textEdit = {
+        newText = it.word,
+        range = {
+          start = { line = row - 1, character = res.start },
+          ['end'] = { line = row - 1, character = col },
+        },
+      },
+    }
+  end
+  -- The file list narrows as more is typed: ask again on each keystroke.
+  callback({ is_incomplete_forward = true, is_incomplete_backward = true, items = items })
+  return function() end
+end
+
+return Source

@@ -1,0 +1,263 @@
+-- Real agents that do their own file I/O, run offline: the agent's model is
+-- tests/peers/mock_llm.py on 127.0.0.1, playing a scenario from
+-- tests/peers/scenarios/. Every other host the agent tries goes through a
+-- proxy that refuses it (the mock itself), so nothing leaves the machine.
+--
+-- codex-acp (`make deps` installs it into .deps/npm-codex, or set
+-- ACP_CODEX_ACP to its binary) applies patches to the disk itself, after
+-- asking for permission: the plugin has to notice, bring the buffer up to
+-- date without a prompt, and record the change for review.
+local T = require('tests.helpers.expect')
+local H = require('tests.helpers.acp')
+
+local uv = vim.uv or vim.loop
+
+local PEERS = H.root .. '/tests/peers'
+local PROMPT = "Please change 'two' to 'TWO (codex)' in notes.txt."
+local ORIGINAL = 'one\ntwo\nthree\nfour\nfive\n'
+
+--- The codex-acp binary, or a skip saying why there is none.
+local function codex_bin()
+  local bin = vim.env.ACP_CODEX_ACP
+  if not bin or bin == '' then
+    -- The platform package npm picked (@zed-industries/codex-acp-<os>-<arch>).
+    local found = vim.fn.glob(H.root .. '/.deps/npm-codex/node_modules/@zed-industries/codex-acp-*/bin/codex-acp', false, true)
+    bin = found[1]
+  end
+  if not bin or vim.fn.executable(bin) ~= 1 then
+    T.skip('codex-acp is not installed (make deps installs it with npm)')
+  end
+  return bin
+end
+
+local function python()
+  for _, name in ipairs({ 'python3', 'python' }) do
+    if vim.fn.executable(name) == 1 then
+      return name
+    end
+  end
+  T.skip('python3 is not installed (the mock LLM server needs it)')
+end
+
+-- Mock servers started by the current case (stopped in after_each).
+local mocks = {}
+
+--- Starts the mock LLM server on a free port of 127.0.0.1 playing
+--- `scenario` ({cwd} is `dir`). Returns its URL and request log path.
+local function start_mock(scenario, dir)
+  local log = T.tmpdir('mock') .. '/requests.jsonl'
+  local url, out = nil, ''
+  local proc = vim.system({
+    python(), PEERS .. '/mock_llm.py',
+    '--scenario', PEERS .. '/scenarios/' .. scenario .. '.json',
+    '--port', '0', '--var', 'cwd=' .. dir, '--log', log,
+  }, {
+    stdout = function(_, data)
+      out = out .. (data or '')
+      url = url or out:match('MOCK_LLM_LISTENING (http://127%.0%.0%.1:%d+)')
+    end,
+  })
+  table.insert(mocks, proc)
+  T.truthy(vim.wait(T.remaining(10000), function()
+    return url ~= nil or proc:is_closing()
+  end, 10) and url, 'the mock LLM server did not start')
+  return url, log
+end
+
+--- The mock's request log: one table per request it got.
+local function mock_requests(log)
+  local out = {}
+  for _, line in ipairs(vim.fn.filereadable(log) == 1 and vim.fn.readfile(log) or {}) do
+    out[#out + 1] = vim.json.decode(line)
+  end
+  return out
+end
+
+--- A child with codex-acp as the agent `test`, its model served by the
+--- mock, its state in fresh temporary folders; the chat open and idle.
+local function start_codex(dir)
+  local bin = codex_bin()
+  local url, mock_log = start_mock('codex_apply_patch', dir)
+  local state = T.tmpdir('codex-state')
+  local codex_home, home = state .. '/codex', state .. '/home'
+  vim.fn.mkdir(codex_home, 'p')
+  vim.fn.mkdir(home, 'p')
+  -- Patches and commands are asked about ("untrusted"); the sandbox is off
+  -- because a container may lack what it needs.
+  T.write_file(codex_home .. '/config.toml', table.concat({
+    'model = "gpt-5.3-codex"',
+    'model_provider = "mock"',
+    'approval_policy = "untrusted"',
+    'sandbox_mode = "danger-full-access"',
+    '',
+    '[model_providers.mock]',
+    'name = "Mock"',
+    ('base_url = "%s/v1"'):format(url),
+    'env_key = "MOCK_API_KEY"',
+    'wire_api = "responses"',
+    '',
+  }, '\n'))
+  local env = {
+    CODEX_HOME = codex_home,
+    HOME = home,
+    MOCK_API_KEY = 'mock-key',
+    RUST_LOG = 'warn',
+    NO_PROXY = '127.0.0.1,localhost',
+    no_proxy = '127.0.0.1,localhost',
+  }
+  for _, k in ipairs({ 'HTTP_PROXY', 'HTTPS_PROXY', 'ALL_PROXY', 'http_proxy', 'https_proxy', 'all_proxy' }) do
+    env[k] = url
+  end
+  local child, paths = H.start({
+    cwd = dir,
+    agent = { cmd = bin, args = {}, env = env },
+    -- Credentials and endpoints of the user's own setup never reach the agent.
+    env = { OPENAI_API_KEY = false, CODEX_API_KEY = false, OPENAI_BASE_URL = false, CODEX_HOME = false },
+  })
+  child:cmd('AcpChat')
+  child:wait_for([[local v = require('acp').current(); return v and v.state == 'idle']], 20000)
+  -- Edit files in the window left of the chat, in normal mode.
+  child:cmd('stopinsert')
+  child:cmd('wincmd t')
+  -- Each sync after a drain, as seen right after it: was the turn still
+  -- running, and what did the file's buffer hold?
+  child:lua([[
+    local sync = require('acp.sync')
+    local orig = sync.after_apply
+    _G.syncs = {}
+    sync.after_apply = function(view)
+      orig(view)
+      local buf = vim.fn.bufnr(vim.g.watched_file or '')
+      table.insert(_G.syncs, {
+        turns_ended = view.turns_ended,
+        line2 = buf > 0 and vim.api.nvim_buf_get_lines(buf, 1, 2, false)[1] or vim.NIL,
+      })
+    end
+  ]])
+  paths.mock_log = mock_log
+  return child, paths
+end
+
+--- No prompt waits for the user and none was shown (without a UI the
+--- W11/W12 dialogs leave their text in v:warningmsg).
+local function no_prompt(child)
+  T.eq(child:rpc('nvim_get_mode').blocking, false, 'Neovim is not blocked by a prompt')
+  local msgs = child:messages() .. '\n' .. child:lua('return vim.v.warningmsg')
+  T.no_match(msgs, 'W1[123]')
+  T.no_match(msgs, 'changed since')
+  T.no_match(msgs, 'has changed')
+end
+
+--- Sends the prompt, answers codex's permission request for the patch like
+--- a user (allow once), and waits for the turn to end.
+local function run_patch_turn(child, file)
+  child:lua([[assert(require('acp').send(...))]], { PROMPT })
+  child:wait_for([[return #require('acp.permission').queue == 1]], 20000)
+  local request = child:lua([[
+    local p = require('acp.permission')
+    return { lines = p.lines(p.queue[1]), options = p.queue[1].payload.options }
+  ]])
+  T.match(table.concat(request.lines, '\n'), 'notes%.txt', 'the request names the file')
+  local allow
+  for i, o in ipairs(request.options) do
+    if o.kind == 'allow_once' then
+      allow = allow or i
+    end
+  end
+  T.truthy(allow, 'an allow-once option: ' .. vim.inspect(request.options))
+  T.eq(T.read_file(file), ORIGINAL, 'nothing is applied before the answer')
+  H.enter_permission(child)
+  child:lua([[require('acp.permission').choose(...)]], { allow })
+  child:wait_for([[return require('acp').current().turns_ended == 1]], 20000)
+end
+
+--- What a codex turn that patched `file` must leave behind, whatever the
+--- buffer held: the agent wrote the disk itself, the sync saw it when the
+--- tool call completed, and review lists it as the agent's change.
+local function check_agent_edit(child, paths, file)
+  T.eq(T.read_file(file), 'one\nTWO (codex)\nthree\nfour\nfive\n', 'codex patched the file on disk')
+  local log = T.read_file(paths.log)
+  T.match(log, 'request session/request_permission', 'codex asked before patching')
+  T.no_match(log, 'request fs/write_text_file', 'codex wrote the disk itself')
+  local text = H.transcript_text(child)
+  T.match(text, "I'll patch notes%.txt%.")
+  T.match(text, '%*%*%[edit%]%*%* Edit [^\n]*notes%.txt · _completed_', 'the tool card completed')
+  T.match(text, '\n  %-two\n  %+TWO %(codex%)\n', "the card shows codex's diff")
+  T.match(text, 'Done: notes%.txt now says TWO %(codex%)%.')
+  T.no_match(text, 'Stopped:')
+  -- Synced in a drain before the turn ended: the tool call's completion.
+  local early = vim.tbl_filter(function(s)
+    return s.turns_ended == 0 and s.line2 == 'TWO (codex)'
+  end, child:lua('return _G.syncs'))
+  T.truthy(#early > 0, 'the buffer was synced when the tool call completed: ' .. vim.inspect(child:lua('return _G.syncs')))
+  local writes = child:lua([[return require('acp').writes()]])
+  local mine = vim.tbl_filter(function(w)
+    return w.path == file
+  end, writes)
+  T.eq(#mine, 1, 'one change recorded for the file: ' .. vim.inspect(writes))
+  T.eq(mine[1].target, 'agent')
+  T.eq(mine[1].original, ORIGINAL, 'review can restore the text from before the patch')
+  -- Nothing tried to leave the machine (the proxy refuses and logs it),
+  -- and the model was asked through the Responses API.
+  local reqs = mock_requests(paths.mock_log)
+  local refused = vim.tbl_filter(function(r)
+    return r.choice == 'proxy-refused'
+  end, reqs)
+  T.eq(#refused, 0, 'requests to other hosts: ' .. vim.inspect(refused))
+  T.truthy(#vim.tbl_filter(function(r)
+    return r.path:find('/v1/responses', 1, true) ~= nil and r.choice:find('^prompt0/') ~= nil
+  end, reqs) >= 2, 'the scenario was played over /v1/responses')
+end
+
+local function lines(child)
+  return child:lua([[return vim.api.nvim_buf_get_lines(0, 0, -1, false)]])
+end
+
+local function open_file(child, file)
+  child:cmd('edit ' .. vim.fn.fnameescape(file))
+  child:lua([[vim.g.watched_file = ...]], { file })
+end
+
+return {
+  after_each = function()
+    for _, proc in ipairs(mocks) do
+      if not proc:is_closing() then
+        proc:kill('sigterm')
+      end
+      proc:wait(2000)
+    end
+    mocks = {}
+  end,
+
+  { 'codex-acp patches an open, unmodified file itself: the buffer reloads without a prompt, review lists it', function()
+    local dir = H.project({ ['notes.txt'] = ORIGINAL })
+    local file = dir .. '/notes.txt'
+    local child, paths = start_codex(dir)
+    open_file(child, file)
+    run_patch_turn(child, file)
+    check_agent_edit(child, paths, file)
+    T.eq(lines(child), { 'one', 'TWO (codex)', 'three', 'four', 'five' })
+    T.eq(child:lua('return vim.bo.modified'), false, 'the buffer still matches its file')
+    no_prompt(child)
+    child:cmd('checktime')
+    no_prompt(child)
+  end, timeout = 60000 },
+
+  { 'codex-acp patches a file with unsaved edits elsewhere: merged into the buffer, nothing lost, no prompt', function()
+    local dir = H.project({ ['notes.txt'] = ORIGINAL })
+    local file = dir .. '/notes.txt'
+    local child, paths = start_codex(dir)
+    open_file(child, file)
+    child:lua([[vim.api.nvim_buf_set_lines(0, 4, 5, false, { 'FIVE (user)' })]])
+    run_patch_turn(child, file)
+    check_agent_edit(child, paths, file)
+    T.eq(lines(child), { 'one', 'TWO (codex)', 'three', 'four', 'FIVE (user)' })
+    T.eq(child:lua('return vim.bo.modified'), true, 'the user edit is still unsaved')
+    no_prompt(child)
+    child:cmd('checktime')
+    no_prompt(child)
+    child:cmd('write')
+    no_prompt(child)
+    T.eq(T.read_file(file), 'one\nTWO (codex)\nthree\nfour\nFIVE (user)\n', 'both edits written')
+  end, timeout = 60000 },
+}
