@@ -216,7 +216,8 @@ local function run(ex)
     vim.cmd(ex)
   end
 end
-plug('n', 'AcpChat', run('AcpChat'), 'Open or focus the agent chat of this tab')
+plug('n', 'AcpChat', run('AcpChat'), 'Toggle the agent chat of this tab')
+plug('n', 'AcpChats', run('AcpChats'), 'List the chats and show one in this tab')
 plug('n', 'AcpToggle', function()
   local acp = require('acp')
   local view = acp.current()
