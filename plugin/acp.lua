@@ -157,22 +157,91 @@ cmd('AcpDiff', function()
   require('acp').diff()
 end, { desc = 'Review the diff of the card under the cursor (or the newest one)' })
 
+--- Completion of a control's values from the current chat.
+local function complete_values(category)
+  return function(lead)
+    local view = package.loaded.acp and require('acp').current()
+    return view and require('acp.controls').complete_values(view, category, lead) or {}
+  end
+end
+
 cmd('AcpMode', function(o)
   require('acp').mode(o.args)
 end, {
   nargs = '?',
-  complete = function(lead)
-    local view = package.loaded.acp and require('acp').current()
-    local out = {}
-    for _, m in ipairs(view and (view.info.modes or {}).availableModes or {}) do
-      if vim.startswith(m.id, lead) then
-        out[#out + 1] = m.id
-      end
-    end
-    return out
-  end,
+  complete = complete_values('mode'),
   desc = "Switch the session's mode (or pick one)",
 })
+
+cmd('AcpModel', function(o)
+  require('acp').model(o.args)
+end, { nargs = '?', complete = complete_values('model'), desc = "Switch the session's model (or pick one)" })
+
+cmd('AcpConfig', function(o)
+  require('acp').config(o.fargs[1], o.fargs[2])
+end, {
+  nargs = '*',
+  complete = function(lead, line)
+    local view = package.loaded.acp and require('acp').current()
+    if not view then
+      return {}
+    end
+    local words = vim.split(line, '%s+')
+    local controls = require('acp.controls')
+    if #words <= 2 then
+      local ids = vim.tbl_map(function(opt)
+        return tostring(opt.id)
+      end, controls.options(view))
+      return vim.tbl_filter(function(id)
+        return vim.startswith(id, lead)
+      end, ids)
+    end
+    for _, opt in ipairs(controls.options(view)) do
+      if opt.id == words[2] then
+        if opt.type == 'boolean' then
+          return { 'on', 'off' }
+        end
+        return vim.tbl_filter(function(v)
+          return vim.startswith(v, lead)
+        end, vim.tbl_map(function(c)
+          return tostring(c.value)
+        end, controls.choices(opt)))
+      end
+    end
+    return {}
+  end,
+  desc = "Change one of the agent's config options (model, mode, effort...)",
+})
+
+cmd('AcpSessions', function()
+  require('acp').sessions()
+end, { desc = "List the agent's sessions: resume, close or delete one" })
+
+cmd('AcpNew', function()
+  require('acp').new_session()
+end, { desc = 'Start a new session in the chat of this tab' })
+
+cmd('AcpResume', function(o)
+  require('acp').resume(o.args)
+end, { nargs = '?', desc = "Open a session again (default: this chat's last one)" })
+
+cmd('AcpQueue', function(o)
+  require('acp').queue(o.args)
+end, {
+  nargs = '*',
+  complete = function()
+    return { 'edit', 'drop', 'clear' }
+  end,
+  desc = 'Edit or drop messages waiting for the turn to end',
+})
+
+cmd('AcpElicitation', function()
+  require('acp').elicitation()
+end, { desc = "Move into the agent's request for input" })
+
+cmd('AcpLogout', function()
+  require('acp').logout()
+end, { desc = 'Sign out of the agent (when it supports it)' })
 
 cmd('AcpAuth', function(o)
   require('acp').auth(o.args)
@@ -252,3 +321,13 @@ plug('n', 'AcpLog', run('AcpLog'), 'Open the acp.nvim log')
 plug('n', 'AcpBuild', run('AcpBuild'), 'Build the Rust core')
 plug('n', 'AcpInstall', run('AcpInstall'), 'Install an agent from the ACP registry')
 plug('n', 'AcpUpdate', run('AcpUpdate'), 'Update the agents installed from the registry')
+plug('n', 'AcpModel', run('AcpModel'), "Pick the session's model")
+plug('n', 'AcpConfig', run('AcpConfig'), "Pick one of the agent's config options")
+plug('n', 'AcpSessions', run('AcpSessions'), "List the agent's sessions")
+plug('n', 'AcpNew', run('AcpNew'), 'Start a new session in the chat of this tab')
+plug('n', 'AcpResume', run('AcpResume'), "Open the chat's last session again")
+plug('n', 'AcpQueue', run('AcpQueue'), 'Edit or drop a queued message')
+plug({ 'n', 'i' }, 'AcpElicitation', function()
+  require('acp').elicitation()
+end, "Move into the agent's request for input")
+plug('n', 'AcpLogout', run('AcpLogout'), 'Sign out of the agent')

@@ -61,6 +61,27 @@ pub enum UiEvent {
         truncated: bool,
         error: Option<String>,
     },
+    /// An `elicitation/create` waiting for the user (see `elicitation`);
+    /// `thread` is None for a request-scoped one.
+    Elicitation {
+        thread: Option<u64>,
+        request: u64,
+        payload: serde_json::Value,
+    },
+    /// An elicitation that needs no answer any more.
+    ElicitationDone {
+        request: u64,
+    },
+    /// `elicitation/complete` for a URL elicitation.
+    ElicitationComplete {
+        elicitation_id: String,
+    },
+    /// The agent's answer to a request the view made (`lua_api` `request`).
+    Reply {
+        request: u64,
+        result: Option<serde_json::Value>,
+        error: Option<String>,
+    },
     /// A request for the main thread (see `calls`); `call` 0 wants no answer.
     Call {
         call: u64,

@@ -10,7 +10,10 @@ use std::time::Duration;
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
-    ClientCapabilities, FileSystemCapabilities, Implementation, InitializeRequest,
+    AuthCapabilities, BooleanConfigOptionCapabilities, ClientCapabilities,
+    ClientSessionCapabilities, ElicitationCapabilities, ElicitationFormCapabilities,
+    ElicitationUrlCapabilities, FileSystemCapabilities, Implementation, InitializeRequest,
+    SessionConfigOptionsCapabilities,
 };
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::Responder;
@@ -38,6 +41,10 @@ pub trait SessionSink: Send + Sync {
     fn agent_request(&self, request: AgentRequest, responder: Responder<Value>);
     /// The agent process behind `conn` is gone.
     fn disconnected(&self, conn: &Arc<Connection>, reason: &str);
+    /// The chat this sink is (for requests the view answers directly).
+    fn thread_id(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// How to start an agent (from the user's config).
@@ -83,13 +90,27 @@ impl Default for Caps {
 
 impl Caps {
     /// Only what is on is advertised. `_meta.terminal_output` asks the
-    /// Claude and Codex adapters for their own display terminals.
+    /// Claude and Codex adapters for their own display terminals. Always
+    /// implemented: `terminal` sign-in methods, boolean config options, and
+    /// both elicitation modes (form and URL).
     fn client_capabilities(&self) -> ClientCapabilities {
         let mut caps = ClientCapabilities::new()
             .fs(FileSystemCapabilities::new()
                 .read_text_file(self.fs_read)
                 .write_text_file(self.fs_write))
-            .terminal(self.terminal);
+            .terminal(self.terminal)
+            .auth(AuthCapabilities::new().terminal(true))
+            .session(
+                ClientSessionCapabilities::new().config_options(
+                    SessionConfigOptionsCapabilities::new()
+                        .boolean(BooleanConfigOptionCapabilities::new()),
+                ),
+            )
+            .elicitation(
+                ElicitationCapabilities::new()
+                    .form(ElicitationFormCapabilities::new())
+                    .url(ElicitationUrlCapabilities::new()),
+            );
         if self.terminal {
             let mut meta = serde_json::Map::new();
             meta.insert("terminal_output".into(), Value::Bool(true));
@@ -376,15 +397,18 @@ async fn run_protocol(
             agent_client_protocol::on_receive_request!(),
         )
         .connect_with(transport, async move |cx: ConnectionTo<Agent>| {
+            let request = InitializeRequest::new(ProtocolVersion::V1)
+                .client_capabilities(main.spec.caps.client_capabilities())
+                .client_info(Implementation::new("acp.nvim", env!("CARGO_PKG_VERSION")));
+            let params = serde_json::to_value(&request)
+                .map_err(|e| agent_client_protocol::Error::internal_error().data(e.to_string()))?;
+            // Kept as sent: sign-in methods of kinds the typed schema does
+            // not know (`env_var`) keep their fields.
             let init = cx
-                .send_request(
-                    InitializeRequest::new(ProtocolVersion::V1)
-                        .client_capabilities(main.spec.caps.client_capabilities())
-                        .client_info(Implementation::new("acp.nvim", env!("CARGO_PKG_VERSION"))),
-                )
+                .send_request(UntypedMessage::new("initialize", params)?)
                 .block_task()
                 .await?;
-            *main.init.lock() = Some(serde_json::to_value(&init).unwrap_or(Value::Null));
+            *main.init.lock() = Some(init);
             *main.cx.lock() = Some(cx.clone());
             main.state.send_replace(ConnState::Ready);
             log::info(format!("agent {} initialized", main.spec.name));
@@ -526,6 +550,10 @@ async fn handle_notification(conn: &Arc<Connection>, msg: UntypedMessage) {
     match msg.method() {
         // Normally taken by `route_incoming` before the SDK sees it.
         "session/update" => apply_session_update(conn, msg.params()).await,
+        "elicitation/complete" => match msg.params().get("elicitationId").and_then(Value::as_str) {
+            Some(id) => crate::elicitation::complete(id),
+            None => log::warn("elicitation/complete without elicitationId"),
+        },
         // Extension notifications (`_auth/status_update`, ...) are optional.
         m if m.starts_with('_') => {}
         m => log::info(format!("ignored notification {m}")),
@@ -554,6 +582,14 @@ fn handle_request(conn: &Arc<Connection>, msg: UntypedMessage, responder: Respon
             return;
         }
     };
+    if let AgentRequest::Elicitation { session_id, raw } = request {
+        // Request-scoped ones (no session) belong to no chat.
+        let thread = session_id
+            .and_then(|sid| conn.sink_for(&sid))
+            .and_then(|sink| sink.thread_id());
+        crate::elicitation::ask(thread, raw, responder);
+        return;
+    }
     match conn.sink_for(request.session_id()) {
         Some(sink) => sink.agent_request(request, responder),
         None => {

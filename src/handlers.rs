@@ -64,7 +64,7 @@ pub fn try_handle(
     let enabled = match &request {
         AgentRequest::ReadTextFile(_) => caps.fs_read,
         AgentRequest::WriteTextFile(_) => caps.fs_write,
-        AgentRequest::Permission { .. } => false,
+        AgentRequest::Permission { .. } | AgentRequest::Elicitation { .. } => false,
         _ => caps.terminal,
     };
     if !enabled {
@@ -82,7 +82,9 @@ pub fn try_handle(
             AgentRequest::WaitForTerminalExit(r) => terminal_wait(thread, &r.terminal_id.0).await,
             AgentRequest::KillTerminal(r) => terminal_kill(thread, &r.terminal_id.0),
             AgentRequest::ReleaseTerminal(r) => terminal_release(thread, &r.terminal_id.0),
-            AgentRequest::Permission { .. } => unreachable!("not enabled above"),
+            AgentRequest::Permission { .. } | AgentRequest::Elicitation { .. } => {
+                unreachable!("not enabled above")
+            }
         };
         let _ = match result {
             Ok(v) => responder.respond(v),

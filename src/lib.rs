@@ -12,7 +12,8 @@
 //!   terminals), `permission` (the user's policy and pending requests);
 //! - the pure model: `update` (the one typed parse of what agents send),
 //!   `thread` and `render` (conversation state, markdown), `schema`,
-//!   `roots`, `fs`, `textdiff`, `terminal`, `files`;
+//!   `roots`, `fs`, `textdiff`, `terminal`, `files`; `elicitation` (the
+//!   user's pending forms and URLs);
 //! - `platform`: the calls that differ between Linux and macOS;
 //! - bridge: `bridge` (the only crossing to the main thread) and `calls`
 //!   (typed main-thread requests that need an answer); `runtime`, `log`.
@@ -21,6 +22,7 @@ pub mod bridge;
 pub mod calls;
 pub mod connection;
 pub mod editor;
+pub mod elicitation;
 pub mod files;
 pub mod framing;
 pub mod fs;

@@ -182,6 +182,10 @@ fn event_table(lua: &Lua, ev: UiEvent) -> LuaResult<Table> {
                     t.set("type", "config_options")?;
                     t.set("options", to_lua(lua, &options)?)?;
                 }
+                ThreadEvent::Models { models } => {
+                    t.set("type", "models")?;
+                    t.set("models", to_lua(lua, &models)?)?;
+                }
                 ThreadEvent::Usage { usage } => {
                     t.set("type", "usage")?;
                     t.set("usage", to_lua(lua, &usage)?)?;
@@ -209,11 +213,15 @@ fn event_table(lua: &Lua, ev: UiEvent) -> LuaResult<Table> {
                     turn,
                     stop_reason,
                     duration_ms,
+                    usage,
                 } => {
                     t.set("type", "turn_ended")?;
                     t.set("turn", turn)?;
                     t.set("stop_reason", stop_reason)?;
                     t.set("duration_ms", duration_ms)?;
+                    if let Some(usage) = usage {
+                        t.set("usage", to_lua(lua, &usage)?)?;
+                    }
                 }
                 ThreadEvent::TerminalOutput { id, data } => {
                     t.set("type", "terminal_output")?;
@@ -236,6 +244,39 @@ fn event_table(lua: &Lua, ev: UiEvent) -> LuaResult<Table> {
             t.set("type", "permission_done")?;
             t.set("thread", thread)?;
             t.set("request", request)?;
+        }
+        UiEvent::Elicitation {
+            thread,
+            request,
+            payload,
+        } => {
+            t.set("type", "elicitation")?;
+            t.set("thread", thread)?;
+            t.set("request", request)?;
+            t.set("payload", to_lua(lua, &payload)?)?;
+        }
+        UiEvent::ElicitationDone { request } => {
+            t.set("type", "elicitation_done")?;
+            t.set("request", request)?;
+        }
+        UiEvent::ElicitationComplete { elicitation_id } => {
+            t.set("type", "elicitation_complete")?;
+            t.set("elicitation_id", elicitation_id)?;
+        }
+        UiEvent::Reply {
+            request,
+            result,
+            error,
+        } => {
+            t.set("type", "reply")?;
+            t.set("request", request)?;
+            // `null` results (session/load may answer null) arrive as `true`.
+            match result {
+                Some(Value::Null) => t.set("result", true)?,
+                Some(v) => t.set("result", to_lua(lua, &v)?)?,
+                None => {}
+            }
+            t.set("error", error)?;
         }
         UiEvent::Notify { level, message } => {
             t.set("type", "notify")?;
@@ -404,22 +445,36 @@ fn register_threads(lua: &Lua, m: &Table) -> LuaResult<()> {
         lua.create_function(|lua, spec: Table| {
             let mcp = match spec.get::<LuaValue>("mcp_servers")? {
                 LuaValue::Nil => Vec::new(),
-                v => serde_json::from_value(json_list(lua.from_value(v)?))
-                    .map_err(|e| lua_err(format!("mcp_servers: {e}")))?,
+                v => {
+                    let mut servers = json_list(lua.from_value(v)?);
+                    // Empty Lua lists arrive as objects.
+                    for server in servers.as_array_mut().into_iter().flatten() {
+                        if let Value::Object(m) = server {
+                            for key in ["args", "env", "headers"] {
+                                if let Some(v) = m.remove(key) {
+                                    m.insert(key.into(), json_list(v));
+                                }
+                            }
+                        }
+                    }
+                    serde_json::from_value(servers)
+                        .map_err(|e| lua_err(format!("mcp_servers: {e}")))?
+                }
             };
             let policy: Policy = match spec.get::<LuaValue>("policy")? {
                 LuaValue::Nil => Policy::default(),
                 v => lua.from_value(v)?,
             };
+            let resume = spec.get::<Option<String>>("resume")?;
             let spec: AgentSpec = lua.from_value(LuaValue::Table(spec))?;
             runtime::handle().map_err(lua_err)?;
-            Ok(registry().open_thread(spec, mcp, policy))
+            Ok(registry().open_thread(spec, mcp, policy, resume))
         })?,
     )?;
 
     m.set(
         "prompt",
-        lua.create_function(|lua, (id, blocks): (u64, LuaValue)| {
+        lua.create_function(|lua, (id, blocks, opts): (u64, LuaValue, Option<Table>)| {
             let blocks = match blocks {
                 LuaValue::String(s) => {
                     serde_json::json!([{"type": "text", "text": s.to_str()?.to_string()}])
@@ -435,8 +490,52 @@ fn register_threads(lua: &Lua, m: &Table) -> LuaResult<()> {
             registry()
                 .thread(id)
                 .map_err(lua_err)?
-                .prompt(blocks)
+                .prompt(
+                    blocks,
+                    opts.map(|o| o.get::<bool>("queued_by_agent"))
+                        .transpose()?
+                        .unwrap_or(false),
+                )
                 .map_err(lua_err)
+        })?,
+    )?;
+
+    // A request of the view to the agent (see `ThreadHandle::request`);
+    // the answer is a `reply` event for `reply`.
+    m.set(
+        "request",
+        lua.create_function(
+            |lua, (id, method, params, reply): (u64, String, LuaValue, u64)| {
+                let params: Value = match params {
+                    LuaValue::Nil => Value::Object(Default::default()),
+                    v => match lua.from_value::<Value>(v)? {
+                        Value::Array(a) if a.is_empty() => Value::Object(Default::default()),
+                        v => v,
+                    },
+                };
+                registry()
+                    .thread(id)
+                    .map_err(lua_err)?
+                    .request(method, params, reply);
+                Ok(())
+            },
+        )?,
+    )?;
+
+    m.set(
+        "reconnect",
+        lua.create_function(|_, id: u64| {
+            registry().thread(id).map_err(lua_err)?.reconnect();
+            Ok(())
+        })?,
+    )?;
+
+    // The user's answer to an `elicitation` event.
+    m.set(
+        "answer_elicitation",
+        lua.create_function(|lua, (request, response): (u64, LuaValue)| {
+            let response: Value = lua.from_value(response)?;
+            crate::elicitation::answer(request, response).map_err(lua_err)
         })?,
     )?;
 

@@ -15,8 +15,8 @@ use std::time::Duration;
 use std::collections::BTreeMap;
 
 use agent_client_protocol::v1::schema::{
-    AuthenticateRequest, CancelNotification, ContentBlock, McpServer, NewSessionRequest,
-    PromptRequest, SetSessionModeRequest,
+    AuthenticateRequest, CancelNotification, ContentBlock, LoadSessionRequest, McpServer,
+    NewSessionRequest, PromptRequest, ResumeSessionRequest, SetSessionModeRequest,
 };
 use agent_client_protocol::v1::Responder;
 use agent_client_protocol::UntypedMessage;
@@ -61,6 +61,85 @@ pub struct ThreadHandle {
     /// Set when the agent died under a live session: the next session
     /// creation tells the user that the conversation restarted.
     lost_session: std::sync::atomic::AtomicBool,
+    /// The session to open instead of a new one (`open_thread`'s `resume`).
+    resume: Mutex<Option<String>>,
+    /// The pending `session/load`/`session/resume`, while it runs.
+    loading: Mutex<Option<agent_client_protocol::RequestCancellationHandle>>,
+    /// The user gave up on a slow load (`cancel`).
+    give_up: tokio::sync::Notify,
+}
+
+/// Requests the view may send through `ThreadHandle::request`.
+const VIEW_METHODS: &[&str] = &[
+    "session/set_config_option",
+    "session/set_model",
+    "session/list",
+    "session/close",
+    "session/delete",
+    "logout",
+];
+
+/// Those that act on this chat's session by default.
+const SESSION_METHODS: &[&str] = &[
+    "session/set_config_option",
+    "session/set_model",
+    "session/close",
+];
+
+/// The MCP servers an agent can take: stdio always, http and sse only when
+/// advertised in `mcpCapabilities`. Returns them and the names left out.
+fn mcp_servers_for(servers: &[McpServer], caps: &Value) -> (Vec<McpServer>, Vec<String>) {
+    let mut kept = Vec::new();
+    let mut dropped = Vec::new();
+    for server in servers {
+        let (transport, name) = match server {
+            McpServer::Http(s) => (Some("http"), s.name.clone()),
+            McpServer::Sse(s) => (Some("sse"), s.name.clone()),
+            McpServer::Stdio(s) => (None, s.name.clone()),
+            _ => (Some("?"), String::from("?")),
+        };
+        let ok = match transport {
+            None => true,
+            Some(t) => caps
+                .pointer(&format!("/mcpCapabilities/{t}"))
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+        };
+        if ok {
+            kept.push(server.clone());
+        } else {
+            dropped.push(format!("`{name}`"));
+        }
+    }
+    (kept, dropped)
+}
+
+/// Events of a `session/new`, `session/load` or `session/resume` answer:
+/// modes, config options and the legacy models. Config options win over
+/// models in the view; both are passed on.
+fn session_answer_events(response: &Value) -> Vec<ThreadEvent> {
+    let mut ev = Vec::new();
+    if let Some(modes) = response.get("modes").filter(|m| m.is_object()) {
+        ev.push(ThreadEvent::Modes {
+            modes: modes.clone(),
+        });
+        if let Some(mode_id) = modes.get("currentModeId").and_then(Value::as_str) {
+            ev.push(ThreadEvent::Mode {
+                mode_id: mode_id.to_owned(),
+            });
+        }
+    }
+    if let Some(options) = response.get("configOptions").filter(|v| v.is_array()) {
+        ev.push(ThreadEvent::ConfigOptions {
+            options: options.clone(),
+        });
+    }
+    if let Some(models) = response.get("models").filter(|v| v.is_object()) {
+        ev.push(ThreadEvent::Models {
+            models: models.clone(),
+        });
+    }
+    ev
 }
 
 impl ThreadHandle {
@@ -349,7 +428,9 @@ impl ThreadHandle {
     }
 
     /// Returns the live session, creating the agent process and the session
-    /// if needed.
+    /// if needed: the session asked for with `open_thread`'s `resume`
+    /// (`session/resume` when advertised, else `session/load`), else a new
+    /// one.
     async fn ensure_session(self: &Arc<Self>) -> Result<(Arc<Connection>, String), String> {
         let mut session = self.session.lock().await;
         if let Some(b) = session.as_ref() {
@@ -359,19 +440,69 @@ impl ThreadHandle {
         }
         let conn = registry().connection(&self.spec)?;
         let cx = conn.ready().await?;
-        let mut params = NewSessionRequest::new(self.spec.cwd.clone());
-        params.mcp_servers = self.mcp_servers.clone();
-        params.additional_directories = self.editor.policy.roots.clone();
-        let response = cx
-            .send_request(typed_request("session/new", &params)?)
-            .block_task()
-            .await
-            .map_err(|e| session_new_error(&conn, &self.spec.name, e))?;
-        let session_id = response
-            .get("sessionId")
-            .and_then(Value::as_str)
-            .ok_or_else(|| format!("session/new returned no sessionId: {response}"))?
-            .to_owned();
+        let init = conn.init_response().unwrap_or(Value::Null);
+        let caps = init
+            .get("agentCapabilities")
+            .cloned()
+            .unwrap_or(Value::Null);
+        let (mcp_servers, dropped) = mcp_servers_for(&self.mcp_servers, &caps);
+        if !dropped.is_empty() {
+            self.with_model(|m| {
+                m.notice(
+                    NoticeLevel::Warn,
+                    format!(
+                        "MCP server(s) {} not sent: `{}` does not support their transport",
+                        dropped.join(", "),
+                        self.spec.name
+                    ),
+                )
+            });
+        }
+        // Sent only to agents that advertise them.
+        let directories = if caps
+            .pointer("/sessionCapabilities/additionalDirectories")
+            .is_some_and(|v| !v.is_null())
+        {
+            self.editor.policy.roots.clone()
+        } else {
+            Vec::new()
+        };
+        let mut opened = None;
+        let wanted = self.resume.lock().take();
+        if let Some(wanted) = wanted {
+            match self
+                .open_existing(&conn, &cx, &wanted, &caps, &mcp_servers, &directories)
+                .await
+            {
+                Ok(response) => opened = Some((wanted, response)),
+                Err(e) => self.with_model(|m| {
+                    m.notice(
+                        NoticeLevel::Error,
+                        format!("Could not open session `{wanted}`: {e}. Started a new session."),
+                    )
+                }),
+            }
+        }
+        let resumed = opened.is_some();
+        let (session_id, response) = match opened {
+            Some(x) => x,
+            None => {
+                let mut params = NewSessionRequest::new(self.spec.cwd.clone());
+                params.mcp_servers = mcp_servers;
+                params.additional_directories = directories;
+                let response = cx
+                    .send_request(typed_request("session/new", &params)?)
+                    .block_task()
+                    .await
+                    .map_err(|e| session_new_error(&conn, &self.spec.name, e))?;
+                let session_id = response
+                    .get("sessionId")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| format!("session/new returned no sessionId: {response}"))?
+                    .to_owned();
+                (session_id, response)
+            }
+        };
         log::info(format!(
             "thread {} bound to session {session_id} of {}",
             self.id, self.spec.name
@@ -381,47 +512,197 @@ impl ThreadHandle {
             session_id: session_id.clone(),
         });
         *self.current.lock() = Some((conn.clone(), session_id.clone()));
-        let init = conn.init_response().unwrap_or(Value::Null);
-        let agent = Some(&init)
-            .and_then(|v| {
-                v.pointer("/agentInfo/name")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned)
-            })
+        let agent = init
+            .pointer("/agentInfo/name")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
             .unwrap_or_else(|| self.spec.name.clone());
         let restarted = self.lost_session.swap(false, Ordering::SeqCst);
         self.with_model(|m| {
-            let mut ev = m.session_started(restarted);
+            // A resumed session is the same one: its cards stay reachable.
+            let mut ev = m.session_started(restarted && !resumed);
             ev.push(ThreadEvent::Agent {
                 name: agent.clone(),
                 info: init.get("agentInfo").cloned().unwrap_or(Value::Null),
-                capabilities: init
-                    .get("agentCapabilities")
-                    .cloned()
-                    .unwrap_or(Value::Null),
+                capabilities: caps.clone(),
             });
             ev.extend(m.session_ready(agent));
             ev.push(ThreadEvent::Session {
                 session_id: session_id.clone(),
             });
-            // Session modes (ask, code, plan...): the list, and the current one.
-            if let Some(modes) = response.get("modes").filter(|m| !m.is_null()) {
-                ev.push(ThreadEvent::Modes {
-                    modes: modes.clone(),
-                });
-                if let Some(mode_id) = modes.get("currentModeId").and_then(Value::as_str) {
-                    ev.push(ThreadEvent::Mode {
-                        mode_id: mode_id.to_owned(),
-                    });
-                }
-            }
+            ev.extend(session_answer_events(&response));
             ev
         });
         // After the ready events, so that updates the agent sent with its
-        // answer (commands, mode, title) land on a ready chat.
+        // answer (commands, mode, title) land on a ready chat. (A loaded
+        // session was routed before its request, for the replay.)
         conn.route(&session_id, self.clone() as Arc<dyn SessionSink>)
             .await;
         Ok((conn, session_id))
+    }
+
+    /// `session/resume` (when advertised) or `session/load` of `session_id`;
+    /// the answer (may be `null`). A load's replayed history fills the
+    /// transcript between two notices. Gives up when the user cancels
+    /// (`$/cancel_request`).
+    async fn open_existing(
+        self: &Arc<Self>,
+        conn: &Arc<Connection>,
+        cx: &agent_client_protocol::v1::ConnectionTo<agent_client_protocol::Agent>,
+        session_id: &str,
+        caps: &Value,
+        mcp_servers: &[McpServer],
+        directories: &[std::path::PathBuf],
+    ) -> Result<Value, String> {
+        let advertised = |p: &str| {
+            caps.pointer(p)
+                .is_some_and(|v| !v.is_null() && v != &Value::Bool(false))
+        };
+        let request = if advertised("/sessionCapabilities/resume") {
+            let mut p = ResumeSessionRequest::new(session_id.to_owned(), self.spec.cwd.clone());
+            p.mcp_servers = mcp_servers.to_vec();
+            p.additional_directories = directories.to_vec();
+            typed_request("session/resume", &p)?
+        } else if advertised("/loadSession") {
+            let mut p = LoadSessionRequest::new(session_id.to_owned(), self.spec.cwd.clone());
+            p.mcp_servers = mcp_servers.to_vec();
+            p.additional_directories = directories.to_vec();
+            typed_request("session/load", &p)?
+        } else {
+            return Err(format!("`{}` cannot load sessions", self.spec.name));
+        };
+        let load = request.method() == "session/load";
+        if load {
+            // Routed first: the replay arrives before the answer.
+            self.with_model(|m| m.begin_replay(&format!("`{session_id}`")));
+            conn.route(session_id, self.clone() as Arc<dyn SessionSink>)
+                .await;
+        }
+        self.with_model(|m| m.loading(true));
+        let sent = cx.send_request(request);
+        let cancel = sent.cancellation_handle();
+        *self.loading.lock() = Some(cancel.clone());
+        let answer = tokio::select! {
+            a = sent.block_task() => a.map_err(|e| e.to_string()),
+            () = self.give_up.notified() => {
+                let _ = cancel.cancel();
+                Err("gave up waiting (the request was cancelled)".to_owned())
+            }
+        };
+        self.loading.lock().take();
+        self.with_model(|m| m.loading(false));
+        if load {
+            let ok = answer.is_ok();
+            if !ok {
+                conn.unroute(session_id);
+            }
+            self.with_model(|m| m.end_replay(ok));
+        } else if answer.is_ok() {
+            self.with_model(|m| {
+                m.notice(
+                    NoticeLevel::Info,
+                    format!("Resumed session `{session_id}` (its history stays with the agent)"),
+                )
+            });
+        }
+        answer
+    }
+
+    /// After a sign-in outside the connection (a `terminal` method): opens
+    /// the session again on the running agent, and if the agent still
+    /// wants a sign-in, on a restarted one.
+    pub fn reconnect(self: &Arc<Self>) {
+        let this = self.clone();
+        spawn(async move {
+            if this.ensure_session().await.is_ok() {
+                return;
+            }
+            if let Some(conn) = registry().live_connection(&this.spec) {
+                registry().forget(&this.spec);
+                conn.terminate();
+            }
+            if let Err(e) = this.ensure_session().await {
+                this.with_model(|m| m.disconnected(e));
+            }
+        });
+    }
+
+    /// A request of the view to the agent (config options, models, session
+    /// list/close/delete, logout): its answer comes back as a `reply`
+    /// event for `reply`. Session methods get this chat's `sessionId`
+    /// unless `params` names one.
+    pub fn request(self: &Arc<Self>, method: String, mut params: Value, reply: u64) {
+        let this = self.clone();
+        spawn(async move {
+            let result = async {
+                if !VIEW_METHODS.contains(&method.as_str()) {
+                    return Err(format!("`{method}` is not a request the view may send"));
+                }
+                let conn = if SESSION_METHODS.contains(&method.as_str())
+                    && params.get("sessionId").is_none()
+                {
+                    let (conn, sid) = this.ensure_session().await?;
+                    if let Value::Object(m) = &mut params {
+                        m.insert("sessionId".into(), Value::String(sid));
+                    }
+                    conn
+                } else {
+                    registry().connection(&this.spec)?
+                };
+                let cx = conn.ready().await?;
+                let msg =
+                    UntypedMessage::new(&method, params.clone()).map_err(|e| e.to_string())?;
+                cx.send_request(msg)
+                    .block_task()
+                    .await
+                    .map_err(|e| e.to_string())
+            }
+            .await;
+            if let Ok(answer) = &result {
+                this.after_request(&method, &params, answer).await;
+            }
+            let (result, error) = match result {
+                Ok(v) => (Some(v), None),
+                Err(e) => (None, Some(e)),
+            };
+            bridge().push(UiEvent::Reply {
+                request: reply,
+                result,
+                error,
+            });
+        });
+    }
+
+    /// What an answered view request changes in the chat.
+    async fn after_request(self: &Arc<Self>, method: &str, params: &Value, answer: &Value) {
+        match method {
+            "session/set_config_option" => {
+                if let Some(options) = answer.get("configOptions").filter(|v| v.is_array()) {
+                    let options = options.clone();
+                    self.with_model(|_| vec![ThreadEvent::ConfigOptions { options }]);
+                }
+            }
+            "session/close" | "session/delete" => {
+                let sid = params.get("sessionId").and_then(Value::as_str);
+                let mut session = self.session.lock().await;
+                if session
+                    .as_ref()
+                    .is_some_and(|b| Some(b.session_id.as_str()) == sid)
+                {
+                    if let Some(b) = session.take() {
+                        b.conn.unroute(&b.session_id);
+                    }
+                    *self.current.lock() = None;
+                    self.with_model(|m| {
+                        m.notice(
+                            NoticeLevel::Info,
+                            "This session was closed: the next message starts a new one".to_owned(),
+                        )
+                    });
+                }
+            }
+            _ => {}
+        }
     }
 
     /// Opens the session in the background so the agent starts while the
@@ -450,12 +731,18 @@ impl ThreadHandle {
         Ok((conn, answer))
     }
 
-    pub fn prompt(self: &Arc<Self>, blocks: Vec<ContentBlock>) -> Result<(), String> {
+    /// Sends a prompt. While a turn runs only with `queued_by_agent` (the
+    /// agent advertised that it queues prompts itself).
+    pub fn prompt(
+        self: &Arc<Self>,
+        blocks: Vec<ContentBlock>,
+        queued_by_agent: bool,
+    ) -> Result<(), String> {
         let text = prompt_display_text(&blocks);
         let turn = {
             let mut model = self.model.lock();
-            if model.state() == TurnState::Running {
-                return Err("the agent is still answering; cancel it first (:AcpCancel)".into());
+            if model.state() == TurnState::Running && !queued_by_agent {
+                return Err("the agent is still answering: the message waits in the queue".into());
             }
             let (turn, events) = model.begin_turn(&text);
             bridge().push_all(self.id, events);
@@ -491,7 +778,8 @@ impl ThreadHandle {
                         .and_then(Value::as_str)
                         .unwrap_or("end_turn")
                         .to_owned();
-                    this.with_model(|m| m.end_turn(turn, &stop));
+                    let usage = v.get("usage").filter(|u| u.is_object()).cloned();
+                    this.with_model(|m| m.end_turn_with(turn, &stop, usage));
                 }
                 Err(e) => {
                     // No session could be opened: the chat is not ready.
@@ -576,6 +864,12 @@ impl ThreadHandle {
     }
 
     pub fn cancel(&self) -> bool {
+        crate::elicitation::cancel_thread(self.id);
+        if self.loading.lock().is_some() {
+            // A slow session/load or session/resume: stop waiting for it.
+            self.give_up.notify_one();
+            return true;
+        }
         let mut was_running = false;
         self.with_model(|m| {
             let (running, events) = m.cancel();
@@ -712,6 +1006,10 @@ impl SessionSink for ThreadHandle {
         }
     }
 
+    fn thread_id(&self) -> Option<u64> {
+        Some(self.id)
+    }
+
     fn disconnected(&self, conn: &Arc<Connection>, reason: &str) {
         let (Ok(this), conn, reason) =
             (registry().thread(self.id), conn.clone(), reason.to_owned())
@@ -768,7 +1066,13 @@ impl Registry {
             .cloned()
     }
 
-    pub fn open_thread(&self, spec: AgentSpec, mcp_servers: Vec<McpServer>, policy: Policy) -> u64 {
+    pub fn open_thread(
+        &self,
+        spec: AgentSpec,
+        mcp_servers: Vec<McpServer>,
+        policy: Policy,
+        resume: Option<String>,
+    ) -> u64 {
         let id = self.next_thread.fetch_add(1, Ordering::Relaxed) + 1;
         let handle = Arc::new(ThreadHandle {
             id,
@@ -780,6 +1084,9 @@ impl Registry {
             current: Mutex::new(None),
             permissions: Mutex::new(Permissions::default()),
             lost_session: std::sync::atomic::AtomicBool::new(false),
+            resume: Mutex::new(resume),
+            loading: Mutex::new(None),
+            give_up: tokio::sync::Notify::new(),
         });
         self.threads.lock().insert(id, handle.clone());
         handle.connect();
@@ -794,7 +1101,16 @@ impl Registry {
             .ok_or_else(|| format!("no chat thread {id}"))
     }
 
+    /// Drops the agent of `spec` from the map (its process is ended by the
+    /// caller); the next chat starts a new one.
+    fn forget(&self, spec: &AgentSpec) {
+        self.agents
+            .lock()
+            .remove(&(spec.name.clone(), spec.cwd.clone()));
+    }
+
     pub fn close_thread(&self, id: u64) {
+        crate::elicitation::cancel_thread(id);
         if let Some(t) = self.threads.lock().remove(&id) {
             t.cancel();
             if let Some((conn, sid)) = t.current.lock().clone() {
@@ -828,5 +1144,56 @@ impl Registry {
             .filter(|c| !c.is_closed())
             .map(|c| c.pid)
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn http_and_sse_mcp_servers_go_only_to_agents_that_advertise_them() {
+        let servers: Vec<McpServer> = serde_json::from_value(json!([
+            {"name": "files", "command": "/bin/true", "args": [], "env": []},
+            {"type": "http", "name": "web", "url": "http://x", "headers": []},
+            {"type": "sse", "name": "events", "url": "http://y", "headers": []}
+        ]))
+        .unwrap();
+        let names = |v: &[McpServer]| -> Vec<String> {
+            v.iter()
+                .map(|s| {
+                    serde_json::to_value(s).unwrap()["name"]
+                        .as_str()
+                        .unwrap()
+                        .to_owned()
+                })
+                .collect()
+        };
+        let (kept, dropped) = mcp_servers_for(&servers, &Value::Null);
+        assert_eq!(names(&kept), vec!["files"]);
+        assert_eq!(dropped, vec!["`web`", "`events`"]);
+        let (kept, dropped) = mcp_servers_for(
+            &servers,
+            &json!({"mcpCapabilities": {"http": true, "sse": false}}),
+        );
+        assert_eq!(names(&kept), vec!["files", "web"]);
+        assert_eq!(dropped, vec!["`events`"]);
+    }
+
+    #[test]
+    fn session_answers_give_modes_config_options_and_models() {
+        let ev = session_answer_events(&json!({
+            "modes": {"currentModeId": "a", "availableModes": []},
+            "configOptions": [{"id": "model"}],
+            "models": {"currentModelId": "m", "availableModels": []}
+        }));
+        assert_eq!(ev.len(), 4);
+        assert!(matches!(&ev[1], ThreadEvent::Mode { mode_id } if mode_id == "a"));
+        assert!(matches!(&ev[2], ThreadEvent::ConfigOptions { .. }));
+        assert!(matches!(&ev[3], ThreadEvent::Models { .. }));
+        assert!(
+            session_answer_events(&Value::Null).is_empty(),
+            "a null load answer"
+        );
     }
 }

@@ -39,8 +39,12 @@ pub enum ThreadEvent {
     Modes { modes: Value },
     /// `available_commands_update`: the slash commands.
     Commands { commands: Value },
-    /// `config_option_update`: the session's config options.
+    /// `config_option_update` (or a session answer's `configOptions`): the
+    /// session's config options.
     ConfigOptions { options: Value },
+    /// The legacy `models` of a session answer (`availableModels`,
+    /// `currentModelId`), for agents without a `model` config option.
+    Models { models: Value },
     /// `usage_update`: context used / size / cost, as the agent sent it.
     Usage { usage: Value },
     /// The agent this chat talks to, once its session is open: its
@@ -59,6 +63,8 @@ pub enum ThreadEvent {
         turn: u64,
         stop_reason: String,
         duration_ms: u64,
+        /// The prompt answer's `usage` (token counts), when the agent sent it.
+        usage: Option<Value>,
     },
     /// Output for a terminal the view may have open (client or agent-run).
     TerminalOutput { id: String, data: String },
@@ -432,6 +438,11 @@ pub struct Thread {
     /// Index of the first entry of the current agent session: cards before
     /// it belong to an earlier session and no update reaches them.
     session_start: usize,
+    /// A loaded session replays its history (`session/load`).
+    replaying: bool,
+    /// Turns still open under a newer one (the agent queued the newer
+    /// prompt): their answers end them without ending the running turn.
+    open_turns: Vec<u64>,
     /// `messageId` of the last chunk: chunks of another message start a new
     /// entry even when the kind is the same.
     last_message_id: Option<String>,
@@ -452,6 +463,8 @@ impl Thread {
             watched: Default::default(),
             turn_start: 0,
             session_start: 0,
+            replaying: false,
+            open_turns: Vec::new(),
             last_message_id: None,
         }
     }
@@ -540,6 +553,15 @@ impl Thread {
 
     /// The running turn ends: `TurnEnded` with its duration.
     fn turn_ended(&mut self, stop_reason: &str, out: &mut Vec<ThreadEvent>) {
+        self.turn_ended_with(stop_reason, None, out)
+    }
+
+    fn turn_ended_with(
+        &mut self,
+        stop_reason: &str,
+        usage: Option<Value>,
+        out: &mut Vec<ThreadEvent>,
+    ) {
         let duration_ms = self
             .turn_started_at
             .take()
@@ -548,12 +570,52 @@ impl Thread {
             turn: self.turn,
             stop_reason: stop_reason.to_owned(),
             duration_ms,
+            usage,
         });
+    }
+
+    /// A loaded session's history follows (its replayed updates), set apart
+    /// from what comes later by a notice above and one below.
+    pub fn begin_replay(&mut self, label: &str) -> Vec<ThreadEvent> {
+        let mut out = Vec::new();
+        self.replaying = true;
+        self.push(
+            notice_entry(NoticeLevel::Info, format!("History of session {label}")),
+            &mut out,
+        );
+        out
+    }
+
+    /// The replay ended; `ok` false when the load failed or was given up.
+    pub fn end_replay(&mut self, ok: bool) -> Vec<ThreadEvent> {
+        let mut out = Vec::new();
+        if !std::mem::take(&mut self.replaying) {
+            return out;
+        }
+        let text = if ok {
+            "End of the loaded history: new messages continue this session"
+        } else {
+            "The history above is incomplete"
+        };
+        self.push(notice_entry(NoticeLevel::Info, text.into()), &mut out);
+        self.reply_started = false;
+        self.last_message_id = None;
+        self.turn_start = self.entries.len();
+        out
     }
 
     pub fn notice(&mut self, level: NoticeLevel, text: impl Into<String>) -> Vec<ThreadEvent> {
         let mut out = Vec::new();
         self.push(notice_entry(level, text.into()), &mut out);
+        out
+    }
+
+    /// A `session/load` or `session/resume` runs (`on`): the chat says so.
+    pub fn loading(&mut self, on: bool) -> Vec<ThreadEvent> {
+        let mut out = Vec::new();
+        if on && self.state != TurnState::Running {
+            self.set_state(TurnState::Connecting, "loading session", &mut out);
+        }
         out
     }
 
@@ -593,6 +655,7 @@ impl Thread {
     /// The agent process went away or the session could not be created.
     pub fn disconnected(&mut self, message: impl Into<String>) -> Vec<ThreadEvent> {
         let mut out = Vec::new();
+        self.open_turns.clear();
         self.push(notice_entry(NoticeLevel::Error, message.into()), &mut out);
         if self.state == TurnState::Running {
             self.turn_ended("disconnected", &mut out);
@@ -602,8 +665,14 @@ impl Thread {
     }
 
     /// The user sends a prompt: returns the turn number and the events.
+    /// While a turn runs (a prompt the agent queues itself, see
+    /// `end_turn`) the state stays `running` without a second status.
     pub fn begin_turn(&mut self, user_text: &str) -> (u64, Vec<ThreadEvent>) {
         let mut out = Vec::new();
+        let was_running = self.state == TurnState::Running;
+        if was_running {
+            self.open_turns.push(self.turn);
+        }
         self.turn += 1;
         self.cancelled = false;
         self.reply_started = false;
@@ -614,7 +683,9 @@ impl Thread {
             },
             &mut out,
         );
-        self.set_state(TurnState::Running, "", &mut out);
+        if !was_running {
+            self.set_state(TurnState::Running, "", &mut out);
+        }
         self.turn_started_at = Some(std::time::Instant::now());
         out.push(ThreadEvent::TurnStarted { turn: self.turn });
         (self.turn, out)
@@ -623,6 +694,7 @@ impl Thread {
     /// The user cancels. Returns false when no turn was running.
     pub fn cancel(&mut self) -> (bool, Vec<ThreadEvent>) {
         let mut out = Vec::new();
+        self.open_turns.clear();
         if self.state != TurnState::Running {
             return (false, out);
         }
@@ -703,7 +775,29 @@ impl Thread {
 
     /// The prompt request answered. `turn` guards against a late answer.
     pub fn end_turn(&mut self, turn: u64, stop_reason: &str) -> Vec<ThreadEvent> {
+        self.end_turn_with(turn, stop_reason, None)
+    }
+
+    /// `end_turn` with the answer's `usage`. An older turn that ends while
+    /// a newer one runs (the agent queued the newer prompt) only reports
+    /// its end.
+    pub fn end_turn_with(
+        &mut self,
+        turn: u64,
+        stop_reason: &str,
+        usage: Option<Value>,
+    ) -> Vec<ThreadEvent> {
         let mut out = Vec::new();
+        if let Some(i) = self.open_turns.iter().position(|&t| t == turn) {
+            self.open_turns.remove(i);
+            out.push(ThreadEvent::TurnEnded {
+                turn,
+                stop_reason: stop_reason.to_owned(),
+                duration_ms: 0,
+                usage,
+            });
+            return out;
+        }
         if turn != self.turn || self.state != TurnState::Running {
             return out;
         }
@@ -723,7 +817,7 @@ impl Thread {
                 );
             }
         }
-        self.turn_ended(stop_reason, &mut out);
+        self.turn_ended_with(stop_reason, usage, &mut out);
         self.set_state(TurnState::Idle, stop_reason, &mut out);
         out
     }
@@ -827,6 +921,11 @@ impl Thread {
         }
         if kind != EntryKind::User {
             self.start_reply(out);
+        } else {
+            // A user message of a replayed history (or echoed by the agent):
+            // the agent's answer to it gets its own heading.
+            self.reply_started = false;
+            self.turn_start = self.entries.len();
         }
         let entry = match kind {
             EntryKind::User => Entry::User { text },
@@ -1660,6 +1759,50 @@ mod tests {
         assert_eq!(c[0].1.notes, vec!["auto-allowed (one)".to_owned()]);
         assert_eq!(c[1].1.notes, vec!["auto-allowed (two)".to_owned()]);
         assert!(c[1].1.status.is_finished());
+    }
+
+    #[test]
+    fn a_replayed_history_sits_between_two_notices_with_a_heading_per_answer() {
+        let mut t = Thread::new("demo");
+        t.begin_replay("`s1`");
+        t.apply_json(&chunk("user_message_chunk", "q1"));
+        t.apply_json(&chunk("agent_message_chunk", "a1"));
+        t.apply_json(&chunk("user_message_chunk", "q2"));
+        t.apply_json(&chunk("agent_message_chunk", "a2"));
+        t.end_replay(true);
+        let (turn, _) = t.begin_turn("live");
+        t.apply_json(&chunk("agent_message_chunk", "a3"));
+        t.end_turn(turn, "end_turn");
+        assert_eq!(
+            t.to_markdown(),
+            "ℹ History of session `s1`\n\n## You\n\nq1\n\n## demo\n\na1\n\n## You\n\nq2\n\n## demo\n\na2\n\n\
+             ℹ End of the loaded history: new messages continue this session\n\n## You\n\nlive\n\n## demo\n\na3"
+        );
+        assert!(t.end_replay(true).is_empty(), "ended once");
+    }
+
+    #[test]
+    fn a_prompt_the_agent_queues_keeps_the_turn_running_until_the_last_answer() {
+        let mut t = Thread::new("demo");
+        let (first, _) = t.begin_turn("one");
+        let (second, ev) = t.begin_turn("two");
+        assert!(
+            !ev.iter().any(|e| matches!(e, ThreadEvent::Status { .. })),
+            "no second running status"
+        );
+        let ev = t.end_turn_with(first, "end_turn", Some(json!({"totalTokens": 5})));
+        assert_eq!(
+            ev,
+            vec![ThreadEvent::TurnEnded {
+                turn: first,
+                stop_reason: "end_turn".into(),
+                duration_ms: 0,
+                usage: Some(json!({"totalTokens": 5}))
+            }]
+        );
+        assert_eq!(t.state(), TurnState::Running);
+        t.end_turn(second, "end_turn");
+        assert_eq!(t.state(), TurnState::Idle);
     }
 
     #[test]

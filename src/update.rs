@@ -99,6 +99,14 @@ pub enum AgentRequest {
     WaitForTerminalExit(v1s::WaitForTerminalExitRequest),
     KillTerminal(v1s::KillTerminalRequest),
     ReleaseTerminal(v1s::ReleaseTerminalRequest),
+    /// `elicitation/create`: a form or a URL for the user. Session-scoped
+    /// ones carry the session; request-scoped ones (sign-in, before any
+    /// session) have none.
+    Elicitation {
+        session_id: Option<String>,
+        /// The params as sent (the view renders the schema).
+        raw: Value,
+    },
 }
 
 /// Why a request could not be parsed.
@@ -136,6 +144,31 @@ impl AgentRequest {
             "terminal/wait_for_exit" => AgentRequest::WaitForTerminalExit(typed(method, params)?),
             "terminal/kill" => AgentRequest::KillTerminal(typed(method, params)?),
             "terminal/release" => AgentRequest::ReleaseTerminal(typed(method, params)?),
+            "elicitation/create" => {
+                let mode = str_field(&params, "mode").unwrap_or_default();
+                if mode != "form" && mode != "url" {
+                    return Err(RequestError::InvalidParams(format!(
+                        "elicitation/create: unsupported mode `{mode}` (form and url are)"
+                    )));
+                }
+                if mode == "form" && field(&params, "requestedSchema").is_none() {
+                    return Err(RequestError::InvalidParams(
+                        "elicitation/create: missing requestedSchema".into(),
+                    ));
+                }
+                if mode == "url"
+                    && (str_field(&params, "url").is_none()
+                        || str_field(&params, "elicitationId").is_none())
+                {
+                    return Err(RequestError::InvalidParams(
+                        "elicitation/create: a url elicitation needs url and elicitationId".into(),
+                    ));
+                }
+                AgentRequest::Elicitation {
+                    session_id: str_field(&params, "sessionId"),
+                    raw: params,
+                }
+            }
             other => return Err(RequestError::UnknownMethod(other.to_owned())),
         })
     }
@@ -150,6 +183,7 @@ impl AgentRequest {
             AgentRequest::WaitForTerminalExit(_) => "terminal/wait_for_exit",
             AgentRequest::KillTerminal(_) => "terminal/kill",
             AgentRequest::ReleaseTerminal(_) => "terminal/release",
+            AgentRequest::Elicitation { .. } => "elicitation/create",
         }
     }
 
@@ -163,6 +197,7 @@ impl AgentRequest {
             AgentRequest::WaitForTerminalExit(r) => &r.session_id.0,
             AgentRequest::KillTerminal(r) => &r.session_id.0,
             AgentRequest::ReleaseTerminal(r) => &r.session_id.0,
+            AgentRequest::Elicitation { session_id, .. } => session_id.as_deref().unwrap_or(""),
         }
     }
 }

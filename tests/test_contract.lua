@@ -107,6 +107,7 @@ local function full_chat()
     config = { permissions = { auto_allow = {} }, terminal = { confirm = 'never' } },
     agent_info = {
       modes = MODES,
+      models = { currentModelId = 'm1', availableModels = { { modelId = 'm1', name = 'Model one' } } },
       session_updates = {
         { sessionUpdate = 'available_commands_update', availableCommands = { { name = 'review', description = 'Review' } } },
         { sessionUpdate = 'config_option_update', configOptions = { { id = 'model', name = 'Model', type = 'select', currentValue = 'fast', options = {} } } },
@@ -154,8 +155,10 @@ local function full_chat()
     vim.notify = function() end
     require('acp.core').set_mode(require('acp').current().thread, 'nope')
     require('acp.mention').refresh(...)
+    require('acp.controls').request(require('acp').current(), 'session/set_model', { modelId = 'm1' })
   ]], { dir })
-  child:wait_for([[return _G.contract.events.notify ~= nil and _G.contract.events.files ~= nil]])
+  child:wait_for([[return _G.contract.events.notify ~= nil and _G.contract.events.files ~= nil
+    and _G.contract.events.reply ~= nil]])
   return child, dir, child:lua('return _G.contract')
 end
 
@@ -227,8 +230,8 @@ return {
     local seen = sorted_keys(rec.events)
     -- The chat really produced every kind of event.
     T.eq(seen, {
-      'added', 'agent', 'appended', 'call', 'card', 'commands', 'config_options', 'files', 'mode', 'modes',
-      'notify', 'permission', 'permission_done', 'replaced', 'session', 'status', 'terminal_output', 'title', 'turn_ended', 'turn_started', 'usage',
+      'added', 'agent', 'appended', 'call', 'card', 'commands', 'config_options', 'files', 'mode', 'models', 'modes',
+      'notify', 'permission', 'permission_done', 'replaced', 'reply', 'session', 'status', 'terminal_output', 'title', 'turn_ended', 'turn_started', 'usage',
     })
     -- The alias union names each event class.
     local union = T.read_file(ROOT .. '/lua/acp/types.lua'):match('%-%-%-@alias acp%.Event\n(.-\n)\n')

@@ -269,7 +269,13 @@ return {
     local r = H.responses(paths)
     T.eq(r[1].result.content, 'extra\n')
     T.truthy(r[2].error)
-    T.eq(H.events_of(paths, 'session/new')[1].params.additionalDirectories, { extra })
+    -- The extra roots confine fs/* here; the agent hears of them only when
+    -- it advertises `sessionCapabilities.additionalDirectories`.
+    T.eq(H.events_of(paths, 'session/new')[1].params.additionalDirectories, nil)
+    local told, told_paths = H.start({ cwd = dir, turns = {}, config = { roots = { extra } },
+      agent_info = { session_capabilities = { additionalDirectories = vim.empty_dict() } } })
+    H.open(told)
+    T.eq(H.events_of(told_paths, 'session/new')[1].params.additionalDirectories, { extra })
     -- allow_outside_roots opens everything.
     local child2, paths2 = start(dir, { { match = 'go', steps = { read(other .. '/o.txt') } } },
       { fs = { allow_outside_roots = true } })

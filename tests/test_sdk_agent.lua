@@ -49,4 +49,36 @@ return {
     T.no_match(text, 'Stopped:')
     T.no_match(text, '✖')
   end, timeout = 30000 },
+
+  { 'the SDK example agent and the prompt queue: a message sent mid-turn goes after end_turn', function()
+    local js = agent_js()
+    local child = H.start({ agent = { cmd = 'node', args = { js } } })
+    H.open(child)
+    local function allow()
+      child:wait_for([[return #require('acp.permission').queue == 1]], 10000)
+      H.enter_permission(child)
+      child:lua([[
+        local p = require('acp.permission')
+        for i, o in ipairs(p.queue[1].payload.options) do
+          if o.optionId == 'allow' then p.choose(i) end
+        end
+      ]])
+    end
+    child:lua([[require('acp').send('hello')]])
+    child:wait_for([[return #require('acp.permission').queue == 1]], 10000)
+    T.eq(child:lua([[return require('acp').send('and then this')]]), true)
+    T.eq(child:lua([[return require('acp.queue').lines(require('acp').current())[2] ]]), '⏳ queued 1: and then this')
+    T.no_match(H.transcript_text(child), 'and then this', 'not sent while the turn runs')
+    allow()
+    -- The first turn ends, the queued message starts the second.
+    child:wait_for([[return require('acp').current().turns_started == 2]], 10000)
+    T.eq(child:lua([[return #require('acp').current().queue]]), 0)
+    allow()
+    child:wait_for([[return require('acp').current().turns_ended == 2]], 10000)
+    local text = H.transcript_text(child)
+    T.match(text, "The changes have been applied%.\n\n## You\n\nand then this\n\n")
+    local _, replies = text:gsub("I'll help you with that%.", '')
+    T.eq(replies, 2)
+    T.no_match(text, 'Stopped:')
+  end, timeout = 40000 },
 }

@@ -126,8 +126,13 @@ function M.dispatch(batch)
       end
     elseif ev.type == 'call' then
       serve(ev)
-    elseif ev.type == 'files' then
+    elseif ev.type == 'files' or ev.type == 'reply' then
       answer(ev)
+    elseif ev.type == 'elicitation' or ev.type == 'elicitation_done' or ev.type == 'elicitation_complete' then
+      local ok, err = xpcall(require('acp.elicitation').on_event, debug.traceback, ev)
+      if not ok then
+        M.log_error('elicitation: ' .. tostring(err))
+      end
     else
       if ev.thread ~= run_thread and #run > 0 then
         deliver(run_thread, run)

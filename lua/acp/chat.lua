@@ -45,6 +45,8 @@ local text = require('acp.text')
 ---@field qf_dirty boolean The quickfix list waits for a refresh.
 ---@field qf_id? integer The session's quickfix list.
 ---@field activity_turns? integer `turns_ended` at the last activity pass (nil before the first).
+---@field queue { text: string|acp.ContentBlock[], context: table[] }[] Messages waiting for the turn to end (acp.queue).
+---@field history_of? string The session this chat was opened to load or resume.
 local ChatView = {}
 ChatView.__index = ChatView
 
@@ -56,7 +58,9 @@ ChatView.__index = ChatView
 ---@field modes? acp.SessionModes
 ---@field commands? table[]
 ---@field config_options? table[]
+---@field models? { availableModels: table[], currentModelId?: string } Legacy models (session answers).
 ---@field usage? table
+---@field turn_usage? table The last prompt answer's `usage` (token counts).
 
 -- The chat is markdown to Tree-sitter; highlight groups can be overridden.
 vim.treesitter.language.register('markdown', { 'acpchat', 'acpchat_input' })
@@ -74,10 +78,12 @@ local function set_buf_opts(buf, opts)
 end
 
 --- A chat's view; every field of acp.ChatView starts here.
----@param opts { agent: string, thread: integer, root: string, tab: integer }
+---@param opts { agent: string, thread: integer, root: string, tab: integer, history_of?: string }
 ---@return acp.ChatView
 function ChatView.new(opts)
   local self = setmetatable({}, ChatView)
+  self.queue = {}
+  self.history_of = opts.history_of
   self.agent = opts.agent
   self.thread = opts.thread
   self.root = opts.root
@@ -150,8 +156,12 @@ function ChatView:_keymaps()
   if key then
     for _, buf in ipairs({ self.input, self.buf }) do
       map(buf, { 'n', 'i' }, key, function()
+        local elicitation = require('acp.elicitation')
+        if #require('acp.permission').queue == 0 and #elicitation.queue > 0 then
+          return elicitation.focus()
+        end
         require('acp.permission').focus()
-      end, 'Answer the pending permission request')
+      end, 'Answer the pending permission request (or request for input)')
     end
   end
   map(self.buf, 'n', keys.hide, function()
@@ -275,6 +285,12 @@ function ChatView:send(prompt, opts)
   if not core then
     return false
   end
+  local queue = require('acp.queue')
+  local route = queue.route(self)
+  if route == 'queue' then
+    -- A turn runs: the message waits and goes when it ends.
+    return queue.add(self, prompt, opts)
+  end
   local context = require('acp.context')
   local from_text = type(prompt) == 'string'
   local text_of_prompt = from_text and prompt or ''
@@ -288,7 +304,7 @@ function ChatView:send(prompt, opts)
     end
     prompt = blocks
   end
-  local ok, err = pcall(core.prompt, self.thread, prompt)
+  local ok, err = pcall(core.prompt, self.thread, prompt, { queued_by_agent = route == 'agent' })
   if not ok then
     vim.notify('acp.nvim: ' .. text.error(err), vim.log.levels.WARN)
     return false
@@ -404,6 +420,7 @@ local info_field = {
   modes = { 'modes', 'modes' },
   commands = { 'commands', 'commands' },
   config_options = { 'config_options', 'options' },
+  models = { 'models', 'models' },
   usage = { 'usage', 'usage' },
 }
 
@@ -518,6 +535,11 @@ function ChatView:apply(events)
       at[ev.index].lines = text.safe_lines(ev.lines)
       touched[ev.index] = true
     elseif t == 'status' then
+      if ev.state == 'disconnected' and self.state ~= 'disconnected' then
+        vim.schedule(function()
+          require('acp.sessions').offer_after_exit(self)
+        end)
+      end
       if ev.state == 'running' then
         self.turns_started = self.turns_started + 1
       elseif self.state == 'running' then
@@ -535,6 +557,11 @@ function ChatView:apply(events)
       end
       self.cards[ev.index] = card
       touched[ev.index] = true
+    elseif t == 'turn_ended' then
+      if type(ev.usage) == 'table' then
+        self.info.turn_usage = ev.usage
+        meta = true
+      end
     elseif t == 'terminal_output' then
       require('acp.terminal').append(self.thread, ev.id, ev.data)
     elseif t == 'agent' then
@@ -589,6 +616,16 @@ function ChatView:apply(events)
   end
   if disk_due then
     require('acp.sync').after_apply(self)
+  end
+  if #self.queue > 0 then
+    local queue = require('acp.queue')
+    self:_guard(nil, queue.render, self)
+    if self.state == 'idle' then
+      -- Outside the drain: sending re-enters the core.
+      vim.schedule(function()
+        queue.flush(self)
+      end)
+    end
   end
   -- User autocmds (acp.events): read now, fired after this drain.
   self:_guard(nil, require('acp.events').observe, self, events)
@@ -734,33 +771,40 @@ local state_label = {
   disconnected = 'disconnected',
 }
 
---- The session's current mode: its name (or id), or nil without modes.
+--- The session's current mode: its name (or id), or nil without modes
+--- (the `mode` config option wins over the legacy modes).
 function ChatView:mode_name()
-  local id = self.info.mode
-  if type(id) ~= 'string' then
-    return nil
-  end
-  for _, m in ipairs((self.info.modes or {}).availableModes or {}) do
-    if m.id == id then
-      return m.name or id
-    end
-  end
-  return id
+  return require('acp.controls').mode_name(self)
 end
 
+local function escape(s)
+  return (tostring(s):gsub('%%', '%%%%'))
+end
+
+--- ` ACP  agent · state · [mode] · model · effort · usage · title`.
 function ChatView:_update_winbar()
   if not self:is_visible() then
     return
   end
-  local title = self.info.title and (' · ' .. self.info.title:gsub('%%', '%%%%')) or ''
-  local mode = self:mode_name()
-  mode = mode and (' · [' .. mode:gsub('%%', '%%%%') .. ']') or ''
-  vim.wo[self.win].winbar = ('%%#AcpTitle# ACP %%* %s · %s%s%s'):format(
-    self.agent,
-    state_label[self.state] or self.state,
-    mode,
-    title
-  )
+  local controls = require('acp.controls')
+  local parts = { self.agent, state_label[self.state] or self.state }
+  if self.state == 'connecting' and self.status_detail == 'loading session' then
+    parts[2] = 'loading session… (<C-c> gives up)'
+  end
+  local mode = controls.mode_name(self)
+  if mode then
+    parts[#parts + 1] = '[' .. mode .. ']'
+  end
+  local extra = { controls.model_name(self), controls.effort_name(self), controls.usage_text(self), self.info.title }
+  for i = 1, 4 do
+    if extra[i] then
+      parts[#parts + 1] = extra[i]
+    end
+  end
+  for i, p in ipairs(parts) do
+    parts[i] = escape(p)
+  end
+  vim.wo[self.win].winbar = '%#AcpTitle# ACP %* ' .. table.concat(parts, ' · ')
 end
 
 --- The transcript text (for tests and export).

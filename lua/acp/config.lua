@@ -47,8 +47,18 @@ M.defaults = {
   -- The longest message (bytes) an agent may send; past it the agent is
   -- stopped with a message instead of growing memory without limit.
   max_message_bytes = 64 * 1024 * 1024,
-  -- MCP servers passed to every new session (ACP `McpServer` objects).
+  -- MCP servers passed to every session (new, load, resume) of every agent:
+  -- ACP `McpServer` objects, e.g. { name = 'fs', command = '/bin/mcp-fs',
+  -- args = {}, env = {} } (stdio) or { type = 'http', name = 'api', url =
+  -- 'https://...', headers = {} }. http and sse servers go only to agents that
+  -- advertise them. An agent's own `mcp_servers` (in `agents`) are added; one
+  -- of the same name replaces the global one.
   mcp_servers = {},
+  -- A message sent while a turn runs: 'client' keeps it in the chat's queue
+  -- until the turn ends (`:AcpQueue` edits or drops it); 'agent' sends it at
+  -- once to agents that queue prompts themselves (they advertise
+  -- `promptQueueing` or `steering`), and queues it for the others.
+  queue = 'client',
   -- Extra root directories for every session, besides its cwd (the project
   -- root). `fs/*` reads and writes stay inside the roots, and a terminal's
   -- cwd must be inside them. Roots do not confine what a command does: a
@@ -212,6 +222,24 @@ local function check_type(path, value, expected)
   end
 end
 
+--- A list of ACP `McpServer` objects: a name, and a command (stdio) or a
+--- `type` of 'http' / 'sse' with a url.
+function M.check_mcp_servers(path, list)
+  check_type(path, list, 'table')
+  for i, s in ipairs(list) do
+    local sp = ('%s[%d]'):format(path, i)
+    check_type(sp, s, 'table')
+    check_type(sp .. '.name', s.name, 'string')
+    if s.type == 'http' or s.type == 'sse' then
+      check_type(sp .. '.url', s.url, 'string')
+    elseif s.type == nil or s.type == 'stdio' then
+      check_type(sp .. '.command', s.command, 'string')
+    else
+      fail(sp .. '.type', "must be 'http', 'sse' or absent (stdio)")
+    end
+  end
+end
+
 --- Validates `user` against `defaults`: unknown keys and wrong types raise
 --- an error naming the key. `agents` and `mcp_servers` hold user-named
 --- entries and get their own checks.
@@ -244,13 +272,21 @@ local function validate(user, defaults, path)
             for ek, ev in pairs(v) do
               check_type(ap .. '.env.' .. tostring(ek), ev, 'string')
             end
+          elseif k == 'mcp_servers' then
+            M.check_mcp_servers(ap .. '.mcp_servers', v)
           else
-            fail(ap .. '.' .. tostring(k), 'is not a known agent field (cmd, args, env, install, registry)')
+            fail(ap .. '.' .. tostring(k), 'is not a known agent field (cmd, args, env, install, registry, mcp_servers)')
           end
         end
       end
-    elseif p == 'mcp_servers' or p == 'install.sources' then
+    elseif p == 'mcp_servers' then
+      M.check_mcp_servers(p, value)
+    elseif p == 'install.sources' then
       check_type(p, value, 'table')
+    elseif p == 'queue' then
+      if value ~= 'client' and value ~= 'agent' then
+        fail(p, "must be 'client' or 'agent'")
+      end
     elseif p == 'install.registry' then
       if value ~= false then
         check_type(p, value, 'string')

@@ -330,8 +330,19 @@ M.accept_changes = forward('accept_changes')
 -- Chats.
 ---@type fun(spec: acp.AgentSpec): integer
 M.open_thread = forward('open_thread')
----@type fun(thread: integer, prompt: string|acp.ContentBlock[])
+---@type fun(thread: integer, prompt: string|acp.ContentBlock[], opts: { queued_by_agent?: boolean }?)
 M.prompt = forward('prompt')
+--- A request to the agent for the view (config options, models, session
+--- list/close/delete, logout); the answer is a `reply` event for `reply`.
+---@type fun(thread: integer, method: string, params: table?, reply: integer)
+M.request = forward('request')
+--- Opens the session again after a sign-in outside the connection.
+---@type fun(thread: integer)
+M.reconnect = forward('reconnect')
+--- Answers an `elicitation` event: `{ action = 'accept', content = {...} }`,
+--- `{ action = 'decline' }` or `{ action = 'cancel' }`.
+---@type fun(request: integer, response: acp.ElicitationResponse)
+M.answer_elicitation = forward('answer_elicitation')
 ---@type fun(thread: integer, method_id: string)
 M.authenticate = forward('authenticate')
 ---@type fun(thread: integer): acp.AuthMethod[]

@@ -29,6 +29,8 @@ function M.check()
   M.check_agents(h, config.options)
   M.check_tools(h, config.options)
 
+  M.check_agent_mcp_servers(h, config.options)
+
   h.start('acp.nvim: log')
   local log = config.options.log_file
   local dir = vim.fn.fnamemodify(log, ':h')
@@ -179,6 +181,31 @@ function M.check_agents(h, options)
   end
 end
 
+--- Each agent's own MCP servers (`agents.{name}.mcp_servers`, added to
+--- the global ones); http and sse servers reach only agents that
+--- advertise them.
+function M.check_agent_mcp_servers(h, options)
+  local names = vim.tbl_keys(options.agents)
+  table.sort(names)
+  local any = false
+  for _, name in ipairs(names) do
+    local agent = options.agents[name]
+    for _, server in ipairs(type(agent) == 'table' and agent.mcp_servers or {}) do
+      if not any then
+        h.start('acp.nvim: MCP servers of agents')
+        any = true
+      end
+      local transport = server.type or 'stdio'
+      local target = server.url or server.command or '?'
+      if transport == 'stdio' and vim.fn.executable(server.command or '') ~= 1 then
+        h.warn(('%s: %s: `%s` is not executable'):format(name, server.name, target))
+      else
+        h.ok(('%s: %s (%s) %s'):format(name, server.name, transport, target))
+      end
+    end
+  end
+end
+
 --- The markdown parser, the clipboard tool for images, the MCP servers.
 function M.check_tools(h, options)
   h.start('acp.nvim: tools')
@@ -209,7 +236,7 @@ function M.check_tools(h, options)
     if type(s) ~= 'table' then
       h.error(('MCP server %s: not a table'):format(name))
     elseif s.url then
-      h.ok(('MCP server %s: %s %s'):format(name, s.type or 'http', s.url))
+      h.ok(('MCP server %s: %s %s (sent only to agents that advertise %s)'):format(name, s.type or 'http', s.url, s.type or 'http'))
     elseif type(s.command) == 'string' and vim.fn.executable(s.command) == 1 then
       h.ok(('MCP server %s: %s'):format(name, vim.fn.exepath(s.command)))
     else

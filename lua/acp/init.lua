@@ -121,6 +121,32 @@ function M.project_root()
   return path
 end
 
+--- MCP servers of agent `name`: the global ones, then the agent's own (an
+--- agent's server replaces a global one of the same name). Missing list
+--- fields get their empty default.
+function M.mcp_servers(name)
+  local o = config.options
+  local out, index = {}, {}
+  local agent = o.agents[name] or {}
+  for _, list in ipairs({ o.mcp_servers or {}, agent.mcp_servers or {} }) do
+    for _, server in ipairs(list) do
+      local s = vim.deepcopy(server)
+      if s.type == 'http' or s.type == 'sse' then
+        s.headers = s.headers or {}
+      else
+        s.args, s.env = s.args or {}, s.env or {}
+      end
+      if s.name and index[s.name] then
+        out[index[s.name]] = s
+      else
+        out[#out + 1] = s
+        index[s.name or #out] = #out
+      end
+    end
+  end
+  return out
+end
+
 local function agent_spec(name)
   local a, err = require('acp.agents').resolve(name)
   if not a then
@@ -138,7 +164,7 @@ local function agent_spec(name)
     args = a.args or {},
     env = a.env or {},
     cwd = root,
-    mcp_servers = o.mcp_servers,
+    mcp_servers = M.mcp_servers(name),
     caps = { fs_read = o.fs.read, fs_write = o.fs.write, terminal = o.terminal.enabled },
     line_max = o.max_message_bytes,
     policy = {
@@ -202,26 +228,6 @@ function M.current()
   return M._views[vim.api.nvim_get_current_tabpage()]
 end
 
---- The model of a chat: `info.model` when known, else the current value
---- of its config option of category `model` (its display name if given).
-local function model_of(view)
-  local info = view.info or {}
-  if info.model ~= nil then
-    return type(info.model) == 'table' and (info.model.name or info.model.id) or info.model
-  end
-  for _, o in ipairs(type(info.config_options) == 'table' and info.config_options or {}) do
-    if type(o) == 'table' and o.category == 'model' then
-      local value = o.currentValue
-      for _, choice in ipairs(type(o.options) == 'table' and o.options or {}) do
-        if type(choice) == 'table' and choice.value == value and choice.name then
-          return choice.name
-        end
-      end
-      return value
-    end
-  end
-end
-
 --- A chat's state for statuslines and other plugins.
 ---@class acp.Status
 ---@field agent string The configured agent's name.
@@ -231,24 +237,31 @@ end
 ---@field session_id? string
 ---@field title? string The session's title, when the agent gave one.
 ---@field mode? string The current mode's name.
+---@field agent_name? string The agent's own name (`agentInfo.name`).
 ---@field model? string The current model, when the agent tells it.
----@field usage? { used?: number, size?: number, cost?: { amount: number, currency: string } }
+---@field effort? string The reasoning effort (config option `thought_level`).
+---@field usage { used?: number, size?: number, percent?: integer, cost?: { amount: number, currency: string }, tokens?: integer } Context used/size (and percent), cost, tokens of the last turn.
 ---@field turns integer Turns ended so far.
+---@field queued integer Messages waiting in the queue (`:h acp-queue`).
 
 ---@param view acp.ChatView
 ---@return acp.Status
 local function status_of(view)
+  local controls = require('acp.controls')
   return {
     agent = view.agent,
+    agent_name = view.agent_name,
     thread = view.thread,
     tab = view.tab,
     state = view.state,
     session_id = view.info.session,
     title = view.info.title,
-    mode = view:mode_name(),
-    model = model_of(view),
-    usage = view.info.usage,
+    mode = controls.mode_name(view),
+    model = controls.model_name(view),
+    effort = controls.effort_name(view),
+    usage = controls.usage(view),
     turns = view.turns_ended,
+    queued = #view.queue,
   }
 end
 
@@ -294,6 +307,123 @@ local function chat_and_core()
     return nil
   end
   return view, core
+end
+
+--- Replaces `view` with a new chat of the same agent in the same windows:
+--- `opts.resume` opens that session (its history fills the fresh
+--- transcript), else a new session starts. The input text, pending
+--- context and queued messages move to the new chat.
+function M.reopen(view, opts)
+  opts = opts or {}
+  local spec, err = agent_spec(view.agent)
+  if not spec then
+    vim.notify(err, vim.log.levels.ERROR)
+    return nil
+  end
+  local core = M._core()
+  if not core then
+    return nil
+  end
+  spec.resume = opts.resume
+  local ok, thread = pcall(core.open_thread, spec)
+  if not ok then
+    vim.notify('acp.nvim: ' .. tostring(thread), vim.log.levels.ERROR)
+    return nil
+  end
+  local tab = view.tab
+  local new = require('acp.chat').new({
+    agent = view.agent,
+    thread = thread,
+    root = spec.cwd,
+    tab = tab,
+    history_of = opts.resume,
+  })
+  vim.api.nvim_buf_set_lines(new.input, 0, -1, false, vim.api.nvim_buf_get_lines(view.input, 0, -1, false))
+  new.context, new.queue = view.context, view.queue
+  -- The windows stay: they show the new chat's buffers.
+  local win, input_win = view.win, view.input_win
+  view.win, view.input_win = nil, nil
+  if win and vim.api.nvim_win_is_valid(win) then
+    vim.api.nvim_win_set_buf(win, new.buf)
+    new.win = win
+  end
+  if input_win and vim.api.nvim_win_is_valid(input_win) then
+    vim.api.nvim_win_set_buf(input_win, new.input)
+    new.input_win = input_win
+  end
+  pcall(core.close_thread, view.thread)
+  view:destroy()
+  M._views[tab] = new
+  require('acp.bridge').register(thread, new)
+  if new.win then
+    new:_update_winbar()
+  end
+  require('acp.context').render(new)
+  require('acp.queue').render(new)
+  return new
+end
+
+--- `:AcpNew`: a fresh session in the current chat.
+function M.new_session()
+  local view = M.current()
+  if not view then
+    return M.open()
+  end
+  return M.reopen(view)
+end
+
+--- `:AcpSessions`: the agent's sessions, to resume, close or delete.
+function M.sessions()
+  local view = chat_and_core()
+  return view and require('acp.sessions').pick(view)
+end
+
+--- `:AcpResume [id]`: opens a session (default: this chat's last one).
+function M.resume(id)
+  local view = chat_and_core()
+  return view and require('acp.sessions').resume(view, id)
+end
+
+--- `:AcpConfig [id [value]]`: the agent's config options.
+function M.config(id, value)
+  local view = chat_and_core()
+  return view and require('acp.controls').config(view, id, value)
+end
+
+--- `:AcpModel [id]`: the `model` config option, else the legacy models.
+function M.model(id)
+  local view = chat_and_core()
+  return view and require('acp.controls').model(view, id)
+end
+
+--- `:AcpQueue [edit|drop {n}|clear]`: messages waiting for the turn to end.
+function M.queue(args)
+  local view = chat_and_core()
+  return view and require('acp.queue').command(view, args)
+end
+
+--- `:AcpElicitation`: moves into the agent's request for input.
+function M.elicitation()
+  return require('acp.elicitation').focus()
+end
+
+--- `:AcpLogout`: signs out (`logout`) when the agent supports it.
+function M.logout()
+  local view = chat_and_core()
+  if not view then
+    return
+  end
+  local caps = view.capabilities or {}
+  if not (type(caps.auth) == 'table' and caps.auth.logout ~= nil and caps.auth.logout ~= false) then
+    return vim.notify(('acp.nvim: %s does not support logout'):format(view.agent), vim.log.levels.WARN)
+  end
+  require('acp.controls').request(view, 'logout', vim.empty_dict(), function(ev)
+    if ev.error then
+      vim.notify('acp.nvim: logout failed: ' .. ev.error, vim.log.levels.ERROR)
+    else
+      vim.notify(('acp.nvim: signed out of %s'):format(view.agent))
+    end
+  end)
 end
 
 --- Sends `text` to the current tab's chat, opening it (without moving the
@@ -432,11 +562,19 @@ local function choose_from_agent(what, items, id, apply, view, core)
 end
 
 --- `:AcpAuth [method]`: signs in with one of the agent's methods (when it
---- answers the session request with "authentication required").
+--- answers the session request with "authentication required"): `agent`
+--- methods through `authenticate`, `terminal` ones by running the agent's
+--- login in a terminal, `env_var` ones by saying which variable to set.
 function M.auth(method)
   local view, core = chat_and_core()
   if view then
-    return choose_from_agent({ 'sign-in method', 'methods' }, core.auth_methods(view.thread) or {}, method, function(c, v, id)
+    local methods = core.auth_methods(view.thread) or {}
+    return choose_from_agent({ 'sign-in method', 'methods' }, methods, method, function(c, v, id)
+      for _, m in ipairs(methods) do
+        if m.id == id then
+          return require('acp.auth').sign_in(v, m)
+        end
+      end
       c.authenticate(v.thread, id)
     end, view, core)
   end
@@ -446,6 +584,10 @@ end
 --- ask / code / plan); without an id, pick from the list.
 function M.mode(id)
   local view, core = chat_and_core()
+  if view and require('acp.controls').mode(view, id) then
+    -- The agent's `mode` config option (it wins over the legacy modes).
+    return
+  end
   if view then
     return choose_from_agent({ 'mode', 'modes' }, (view.info.modes or {}).availableModes or {}, id, function(c, v, mode)
       c.set_mode(v.thread, mode)

@@ -75,11 +75,14 @@ end
 --- The environment of a command: the user's, minus Neovim's own variables
 --- (`NVIM`, `NVIM_LISTEN_ADDRESS`, any holding one of this Neovim's server
 --- addresses) and the denied names, plus `agent_env` (name -> value) on top.
-function M.env(agent_env)
+--- `opts.keep_secrets`: keep the denied names (a sign-in command the user
+--- runs may need them); Neovim's own variables are removed in any case.
+function M.env(agent_env, opts)
+  local keep_secrets = opts and opts.keep_secrets
   local env = vim.fn.environ()
   local servers = server_addresses()
   for name, value in pairs(env) do
-    local drop = name == 'NVIM' or name == 'NVIM_LISTEN_ADDRESS' or M.denied(name)
+    local drop = name == 'NVIM' or name == 'NVIM_LISTEN_ADDRESS' or (not keep_secrets and M.denied(name))
     for _, addr in ipairs(servers) do
       if drop then
         break

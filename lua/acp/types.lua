@@ -129,6 +129,12 @@
 ---@field thread integer
 ---@field options { id: string, name?: string, category?: string, type?: string, currentValue?: any, options?: table[] }[]
 
+--- The legacy `models` of a session answer (config options win over them).
+---@class acp.Event.models
+---@field type 'models'
+---@field thread integer
+---@field models { availableModels: { modelId: string, name?: string, description?: string }[], currentModelId?: string }
+
 --- `usage_update` without its `sessionUpdate` key (used, size, cost...).
 ---@class acp.Event.usage
 ---@field type 'usage'
@@ -165,6 +171,7 @@
 ---@field turn integer
 ---@field stop_reason string
 ---@field duration_ms integer
+---@field usage? { totalTokens?: integer, inputTokens?: integer, outputTokens?: integer } The prompt answer's `usage`.
 
 ---@class acp.AgentInfo
 ---@field name? string
@@ -224,6 +231,36 @@
 ---@field thread integer
 ---@field request integer
 
+--- An `elicitation/create` waiting for the user (answer with
+--- `acp.core.answer_elicitation(request, response)`). `thread` is nil for
+--- a request-scoped one (no session yet).
+---@class acp.Event.elicitation
+---@field type 'elicitation'
+---@field thread? integer
+---@field request integer
+---@field payload { mode: 'form'|'url', message?: string, sessionId?: string, requestedSchema?: table, url?: string, elicitationId?: string }
+
+--- An elicitation that needs no answer any more (answered or cancelled).
+---@class acp.Event.elicitation_done
+---@field type 'elicitation_done'
+---@field request integer
+
+--- `elicitation/complete`: a URL elicitation finished.
+---@class acp.Event.elicitation_complete
+---@field type 'elicitation_complete'
+---@field elicitation_id string
+
+--- The agent's answer to `acp.core.request` (`result` true for `null`).
+---@class acp.Event.reply
+---@field type 'reply'
+---@field request integer
+---@field result? any
+---@field error? string
+
+---@class acp.ElicitationResponse
+---@field action 'accept'|'decline'|'cancel'
+---@field content? table<string, string|number|boolean|string[]>
+
 --- A message for the user (vim.notify).
 ---@class acp.Event.notify
 ---@field type 'notify'
@@ -259,6 +296,7 @@
 ---| acp.Event.modes
 ---| acp.Event.commands
 ---| acp.Event.config_options
+---| acp.Event.models
 ---| acp.Event.usage
 ---| acp.Event.card
 ---| acp.Event.agent
@@ -267,6 +305,10 @@
 ---| acp.Event.terminal_output
 ---| acp.Event.permission
 ---| acp.Event.permission_done
+---| acp.Event.elicitation
+---| acp.Event.elicitation_done
+---| acp.Event.elicitation_complete
+---| acp.Event.reply
 ---| acp.Event.notify
 ---| acp.Event.files
 ---| acp.Event.call
@@ -339,6 +381,7 @@
 ---@field caps? { fs_read?: boolean, fs_write?: boolean, terminal?: boolean }
 ---@field line_max? integer the longest message (bytes) the agent may send
 ---@field policy? acp.Policy
+---@field resume? string a session to open (`session/resume` when advertised, else `session/load`) instead of a new one
 
 ---@class acp.Policy
 ---@field roots? string[]
@@ -463,7 +506,10 @@
 ---@field disk_edit fun(thread: integer, edit: acp.DiskEdit) records a change the agent made on disk (for :AcpReview)
 ---@field accept_changes fun(thread: integer) review's "accept all": forgets the session's changes
 ---@field open_thread fun(spec: acp.AgentSpec): integer
----@field prompt fun(thread: integer, prompt: string|acp.ContentBlock[])
+---@field prompt fun(thread: integer, prompt: string|acp.ContentBlock[], opts: { queued_by_agent?: boolean }?)
+---@field request fun(thread: integer, method: string, params: table?, reply: integer) a view request; answered by a `reply` event
+---@field reconnect fun(thread: integer) opens the session again (after a terminal sign-in)
+---@field answer_elicitation fun(request: integer, response: acp.ElicitationResponse)
 ---@field authenticate fun(thread: integer, method_id: string)
 ---@field auth_methods fun(thread: integer): acp.AuthMethod[]
 ---@field set_mode fun(thread: integer, mode_id: string)

@@ -28,6 +28,8 @@ use turn::{Sender, Session, TurnRun};
 
 struct State {
     agent: AgentConfig,
+    /// Config options as changed by `session/set_config_option`.
+    config_options: Mutex<Option<Value>>,
     authenticated: std::sync::atomic::AtomicBool,
     turns: Mutex<Vec<Turn>>,
     next_session: AtomicU64,
@@ -68,15 +70,106 @@ impl State {
         for (key, value) in &self.agent.prompt_capabilities {
             caps[key] = value.clone();
         }
+        let mut agent_caps =
+            json!({"loadSession": self.agent.load_session, "promptCapabilities": caps});
+        for (key, value) in [
+            ("sessionCapabilities", &self.agent.session_capabilities),
+            ("mcpCapabilities", &self.agent.mcp_capabilities),
+            ("auth", &self.agent.auth_capabilities),
+            ("_meta", &self.agent.meta),
+        ] {
+            if let Some(v) = value {
+                agent_caps[key] = v.clone();
+            }
+        }
         json!({
             "protocolVersion": 1,
-            "agentCapabilities": {"loadSession": false, "promptCapabilities": caps},
+            "agentCapabilities": agent_caps,
             "agentInfo": {
                 "name": self.agent.name.as_deref().unwrap_or("acp-test-agent"),
                 "version": env!("CARGO_PKG_VERSION"),
             },
             "authMethods": self.agent.auth_methods,
         })
+    }
+}
+
+impl State {
+    /// Modes, models and config options of a session answer.
+    fn session_result(&self, mut result: Value) -> Value {
+        if let Some(modes) = &self.agent.modes {
+            result["modes"] = modes.clone();
+        }
+        if let Some(models) = &self.agent.models {
+            result["models"] = models.clone();
+        }
+        if let Some(options) = self.config_options.lock().unwrap().as_ref() {
+            result["configOptions"] = options.clone();
+        }
+        result
+    }
+
+    fn signed_in(&self) -> bool {
+        self.agent.auth_methods.is_empty()
+            || self.authenticated.load(Ordering::SeqCst)
+            || self
+                .agent
+                .auth_file
+                .as_ref()
+                .is_some_and(|f| std::path::Path::new(f).exists())
+    }
+
+    /// `session/set_config_option`: the changed list, or why not.
+    fn set_config_option(&self, params: &Value) -> Result<Value, String> {
+        let mut options = self.config_options.lock().unwrap();
+        let list = options
+            .as_mut()
+            .and_then(Value::as_array_mut)
+            .ok_or("no config options")?;
+        let option = list
+            .iter_mut()
+            .find(|o| o["id"] == params["configId"])
+            .ok_or("unknown configId")?;
+        if option["type"] == "boolean" {
+            if params["type"] != "boolean" || !params["value"].is_boolean() {
+                return Err("a boolean option takes {type: boolean, value: bool}".into());
+            }
+        } else {
+            let value = params["value"].as_str().ok_or("value must be a string")?;
+            let flat: Vec<&Value> = option["options"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .flat_map(|o| match o["options"].as_array() {
+                            Some(group) => group.iter().collect::<Vec<_>>(),
+                            None => vec![o],
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            if !flat.iter().any(|o| o["value"] == value) {
+                return Err(format!("unknown value {value}"));
+            }
+        }
+        option["currentValue"] = params["value"].clone();
+        Ok(json!({ "configOptions": list.clone() }))
+    }
+
+    /// One page of `session/list`.
+    fn list_page(&self, params: &Value) -> Value {
+        let size = self.agent.list_page_size.unwrap_or(usize::MAX).max(1);
+        let start: usize = params["cursor"]
+            .as_str()
+            .and_then(|c| c.strip_prefix("page-"))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        let all = &self.agent.sessions;
+        let end = start.saturating_add(size).min(all.len());
+        let mut result = json!({ "sessions": all.get(start..end).unwrap_or_default() });
+        if end < all.len() {
+            result["nextCursor"] = json!(format!("page-{end}"));
+        }
+        result
     }
 }
 
@@ -119,7 +212,7 @@ fn handle_request(
             state
                 .log
                 .event(json!({"event": "session/new", "params": params}));
-            if !state.agent.auth_methods.is_empty() && !state.authenticated.load(Ordering::SeqCst) {
+            if !state.signed_in() {
                 let error = agent_client_protocol::Error::new(-32000, "Authentication required");
                 send.respond(responder, Err(error));
                 return Ok(());
@@ -129,10 +222,7 @@ fn handle_request(
                 state.next_session.fetch_add(1, Ordering::Relaxed) + 1
             );
             state.session(&id);
-            let mut result = json!({ "sessionId": id });
-            if let Some(modes) = &state.agent.modes {
-                result["modes"] = modes.clone();
-            }
+            let result = state.session_result(json!({ "sessionId": id }));
             send.respond(responder, Ok(result));
             for update in &state.agent.session_updates {
                 send_update(&cx, json!({"sessionId": id, "update": update}));
@@ -174,6 +264,80 @@ fn handle_request(
                 send_update(&cx, update);
             } else {
                 let error = agent_client_protocol::Error::invalid_params().data("unknown modeId");
+                send.respond(responder, Err(error));
+            }
+        }
+        "session/load" => {
+            state
+                .log
+                .event(json!({"event": "session/load", "params": params}));
+            let id = params["sessionId"].as_str().unwrap_or_default().to_owned();
+            state.session(&id);
+            let load = &state.agent.load;
+            for update in &load.replay {
+                send_update(&cx, json!({"sessionId": id, "update": update}));
+            }
+            let delay = Duration::from_millis(load.delay_ms);
+            let result = match &load.error {
+                Some(e) => Err(agent_client_protocol::Error::new(-32603, e.clone())),
+                None => Ok(match &load.result {
+                    Some(r) => state.session_result(r.clone()),
+                    None => Value::Null,
+                }),
+            };
+            let log = state.log.clone();
+            cx.spawn(async move {
+                let cancelled = responder.cancellation();
+                tokio::select! {
+                    () = tokio::time::sleep(delay) => send.respond(responder, result),
+                    () = cancelled.cancelled() => {
+                        log.event(json!({"event": "load_cancelled", "sessionId": id}));
+                        send.respond(responder, Err(agent_client_protocol::Error::new(-32800, "Request cancelled")));
+                    }
+                }
+                Ok(())
+            })?;
+        }
+        "session/resume" => {
+            state
+                .log
+                .event(json!({"event": "session/resume", "params": params}));
+            let id = params["sessionId"].as_str().unwrap_or_default();
+            state.session(id);
+            send.respond(responder, Ok(state.session_result(json!({}))));
+        }
+        "session/list" => {
+            state
+                .log
+                .event(json!({"event": "session/list", "params": params}));
+            send.respond(responder, Ok(state.list_page(&params)));
+        }
+        "session/close" | "session/delete" | "logout" => {
+            state.log.event(json!({"event": method, "params": params}));
+            send.respond(responder, Ok(json!({})));
+        }
+        "session/set_config_option" => {
+            state
+                .log
+                .event(json!({"event": "set_config_option", "params": params}));
+            let result = state
+                .set_config_option(&params)
+                .map_err(|e| agent_client_protocol::Error::invalid_params().data(e));
+            send.respond(responder, result);
+        }
+        "session/set_model" => {
+            state
+                .log
+                .event(json!({"event": "set_model", "params": params}));
+            let known = state.agent.models.as_ref().is_some_and(|m| {
+                m["availableModels"]
+                    .as_array()
+                    .is_some_and(|a| a.iter().any(|x| x["modelId"] == params["modelId"]))
+            });
+            if known {
+                send.respond(responder, Ok(json!({})));
+            } else {
+                let error = agent_client_protocol::Error::invalid_params().data("unknown modelId");
                 send.respond(responder, Err(error));
             }
         }
@@ -232,13 +396,31 @@ fn handle_notification(state: &State, notification: UntypedMessage) {
     }
 }
 
+/// `--login`: a terminal sign-in. Writes `ACP_TEST_LOGIN_FILE` (the
+/// scenario's `auth_file`) and exits with `ACP_TEST_LOGIN_EXIT` (default 0).
+fn login() -> ! {
+    let code: i32 = std::env::var("ACP_TEST_LOGIN_EXIT")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    println!("acp-test-agent login (exit {code})");
+    if code == 0 {
+        if let Ok(path) = std::env::var("ACP_TEST_LOGIN_FILE") {
+            let _ = std::fs::write(path, "signed in\n");
+        }
+    }
+    std::process::exit(code);
+}
+
 fn load_scenario() -> Result<Scenario, String> {
     let mut path = std::env::var("ACP_TEST_SCENARIO")
         .ok()
         .filter(|p| !p.is_empty());
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
-        if arg == "--scenario" {
+        if arg == "--login" {
+            login();
+        } else if arg == "--scenario" {
             path = Some(args.next().ok_or("--scenario needs a path")?);
         } else if let Some(p) = arg.strip_prefix("--scenario=") {
             path = Some(p.to_owned());
@@ -263,6 +445,7 @@ async fn main() {
     });
     let (out, stdout) = Output::start();
     let state = Arc::new(State {
+        config_options: Mutex::new(scenario.agent.config_options.clone()),
         agent: scenario.agent,
         authenticated: std::sync::atomic::AtomicBool::new(false),
         turns: Mutex::new(scenario.turns),

@@ -38,6 +38,60 @@ pub struct AgentConfig {
     /// often in the same write as the answer).
     #[serde(default)]
     pub session_updates: Vec<Value>,
+    /// `agentCapabilities.loadSession`.
+    #[serde(default)]
+    pub load_session: bool,
+    /// `agentCapabilities.sessionCapabilities`, verbatim (`list`, `resume`,
+    /// `close`, `delete`, `additionalDirectories`).
+    #[serde(default)]
+    pub session_capabilities: Option<Value>,
+    /// `agentCapabilities.mcpCapabilities`, verbatim.
+    #[serde(default)]
+    pub mcp_capabilities: Option<Value>,
+    /// `agentCapabilities.auth`, verbatim (e.g. `{"logout": {}}`).
+    #[serde(default)]
+    pub auth_capabilities: Option<Value>,
+    /// `agentCapabilities._meta`, verbatim (e.g. prompt queueing).
+    #[serde(default)]
+    pub meta: Option<Value>,
+    /// Legacy `models` of the session answers; `session/set_model` picks
+    /// among `availableModels`.
+    #[serde(default)]
+    pub models: Option<Value>,
+    /// `configOptions` of the session answers; `session/set_config_option`
+    /// changes their `currentValue` and answers the whole list.
+    #[serde(default)]
+    pub config_options: Option<Value>,
+    /// Sessions `session/list` returns, `list_page_size` per page (with a
+    /// `nextCursor` while more remain).
+    #[serde(default)]
+    pub sessions: Vec<Value>,
+    #[serde(default)]
+    pub list_page_size: Option<usize>,
+    /// How `session/load` behaves.
+    #[serde(default)]
+    pub load: LoadConfig,
+    /// When set, `session/new` also succeeds once this file exists (written
+    /// by a terminal sign-in: `acp-test-agent --login`).
+    #[serde(default)]
+    pub auth_file: Option<String>,
+}
+
+/// `session/load`: the history replayed as updates, then the answer after
+/// `delay_ms` (cut short by `$/cancel_request`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoadConfig {
+    #[serde(default)]
+    pub replay: Vec<Value>,
+    #[serde(default)]
+    pub delay_ms: u64,
+    /// The answer (default `null`, as some agents send).
+    #[serde(default)]
+    pub result: Option<Value>,
+    /// Answer with this error instead.
+    #[serde(default)]
+    pub error: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -55,6 +109,9 @@ pub struct Turn {
     pub ignore_cancel: bool,
     #[serde(default)]
     pub steps: Vec<Step>,
+    /// `usage` of the prompt answer (token counts).
+    #[serde(default)]
+    pub usage: Option<Value>,
     /// Free-form documentation for the scenario author; ignored.
     #[serde(default)]
     #[allow(dead_code)]

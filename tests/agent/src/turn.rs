@@ -137,7 +137,11 @@ impl TurnRun {
         let result = match end {
             End::Stop(reason) => {
                 self.log.event(json!({"event": "turn_end", "sessionId": self.session_id, "stopReason": reason}));
-                Ok(json!({ "stopReason": reason }))
+                let mut result = json!({ "stopReason": reason });
+                if let Some(usage) = &self.turn.usage {
+                    result["usage"] = usage.clone();
+                }
+                Ok(result)
             }
             End::Error(error) => {
                 self.log.event(
