@@ -130,6 +130,25 @@ return {
     shot(screen, 'history')
   end },
 
+  { 'a replayed history (session/load)', function()
+    local child = H.start({ config = { chat = { width = 52 } }, turns = {}, agent_info = {
+      load_session = true,
+      load = { replay = {
+        { sessionUpdate = 'user_message_chunk', content = { type = 'text', text = 'Why does the parser drop the last token?' } },
+        { sessionUpdate = 'agent_message_chunk', content = { type = 'text', text = 'It stops one token early at the end of the file.' } },
+        { sessionUpdate = 'tool_call', toolCallId = 't1', title = 'Read src/parser.rs', kind = 'read', status = 'completed' },
+        { sessionUpdate = 'plan', entries = { { content = 'Fix the loop bound', status = 'completed', priority = 'high' } } },
+        { sessionUpdate = 'user_message_chunk', content = { type = 'text', text = 'Thanks, that fixed it.' } },
+        { sessionUpdate = 'agent_message_chunk', content = { type = 'text', text = 'Glad it works.' } },
+      } },
+    } })
+    local screen = Screen.attach(child, W, HEIGHT)
+    H.open(child)
+    child:cmd('AcpResume s-1')
+    child:wait_for([[local v = require('acp').current(); return v.history_of ~= nil and v.state == 'idle']], 5000)
+    shot(screen, 'replayed-history')
+  end },
+
   { "the README's captures are these screenshots", function()
     local readme = require('tests.screenshots.readme')
     local want = readme.section()

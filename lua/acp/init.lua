@@ -343,17 +343,11 @@ function M.reopen(view, opts)
   -- The windows stay: they show the new chat's buffers.
   local win, input_win = view.win, view.input_win
   view.win, view.input_win = nil, nil
-  if win and vim.api.nvim_win_is_valid(win) then
-    vim.api.nvim_win_set_buf(win, new.buf)
-    new.win = win
-  end
-  if input_win and vim.api.nvim_win_is_valid(input_win) then
-    vim.api.nvim_win_set_buf(input_win, new.input)
-    new.input_win = input_win
-  end
+  require('acp.layout').adopt(new, win, input_win)
   pcall(core.close_thread, view.thread)
   view:destroy()
   M._views[tab] = new
+  M._all[thread] = new
   require('acp.bridge').register(thread, new)
   if new.win then
     new:_update_winbar()

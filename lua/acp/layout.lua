@@ -74,6 +74,24 @@ function M.fix_buffer(win)
   end
 end
 
+--- Gives the windows `win` and `input_win` of a replaced chat to `view`
+--- (a new session in the same place): they show its buffers, keep
+--- 'winfixbuf' and close as a pair.
+function M.adopt(view, win, input_win)
+  for _, pair in ipairs({ { win, view.buf, 'win' }, { input_win, view.input, 'input_win' } }) do
+    local w, buf, field = pair[1], pair[2], pair[3]
+    if valid(w) then
+      if vim.fn.exists('+winfixbuf') == 1 then
+        vim.wo[w].winfixbuf = false
+      end
+      api.nvim_win_set_buf(w, buf)
+      M.fix_buffer(w)
+      view[field] = w
+      M.watch(view, w)
+    end
+  end
+end
+
 --- `:AcpChat [agent]`: toggles the tab's chat; another agent opens a new
 --- chat and keeps the old one (`:AcpChats`).
 function M.toggle(agent)

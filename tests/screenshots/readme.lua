@@ -16,6 +16,7 @@ M.captures = {
   { 'diff-card', 'The card of an edit: a plain-text header (kind, title, status) and the diff; `<CR>` on it reviews it side by side.' },
   { 'terminal-card', 'A command the agent ran through Neovim, its output live in the card.' },
   { 'narrow-window', 'In a narrow window, wrapped card lines keep their indent.' },
+  { 'replayed-history', 'A session opened again (`:AcpResume`, `:AcpSessions`): its history, replayed by the agent, with each turn\'s cards and plan.' },
 }
 
 --- The text of screenshot `name`, without its line numbers and trailing blanks.
