@@ -8,16 +8,26 @@ vim.g.loaded_acp = true
 local cmd = vim.api.nvim_create_user_command
 
 cmd('AcpChat', function(o)
-  require('acp').open(o.args)
+  require('acp.layout').toggle(o.args)
 end, {
   nargs = '?',
-  desc = 'Open or focus the agent chat of this tab',
+  desc = 'Toggle the agent chat of this tab (with an agent: open a chat with it)',
   complete = function(lead)
     local names = require('acp.agents').names()
     return vim.tbl_filter(function(n)
       return n:find(lead, 1, true) == 1
     end, names)
   end,
+})
+
+cmd('AcpChats', function(o)
+  require('acp.layout').pick(o.args)
+end, {
+  nargs = '?',
+  complete = function(lead)
+    return require('acp.layout').complete(lead)
+  end,
+  desc = 'List the chats and show one in this tab',
 })
 
 cmd('AcpSend', function(o)
@@ -113,7 +123,25 @@ end, { desc = 'Answer the pending permission request' })
 
 cmd('AcpTerminal', function(o)
   require('acp').open_terminal(o.args)
-end, { nargs = 1, desc = "Open a terminal's output from the chat in a buffer" })
+end, {
+  nargs = 1,
+  complete = function(lead)
+    -- The terminals the current chat's cards show.
+    local view = package.loaded.acp and require('acp').current()
+    local out, seen = {}, {}
+    for _, card in pairs(view and view.cards or {}) do
+      for _, id in ipairs(card.terminals or {}) do
+        if not seen[id] and vim.startswith(id, lead) then
+          seen[id] = true
+          out[#out + 1] = id
+        end
+      end
+    end
+    table.sort(out)
+    return out
+  end,
+  desc = "Open a terminal's output from the chat in a buffer",
+})
 
 cmd('AcpReview', function()
   require('acp').review()
@@ -225,7 +253,25 @@ end, { desc = 'Sign out of the agent (when it supports it)' })
 
 cmd('AcpAuth', function(o)
   require('acp').auth(o.args)
-end, { nargs = '?', desc = "Sign in with one of the agent's methods" })
+end, {
+  nargs = '?',
+  complete = function(lead)
+    local view = package.loaded.acp and require('acp').current()
+    local core = require('acp.core')
+    if not (view and core.is_loaded()) then
+      return {}
+    end
+    local ok, methods = pcall(core.auth_methods, view.thread)
+    local out = {}
+    for _, m in ipairs(ok and methods or {}) do
+      if type(m.id) == 'string' and vim.startswith(m.id, lead) then
+        out[#out + 1] = m.id
+      end
+    end
+    return out
+  end,
+  desc = "Sign in with one of the agent's methods",
+})
 
 cmd('AcpConflict', function(o)
   require('acp.sync').open_conflict(o.args)
@@ -247,7 +293,8 @@ local function run(ex)
     vim.cmd(ex)
   end
 end
-plug('n', 'AcpChat', run('AcpChat'), 'Open or focus the agent chat of this tab')
+plug('n', 'AcpChat', run('AcpChat'), 'Toggle the agent chat of this tab')
+plug('n', 'AcpChats', run('AcpChats'), 'List the chats and show one in this tab')
 plug('n', 'AcpToggle', function()
   local acp = require('acp')
   local view = acp.current()

@@ -2,13 +2,33 @@
 //! so an incremental append must produce the same text as a full re-render
 //! (`append_fragment` is the incremental half of `entry_markdown`).
 
-use crate::schema::PlanStatus;
+use crate::schema::{PlanStatus, ToolKind};
 use crate::textdiff::DiffBody;
 use crate::thread::{
     Entry, EntryKind, NoticeLevel, PlanItem, RawOutput, ToolCall, ToolContent, TERMINAL_TAIL_LINES,
 };
 
 const THOUGHT_HEADER: &str = "> **Thinking**";
+
+/// The short label a card header starts with, per tool kind.
+pub fn kind_label(kind: &ToolKind) -> &'static str {
+    match kind {
+        ToolKind::Read => "read",
+        ToolKind::Edit => "edit",
+        ToolKind::Delete => "delete",
+        ToolKind::Move => "move",
+        ToolKind::Search => "search",
+        ToolKind::Execute => "run",
+        ToolKind::Think => "think",
+        ToolKind::Fetch => "fetch",
+        ToolKind::SwitchMode => "mode",
+        ToolKind::Other | ToolKind::Unknown(_) => "tool",
+    }
+}
+
+/// Separates a card header's label, title and status word (the view
+/// highlights the parts by it).
+pub const HEADER_SEP: &str = " · ";
 
 pub fn entry_markdown(entry: &Entry) -> String {
     match entry {
@@ -51,7 +71,14 @@ pub fn tool_call_rendering(tc: &ToolCall) -> (String, Vec<(usize, usize)>) {
     } else {
         tc.title.as_str()
     };
-    let mut out = format!("**[{}]** {} · _{}_", tc.kind, title, tc.shown_status());
+    // Plain text: the buffer holds what the user sees and searches; the
+    // view colours the label and the status word with extmarks.
+    let mut out = format!(
+        "{}{HEADER_SEP}{}{HEADER_SEP}{}",
+        kind_label(&tc.kind),
+        title.replace('\n', " "),
+        tc.shown_status()
+    );
     for (path, line) in &tc.locations {
         // 1-based, as the agent sent it (the model maps a legacy 0 to 1).
         match line {
@@ -162,7 +189,10 @@ fn terminal_markdown(
         }
     }
     out.push_str("\n  ```");
-    out.push_str(&format!("\n  _{}_ · `{id}`", exit.unwrap_or("running…")));
+    out.push_str(&format!(
+        "\n  {}{HEADER_SEP}{id}",
+        exit.unwrap_or("running…")
+    ));
 }
 
 /// `rawOutput` text: its last lines in a console block, then the exit code.
@@ -182,19 +212,30 @@ fn raw_output_markdown(out: &mut String, raw: &RawOutput) {
         out.push_str("\n  ```");
     }
     if let Some(code) = raw.exit_code {
-        out.push_str(&format!("\n  _exit code {code}_"));
+        out.push_str(&format!("\n  exit code {code}"));
     }
 }
 
-fn plan_markdown(items: &[PlanItem]) -> String {
-    let mut out = String::from("**Plan**");
+/// A plan as a Markdown task list: `[x]` done, `[ ]` otherwise, and the
+/// running step says so in words (`[~]` is no task marker: Markdown would
+/// read it as a link).
+pub fn plan_markdown(items: &[PlanItem]) -> String {
+    let done = items
+        .iter()
+        .filter(|i| i.status == PlanStatus::Completed)
+        .count();
+    let mut out = format!("Plan{HEADER_SEP}{done}/{} done", items.len());
     for item in items {
         let mark = match item.status {
             PlanStatus::Completed => "[x]",
-            PlanStatus::InProgress => "[~]",
             _ => "[ ]",
         };
-        out.push_str(&format!("\n- {mark} {} ({})", item.content, item.priority));
+        let content = item.content.replace('\n', " ");
+        out.push_str(&format!("\n- {mark} {content} ({})", item.priority));
+        if item.status == PlanStatus::InProgress {
+            out.push_str(HEADER_SEP);
+            out.push_str("in progress");
+        }
     }
     out
 }
@@ -227,7 +268,7 @@ mod tests {
         };
         let md = entry_markdown(&Entry::ToolCall(tc));
         assert!(
-            md.starts_with("**[edit]** Edit · _waiting for you_\n  `/p/a.rs:1`"),
+            md.starts_with("edit · Edit · waiting for you\n  `/p/a.rs:1`"),
             "{md}"
         );
         assert!(
@@ -238,5 +279,36 @@ mod tests {
             md.contains("new file `/p/new.rs`\n  ```diff\n  @@ -0,0 +1 @@\n  +x\n  ```"),
             "{md}"
         );
+    }
+
+    #[test]
+    fn headers_and_status_marks_are_plain_text() {
+        use crate::schema::PlanPriority;
+        let item = |content: &str, status: PlanStatus| PlanItem {
+            content: content.into(),
+            status,
+            priority: PlanPriority::High,
+        };
+        let md = plan_markdown(&[
+            item("Read", PlanStatus::Completed),
+            item("Fix", PlanStatus::InProgress),
+            item("Test", PlanStatus::Pending),
+        ]);
+        assert_eq!(
+            md,
+            "Plan · 1/3 done\n- [x] Read (high)\n- [ ] Fix (high) · in progress\n- [ ] Test (high)"
+        );
+        let mut out = String::new();
+        terminal_markdown(&mut out, "term-1", "ok", 0, Some("exit code 0"));
+        assert!(out.ends_with("\n  ```\n  exit code 0 · term-1"), "{out}");
+        let mut tc = crate::thread::ToolCall::new("x");
+        tc.title = "ls".into();
+        tc.kind = ToolKind::Execute;
+        tc.raw_output = Some(RawOutput {
+            text: String::new(),
+            exit_code: Some(2),
+        });
+        assert_eq!(tool_call_markdown(&tc), "run · ls · pending\n  exit code 2");
+        assert!(!md.contains('_') && !md.contains('*'));
     }
 }

@@ -534,13 +534,8 @@ impl ThreadHandle {
             .unwrap_or_else(|| self.spec.name.clone());
         let restarted = self.lost_session.swap(false, Ordering::SeqCst);
         self.with_model(|m| {
-            let mut ev = Vec::new();
-            if restarted && !resumed {
-                ev.extend(m.notice(
-                    NoticeLevel::Info,
-                    format!("Restarted `{}` with a new session", m.agent_name),
-                ));
-            }
+            // A resumed session is the same one: its cards stay reachable.
+            let mut ev = m.session_started(restarted && !resumed);
             ev.push(ThreadEvent::Agent {
                 name: agent.clone(),
                 info: init.get("agentInfo").cloned().unwrap_or(Value::Null),
@@ -807,7 +802,17 @@ impl ThreadHandle {
                     let usage = v.get("usage").filter(|u| u.is_object()).cloned();
                     this.with_model(|m| m.end_turn_with(turn, &stop, usage));
                 }
-                Err(e) => this.with_model(|m| m.fail_turn(turn, &e)),
+                Err(e) => {
+                    // No session could be opened: the chat is not ready.
+                    let connected = this.current.lock().is_some();
+                    this.with_model(|m| {
+                        let mut ev = m.fail_turn(turn, &e);
+                        if !connected {
+                            ev.extend(m.not_connected());
+                        }
+                        ev
+                    });
+                }
             }
             this.start_queued();
         });

@@ -435,8 +435,12 @@ pub struct Thread {
     /// `TerminalOutput` (a flood nobody watches costs the view nothing).
     watched: std::collections::HashSet<String>,
     /// Index of the current turn's first entry: a `tool_call` announcing an
-    /// id seen before this point starts a new card (ids are reused).
+    /// id seen before this point starts a new card (ids are reused), and a
+    /// plan update replaces only a plan from this point on.
     turn_start: usize,
+    /// Index of the first entry of the current agent session: cards before
+    /// it belong to an earlier session and no update reaches them.
+    session_start: usize,
     /// A loaded session replays its history (`session/load`).
     replaying: bool,
     /// Turns still open under a newer one (the agent queued the newer
@@ -462,6 +466,7 @@ impl Thread {
             terminals: Default::default(),
             watched: Default::default(),
             turn_start: 0,
+            session_start: 0,
             replaying: false,
             open_turns: Vec::new(),
             last_message_id: None,
@@ -622,6 +627,31 @@ impl Thread {
         let mut out = Vec::new();
         if self.state != TurnState::Running {
             self.set_state(TurnState::Idle, detail, &mut out);
+        }
+        out
+    }
+
+    /// The chat is bound to a new agent session. After a restart (the
+    /// agent died under the previous one) a notice opens the new session's
+    /// section; from here on updates reach only this section's cards.
+    pub fn session_started(&mut self, restarted: bool) -> Vec<ThreadEvent> {
+        let mut out = Vec::new();
+        if restarted {
+            self.session_start = self.entries.len();
+            let text = format!("Restarted `{}` with a new session", self.agent_name);
+            self.push(notice_entry(NoticeLevel::Info, text), &mut out);
+            // The reply heading of a running turn opens again in this section.
+            self.reply_started = false;
+        }
+        out
+    }
+
+    /// A prompt failed because no session could be opened (the agent did
+    /// not start): the chat is not ready, whatever the turn's end said.
+    pub fn not_connected(&mut self) -> Vec<ThreadEvent> {
+        let mut out = Vec::new();
+        if self.state != TurnState::Running {
+            self.set_state(TurnState::Disconnected, "agent not running", &mut out);
         }
         out
     }
@@ -962,10 +992,37 @@ impl Thread {
         self.push(entry, out);
     }
 
+    /// The newest card with this id in the current session (ids are scoped
+    /// to their session: a restarted agent reuses them).
     fn find_tool_call(&self, id: &str) -> Option<usize> {
-        self.entries
+        self.entries[self.session_start..]
             .iter()
             .rposition(|e| matches!(e, Entry::ToolCall(tc) if tc.id == id))
+            .map(|i| i + self.session_start)
+    }
+
+    /// The card an update for `id` belongs to: the newest of this session
+    /// when it is in the current turn. A card of an earlier turn is reached
+    /// only by an update (not an announcement), and while a turn runs only
+    /// when that card is still open: agents reuse ids across turns, and a
+    /// finished call of turn 1 must not take turn 2's content or notes.
+    fn card_for_update(&self, id: &str, announce: bool) -> Option<usize> {
+        let index = self.find_tool_call(id)?;
+        if index >= self.turn_start {
+            return Some(index);
+        }
+        if announce {
+            return None;
+        }
+        let Entry::ToolCall(tc) = &self.entries[index] else {
+            return None;
+        };
+        let closed = tc.status.is_finished()
+            || matches!(
+                tc.client_state,
+                Some(ClientState::Rejected | ClientState::Cancelled)
+            );
+        (self.state != TurnState::Running || !closed).then_some(index)
     }
 
     /// Merges a tool-call update (creating the card for an unknown id), its
@@ -984,9 +1041,7 @@ impl Thread {
         if id.is_empty() {
             return;
         }
-        let existing = self
-            .find_tool_call(id)
-            .filter(|&i| !announce || i >= self.turn_start);
+        let existing = self.card_for_update(id, announce);
         let index = existing.unwrap_or_else(|| {
             self.start_reply(out);
             self.entries.push(Entry::ToolCall(ToolCall::new(id)));
@@ -1163,11 +1218,12 @@ impl Thread {
         let mut out = Vec::new();
         let unfinished = |e: &Entry| matches!(e, Entry::ToolCall(tc) if !tc.status.is_finished());
         let names_path = |e: &Entry| matches!(e, Entry::ToolCall(tc) if tc.locations.iter().any(|(p, _)| p == path));
-        let index = self
-            .entries
+        let session = &self.entries[self.session_start..];
+        let index = session
             .iter()
             .rposition(|e| unfinished(e) && names_path(e))
-            .or_else(|| self.entries.iter().rposition(unfinished));
+            .or_else(|| session.iter().rposition(unfinished))
+            .map(|i| i + self.session_start);
         let Some(index) = index else {
             return (None, out);
         };
@@ -1183,11 +1239,13 @@ impl Thread {
     }
 
     fn plan(&mut self, items: Vec<PlanItem>, out: &mut Vec<ThreadEvent>) {
-        // One plan block per thread, replaced in place on every update.
-        if let Some(index) = self
-            .entries
+        // One plan block per turn, replaced in place on every update of
+        // that turn; earlier turns keep theirs as they ended.
+        let from = self.turn_start.max(self.session_start);
+        if let Some(index) = self.entries[from..]
             .iter()
             .rposition(|e| matches!(e, Entry::Plan { .. }))
+            .map(|i| i + from)
         {
             self.entries[index] = Entry::Plan { items };
             self.replace(index, out);
@@ -1691,6 +1749,117 @@ mod tests {
         let ev = t.apply_json(&json!({"sessionUpdate":"plan","entries":[{"content":"a","status":"completed","priority":"high"}]}));
         assert!(matches!(ev[0], ThreadEvent::Replaced { index: 2, .. }));
         assert!(t.entries()[2].to_markdown().contains("[x] a"));
+    }
+
+    fn plan_update(content: &str, status: &str) -> Value {
+        json!({"sessionUpdate":"plan","entries":[{"content":content,"status":status,"priority":"high"}]})
+    }
+
+    fn plans(t: &Thread) -> Vec<(usize, String)> {
+        t.entries()
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| match e {
+                Entry::Plan { items } => Some((i, items[0].content.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn cards(t: &Thread, id: &str) -> Vec<(usize, ToolCall)> {
+        t.entries()
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| match e {
+                Entry::ToolCall(tc) if tc.id == id => Some((i, tc.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn each_turn_keeps_its_own_plan() {
+        let mut t = Thread::new("demo");
+        let (turn, _) = t.begin_turn("one");
+        t.apply_json(&plan_update("first", "in_progress"));
+        t.apply_json(&plan_update("first", "completed"));
+        t.end_turn(turn, "end_turn");
+        t.begin_turn("two");
+        let ev = t.apply_json(&plan_update("second", "pending"));
+        assert!(ev.iter().any(|e| matches!(
+            e,
+            ThreadEvent::Added {
+                kind: EntryKind::Plan,
+                ..
+            }
+        )));
+        t.apply_json(&plan_update("second", "completed"));
+        let p = plans(&t);
+        assert_eq!(p.len(), 2, "{p:?}");
+        assert_eq!((p[0].1.as_str(), p[1].1.as_str()), ("first", "second"));
+        assert!(t.entries()[p[0].0].to_markdown().contains("- [x] first"));
+    }
+
+    #[test]
+    fn a_restarted_session_never_reaches_the_cards_of_the_old_one() {
+        let mut t = Thread::new("demo");
+        t.session_started(false);
+        t.begin_turn("one");
+        t.apply_json(&plan_update("old plan", "in_progress"));
+        t.apply_json(&json!({"sessionUpdate":"tool_call","toolCallId":"c1","title":"Read a","kind":"read","status":"in_progress"}));
+        t.disconnected("agent exited");
+        t.begin_turn("two");
+        let ev = t.session_started(true);
+        assert!(ev.iter().any(|e| matches!(
+            e,
+            ThreadEvent::Added {
+                kind: EntryKind::Notice,
+                ..
+            }
+        )));
+        // The new session reuses the id, with an update only.
+        t.apply_json(&json!({"sessionUpdate":"tool_call_update","toolCallId":"c1","title":"Read b","status":"completed"}));
+        t.apply_json(&plan_update("new plan", "pending"));
+        let c = cards(&t, "c1");
+        assert_eq!(c.len(), 2, "a new card in the new session");
+        assert_eq!(
+            (c[0].1.title.as_str(), c[0].1.status.as_str()),
+            ("Read a", "in_progress")
+        );
+        assert_eq!(c[1].1.title, "Read b");
+        let p = plans(&t);
+        assert_eq!(p.len(), 2, "{p:?}");
+        assert!(p[1].0 > c[0].0);
+        // A write note never lands on the old session's open card.
+        let (id, _) = t.note_write("/x", "wrote /x".into());
+        assert_eq!(
+            id, None,
+            "the new card is finished, the old one is out of reach"
+        );
+    }
+
+    #[test]
+    fn a_reused_id_in_a_later_turn_gets_its_own_card_and_note() {
+        let mut t = Thread::new("demo");
+        for turn_text in ["one", "two"] {
+            let (turn, _) = t.begin_turn(turn_text);
+            // First sight of the id inside a permission request (gemini-cli).
+            let p = update::parse_tool_call(
+                &json!({"toolCallId":"rm","title":"rm -rf build/","kind":"execute"}),
+            )
+            .unwrap();
+            t.permission_requested(&p);
+            t.permission_answered("rm", None, Some(format!("auto-allowed ({turn_text})")));
+            t.apply_json(
+                &json!({"sessionUpdate":"tool_call_update","toolCallId":"rm","status":"completed"}),
+            );
+            t.end_turn(turn, "end_turn");
+        }
+        let c = cards(&t, "rm");
+        assert_eq!(c.len(), 2, "one card per turn");
+        assert_eq!(c[0].1.notes, vec!["auto-allowed (one)".to_owned()]);
+        assert_eq!(c[1].1.notes, vec!["auto-allowed (two)".to_owned()]);
+        assert!(c[1].1.status.is_finished());
     }
 
     #[test]

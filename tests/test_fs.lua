@@ -19,6 +19,8 @@ local project = H.project
 local function start(dir, turns, config)
   local child, paths = H.start({ cwd = dir, turns = turns, config = config })
   H.open(child)
+  -- Files open in the first window (the chat's windows keep their buffers).
+  child:cmd('wincmd t')
   return child, paths
 end
 

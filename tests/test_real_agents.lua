@@ -181,7 +181,7 @@ local function check_agent_edit(child, paths, file)
   T.no_match(log, 'request fs/write_text_file', 'codex wrote the disk itself')
   local text = H.transcript_text(child)
   T.match(text, "I'll patch notes%.txt%.")
-  T.match(text, '%*%*%[edit%]%*%* Edit [^\n]*notes%.txt · _completed_', 'the tool card completed')
+  T.match(text, 'edit · Edit [^\n]*notes%.txt · completed', 'the tool card completed')
   T.match(text, '\n  %-two\n  %+TWO %(codex%)\n', "the card shows codex's diff")
   T.match(text, 'Done: notes%.txt now says TWO %(codex%)%.')
   T.no_match(text, 'Stopped:')
@@ -214,6 +214,8 @@ local function lines(child)
 end
 
 local function open_file(child, file)
+  -- In the first window: the chat's windows keep their buffers.
+  child:cmd('wincmd t')
   child:cmd('edit ' .. vim.fn.fnameescape(file))
   child:lua([[vim.g.watched_file = ...]], { file })
 end

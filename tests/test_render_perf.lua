@@ -71,9 +71,9 @@ return {
     local r = record(child)
     local text = H.transcript_text(child)
     T.eq(child:lua([[return require('acp').export()]]), text)
-    local _, completed = text:gsub('_completed_', '')
+    local _, completed = text:gsub(' · completed\n', '')
     T.eq(completed, 100)
-    T.truthy(not text:find('_pending_', 1, true), 'every card shows its last state')
+    T.truthy(not text:find(' · pending', 1, true), 'every card shows its last state')
     -- 202 entries, 1,000 text chunks and 100 re-renders arrive in a few drains; each drain
     -- writes its new entries with one edit (plus one append to the entry already shown, plus
     -- re-renders of cards shown in an earlier drain).

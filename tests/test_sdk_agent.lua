@@ -41,8 +41,8 @@ return {
     T.match(text, "I'll help you with that%.")
     T.match(text, 'Now I understand the project structure%.')
     T.match(text, "Perfect! I've successfully updated the configuration%.")
-    T.match(text, '%*%*%[read%]%*%* Reading project files · _completed_')
-    T.match(text, '%*%*%[edit%]%*%* Modifying critical configuration file · _completed_')
+    T.match(text, 'read · Reading project files · completed')
+    T.match(text, 'edit · Modifying critical configuration file · completed')
     -- One card per tool call even though the permission request repeats it.
     local _, cards = text:gsub('Modifying critical configuration file', '')
     T.eq(cards, 1)

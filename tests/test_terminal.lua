@@ -166,12 +166,12 @@ return {
     })
     child:wait_for([[return require('acp').current():lines()[#require('acp').current():lines()]:match('exit code 2')]])
     local text = H.transcript_text(child)
-    T.match(text, '%*%*%[execute%]%*%* Run tests · _failed_')
+    T.match(text, 'run · Run tests · failed')
     T.match(text, '… 3 more lines %(:AcpTerminal term%-1%)')
     T.match(text, '  line4\n')
     T.match(text, '  line15\n')
     T.no_match(text, '  line3\n')
-    T.match(text, '_exit code 2_ · `term%-1`')
+    T.match(text, '\n  exit code 2 · term%-1$')
     child:cmd('AcpTerminal term-1')
     local buf = child:lua([[return vim.api.nvim_buf_get_lines(0, 0, -1, false)]])
     T.eq(buf[1], 'line1')
@@ -188,7 +188,7 @@ return {
         _meta = { terminal_exit = { terminal_id = 'b1', exit_code = 0, signal = vim.NIL } } } },
     })
     local text = H.transcript_text(child)
-    T.match(text, '```console\n  README%.md\n  src\n  ```\n  _exit code 0_ · `b1`')
+    T.match(text, '```console\n  README%.md\n  src\n  ```\n  exit code 0 · b1')
     child:cmd('AcpTerminal b1')
     T.eq(child:lua([[return vim.api.nvim_buf_get_lines(0, 0, 2, false)]]), { 'README.md', 'src' })
   end },

@@ -67,9 +67,9 @@ return {
       tc({ toolCallId = 'r2', title = 'Read top', kind = 'read', status = 'completed', locations = { { path = dir .. '/f.txt', line = 0 } } }),
       tc({ toolCallId = 'r3', title = 'Read three', kind = 'read', status = 'completed', locations = { { path = dir .. '/f.txt', line = 3 } } }),
     }, { cwd = dir })
-    T.match(text, 'Read f%.txt · _completed_\n  `[^`]*/f%.txt:1`')
-    T.match(text, 'Read top · _completed_\n  `[^`]*/f%.txt:1`')
-    T.match(text, 'Read three · _completed_\n  `[^`]*/f%.txt:3`')
+    T.match(text, 'Read f%.txt · completed\n  `[^`]*/f%.txt:1`')
+    T.match(text, 'Read top · completed\n  `[^`]*/f%.txt:1`')
+    T.match(text, 'Read three · completed\n  `[^`]*/f%.txt:3`')
     child:wait_for([[return require('acp').current().qf_id ~= nil and not require('acp').current().qf_dirty]], 3000)
     local lnums = child:lua([[
       local l = vim.fn.getqflist({ id = require('acp').current().qf_id, items = 0 })
@@ -87,9 +87,9 @@ return {
       upd({ toolCallId = 'x2', status = 'completed', rawOutput = { { type = 'text', text = 'the notes say hi' } } }),
       upd({ toolCallId = 'x3', title = 'false', kind = 'execute', status = 'failed', rawOutput = { exit_code = 1, aggregated_output = '' } }),
     })
-    T.match(text, 'ls · _completed_\n  input: `ls`\n  ```console\n  alpha%.txt\n  beta%.txt\n  ```\n  _exit code 0_')
-    T.match(text, 'Read notes · _completed_\n  ```console\n  the notes say hi\n  ```')
-    T.match(text, 'false · _failed_\n  _exit code 1_')
+    T.match(text, 'ls · completed\n  input: `ls`\n  ```console\n  alpha%.txt\n  beta%.txt\n  ```\n  exit code 0')
+    T.match(text, 'Read notes · completed\n  ```console\n  the notes say hi\n  ```')
+    T.match(text, 'false · failed\n  exit code 1')
   end },
 
   { '_meta.terminal_output_delta streams into the card', function()
@@ -99,7 +99,7 @@ return {
       upd({ toolCallId = 't1', _meta = { terminal_output_delta = { terminal_id = 't1', data = 'done\n' } } }),
       upd({ toolCallId = 't1', status = 'completed', _meta = { terminal_exit = { terminal_id = 't1', exit_code = 0 } } }),
     })
-    T.match(text, 'make · _completed_\n  ```console\n  building\n  done\n  ```\n  _exit code 0_')
+    T.match(text, 'make · completed\n  ```console\n  building\n  done\n  ```\n  exit code 0')
   end },
 
   { 'chunks with different messageIds are separate messages', function()
@@ -137,8 +137,8 @@ return {
     H.turn(child, 'one')
     H.turn(child, 'two')
     local text = H.transcript_text(child)
-    T.match(text, '%*%*%[read%]%*%* Read a%.txt · _completed_', 'turn 1 card unchanged')
-    T.match(text, '## You\n\ntwo\n.*%*%*%[edit%]%*%* Write b%.txt · _completed_', 'turn 2 has its own card')
-    T.match(text, "%*%*%[search%]%*%* rm %-rf build · _in progress_\n  ✎ the agent changed this call's kind to `execute` %(kept `search`%)")
+    T.match(text, 'read · Read a%.txt · completed', 'turn 1 card unchanged')
+    T.match(text, '## You\n\ntwo\n.*edit · Write b%.txt · completed', 'turn 2 has its own card')
+    T.match(text, "search · rm %-rf build · in progress\n  ✎ the agent changed this call's kind to `execute` %(kept `search`%)")
   end },
 }

@@ -1,14 +1,13 @@
 --- What the chat does around tool cards and the plan, after each drain:
 --- folds long cards, keeps the session's quickfix list and follow mode up
---- to date (debounced), and pins the plan near the end while a turn runs.
+--- to date (debounced), colours headers and diffs. The running turn's
+--- plan is shown by the live status area (acp.status).
 --- Also the card key: <CR> on a card reviews its diff, answers its pending
 --- permission, or opens its terminal.
 local api = vim.api
 local config = require('acp.config')
 
 local M = {}
-
-local pin_ns = api.nvim_create_namespace('acp_plan_pin')
 
 local function core()
   return require('acp.core')
@@ -45,10 +44,14 @@ function M.card_action(view)
 end
 
 function M.attach(view)
-  vim.keymap.set('n', '<CR>', function()
+  local key = config.options.chat.keys.card
+  if not key then
+    return
+  end
+  vim.keymap.set('n', key, function()
     if not M.card_action(view) then
-      -- Off a card, <CR> keeps its usual meaning.
-      api.nvim_feedkeys(api.nvim_replace_termcodes('<CR>', true, false, true), 'n', false)
+      -- Off a card, the key keeps its usual meaning.
+      api.nvim_feedkeys(api.nvim_replace_termcodes(key, true, false, true), 'n', false)
     end
   end, { buffer = view.buf, silent = true, desc = 'Review the diff / answer the permission / open the terminal of this card' })
 end
@@ -107,37 +110,6 @@ local function schedule_quickfix(view)
   end, 100)
 end
 
---- The plan stays visible at the end of the transcript (as virtual lines)
---- while the turn runs and newer entries push its block up.
-local function pin_plan(view, touched)
-  for index in pairs(touched) do
-    local e = view.entries[index]
-    if e and e.kind == 'plan' then
-      view.plan_index = index
-    end
-  end
-  if view.plan_pinned then
-    api.nvim_buf_clear_namespace(view.buf, pin_ns, 0, -1)
-    view.plan_pinned = false
-  end
-  local index = view.plan_index
-  if not index or view.state ~= 'running' or index == view.last_index then
-    return
-  end
-  local first, last = view:entry_range(index)
-  if not first then
-    return
-  end
-  local virt = { { { '', 'Normal' } } }
-  for _, l in ipairs(api.nvim_buf_get_lines(view.buf, first, last + 1, false)) do
-    virt[#virt + 1] = { { l, 'AcpPlanPinned' } }
-  end
-  local n = api.nvim_buf_line_count(view.buf)
-  api.nvim_buf_set_extmark(view.buf, pin_ns, n - 1, 0, { virt_lines = virt })
-  view.plan_pinned = true
-end
-
-api.nvim_set_hl(0, 'AcpPlanPinned', { link = 'Comment', default = true })
 api.nvim_set_hl(0, 'AcpDiffAdd', { link = 'DiffAdd', default = true })
 api.nvim_set_hl(0, 'AcpDiffDelete', { link = 'DiffDelete', default = true })
 api.nvim_set_hl(0, 'AcpDiffHunk', { link = 'DiffChange', default = true })
@@ -173,7 +145,7 @@ end
 
 function M.after_apply(view, touched)
   -- Most drains only append text: nothing to do then, except when a turn
-  -- just ended (unpin the plan; files may have been written without a card).
+  -- just ended (files may have been written without a card).
   local turn_ended = view.turns_ended ~= view.activity_turns
   view.activity_turns = view.turns_ended
   if not next(touched) and not turn_ended then
@@ -181,6 +153,7 @@ function M.after_apply(view, touched)
   end
   fold_long_cards(view, touched)
   highlight_diffs(view, touched)
+  require('acp.decor').apply(view, touched)
   local changed, newest = collect_locations(view, touched)
   if changed or turn_ended then
     schedule_quickfix(view)
@@ -188,7 +161,6 @@ function M.after_apply(view, touched)
   if newest then
     require('acp.follow').location(view, newest.path, newest.line)
   end
-  pin_plan(view, touched)
 end
 
 return M

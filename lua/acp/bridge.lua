@@ -108,7 +108,7 @@ local function answer(ev)
   if fn then
     local ok, err = xpcall(fn, debug.traceback, ev)
     if not ok then
-      vim.notify('acp.nvim: ' .. tostring(err), vim.log.levels.ERROR)
+      vim.notify('acp.nvim: ' .. require('acp.text').error(err), vim.log.levels.ERROR)
     end
   end
 end

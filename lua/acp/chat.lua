@@ -20,6 +20,7 @@ local text = require('acp.text')
 ---@field buf integer The transcript buffer.
 ---@field input integer The input buffer.
 ---@field win? integer The transcript window, once shown.
+---@field size { width?: integer, height?: integer, input?: integer } The user's last sizes of the windows (acp.layout).
 ---@field input_win? integer The input window, once shown.
 ---@field entries table<integer, { mark: integer, kind: acp.EntryKind }> Entry index -> its start extmark and kind.
 ---@field count integer Entries rendered.
@@ -43,8 +44,6 @@ local text = require('acp.text')
 ---@field qf_entries table<integer, table[]> Entry index -> its quickfix items.
 ---@field qf_dirty boolean The quickfix list waits for a refresh.
 ---@field qf_id? integer The session's quickfix list.
----@field plan_index? integer Entry index of the latest plan.
----@field plan_pinned boolean The plan is shown pinned at the end.
 ---@field activity_turns? integer `turns_ended` at the last activity pass (nil before the first).
 ---@field queue { text: string|acp.ContentBlock[], context: table[] }[] Messages waiting for the turn to end (acp.queue).
 ---@field history_of? string The session this chat was opened to load or resume.
@@ -90,6 +89,7 @@ function ChatView.new(opts)
   self.root = opts.root
   self.tab = opts.tab
   self.win, self.input_win = nil, nil
+  self.size = {}
   self.entries = {}
   self.count = 0
   self.last_index = nil
@@ -106,7 +106,6 @@ function ChatView.new(opts)
   self.review_accepted_entries = nil
   self.context = {}
   self.qf_entries, self.qf_dirty, self.qf_id = {}, false, nil
-  self.plan_index, self.plan_pinned = nil, false
   self.activity_turns = nil
 
   self.buf = api.nvim_create_buf(false, true)
@@ -116,6 +115,7 @@ function ChatView.new(opts)
   if not require('acp.markdown').start(self.buf) then
     vim.bo[self.buf].syntax = 'markdown'
   end
+  require('acp.decor').buffer(self.buf)
 
   self.input = api.nvim_create_buf(false, true)
   api.nvim_buf_set_name(self.input, ('acp://input/%d'):format(self.thread))
@@ -135,17 +135,20 @@ function ChatView.new(opts)
 end
 
 function ChatView:_keymaps()
+  local keys = config.options.chat.keys
   local function map(buf, modes, lhs, fn, desc)
-    vim.keymap.set(modes, lhs, fn, { buffer = buf, nowait = true, silent = true, desc = desc })
+    if lhs then
+      vim.keymap.set(modes, lhs, fn, { buffer = buf, nowait = true, silent = true, desc = desc })
+    end
   end
-  map(self.input, 'n', '<CR>', function()
+  map(self.input, 'n', keys.submit, function()
     self:submit()
   end, 'Send the message to the agent')
-  map(self.input, 'i', '<C-s>', function()
+  map(self.input, 'i', keys.send, function()
     self:submit()
   end, 'Send the message to the agent')
   for _, buf in ipairs({ self.input, self.buf }) do
-    map(buf, { 'n', 'i' }, '<C-c>', function()
+    map(buf, { 'n', 'i' }, keys.cancel, function()
       require('acp').cancel()
     end, 'Cancel the running turn')
   end
@@ -161,22 +164,27 @@ function ChatView:_keymaps()
       end, 'Answer the pending permission request (or request for input)')
     end
   end
-  map(self.buf, 'n', 'q', function()
+  map(self.buf, 'n', keys.hide, function()
     self:hide()
   end, 'Hide the chat')
-  map(self.buf, 'n', 'i', function()
+  map(self.buf, 'n', keys.input, function()
     self:focus_input(true)
   end, 'Go to the input area')
+  require('acp.history').attach(self.input)
 end
 
---- Opens the chat windows in the current tab (or focuses them).
+--- Opens the chat windows in the current tab (or focuses them), at the
+--- size the user last gave them.
 function ChatView:show(focus_input)
   local opts = config.options.chat
+  local layout = require('acp.layout')
+  layout.install_tabline()
   if not (self.win and api.nvim_win_is_valid(self.win)) then
     local pos = opts.position
     if pos == 'tab' then
-      vim.cmd('tabnew')
-      api.nvim_win_set_buf(0, self.buf)
+      vim.cmd(('tab sbuffer %d'):format(self.buf))
+      -- Commands typed in the chat's own tab find it there.
+      require('acp')._views[api.nvim_get_current_tabpage()] = self
     else
       local cols = vim.o.columns
       local size = opts.width <= 1 and math.floor(cols * opts.width) or opts.width
@@ -185,7 +193,9 @@ function ChatView:show(focus_input)
       vim.cmd(split)
       api.nvim_win_set_buf(0, self.buf)
       if pos ~= 'bottom' then
-        api.nvim_win_set_width(0, math.max(size, 20))
+        api.nvim_win_set_width(0, self.size.width or math.max(size, 20))
+      elseif self.size.height then
+        api.nvim_win_set_height(0, self.size.height)
       end
     end
     self.win = api.nvim_get_current_win()
@@ -194,20 +204,34 @@ function ChatView:show(focus_input)
     wo.signcolumn, wo.conceallevel, wo.winfixwidth = 'no', 2, true
     wo.foldmethod, wo.foldenable, wo.foldlevel = 'manual', true, 0
     wo.foldtext = "v:lua.require'acp.chat'.foldtext()"
+    require('acp.decor').window(self.win)
+    layout.watch(self, self.win)
     self:_fold_all(self.win)
     self:_update_winbar()
   end
   if not (self.input_win and api.nvim_win_is_valid(self.input_win)) then
     api.nvim_set_current_win(self.win)
-    vim.cmd(('belowright %dsplit'):format(opts.input_height))
+    vim.cmd(('belowright %dsplit'):format(self.size.input or opts.input_height))
     api.nvim_win_set_buf(0, self.input)
     self.input_win = api.nvim_get_current_win()
+    layout.watch(self, self.input_win)
     local wo = vim.wo[self.input_win]
     wo.wrap, wo.number, wo.relativenumber, wo.signcolumn, wo.winfixheight = true, false, false, 'no', true
-    vim.wo[self.input_win].winbar =
-      '%#AcpInputTitle# Message %*%#Comment# <C-s> send · <C-c> cancel · @ mention%<%*'
+    -- The keys as configured (a key set to false is not offered).
+    local keys, hints = config.options.chat.keys, {}
+    for _, k in ipairs({ { keys.send, 'send' }, { keys.cancel, 'cancel' } }) do
+      if k[1] then
+        hints[#hints + 1] = k[1]:gsub('%%', '%%%%') .. ' ' .. k[2]
+      end
+    end
+    hints[#hints + 1] = '@ mention'
+    vim.wo[self.input_win].winbar = '%#AcpInputTitle# Message %*%#Comment# ' .. table.concat(hints, ' · ') .. '%<%*'
     require('acp.context').render(self)
   end
+  -- Once both exist: a split of a 'winfixbuf' window may not take
+  -- another buffer.
+  layout.fix_buffer(self.win)
+  layout.fix_buffer(self.input_win)
   self:scroll_to_end()
   if focus_input then
     self:focus_input(opts.start_insert)
@@ -225,8 +249,11 @@ end
 
 function ChatView:hide()
   for _, w in ipairs({ self.input_win, self.win }) do
-    if w and api.nvim_win_is_valid(w) and #api.nvim_tabpage_list_wins(api.nvim_win_get_tabpage(w)) > 1 then
-      api.nvim_win_close(w, true)
+    -- The last window of a tab closes the tab, unless it is the last tab.
+    if w and api.nvim_win_is_valid(w) then
+      if #api.nvim_tabpage_list_wins(api.nvim_win_get_tabpage(w)) > 1 or #api.nvim_list_tabpages() > 1 then
+        api.nvim_win_close(w, true)
+      end
     end
   end
 end
@@ -244,6 +271,7 @@ function ChatView:submit()
     return
   end
   if self:send(text) then
+    require('acp.history').reset(self.input)
     api.nvim_buf_set_lines(self.input, 0, -1, false, {})
   end
 end
@@ -265,6 +293,7 @@ function ChatView:send(prompt, opts)
   end
   local context = require('acp.context')
   local from_text = type(prompt) == 'string'
+  local text_of_prompt = from_text and prompt or ''
   if from_text then
     local blocks, why = context.build(self, prompt, opts)
     if blocks == false then
@@ -277,13 +306,13 @@ function ChatView:send(prompt, opts)
   end
   local ok, err = pcall(core.prompt, self.thread, prompt, { queued_by_agent = route == 'agent' })
   if not ok then
-    -- The first line only: a refusal is a message, not a traceback.
-    local msg = tostring(err):gsub('^runtime error: ', ''):match('^[^\n]*')
-    vim.notify('acp.nvim: ' .. msg, vim.log.levels.WARN)
+    vim.notify('acp.nvim: ' .. text.error(err), vim.log.levels.WARN)
     return false
   end
   if from_text then
     context.sent(self)
+    -- Typed or sent with :AcpSend: <Up> in the input brings it back.
+    require('acp.history').add(vim.trim(text_of_prompt))
   end
   return true
 end
@@ -569,8 +598,10 @@ function ChatView:apply(events)
   self:_guard(nil, function()
     self:_highlight_policy(bytes)
     self:_refold(touched)
-    -- Tool cards and plan: long-card folds, quickfix, follow mode, pinned plan.
+    -- Tool cards and plan: long-card folds, quickfix, follow mode, colours.
     require('acp.activity').after_apply(self, touched)
+    -- The running turn's status area (plan, running tool, permissions).
+    require('acp.status').update(self)
   end)
   -- Setting 'winbar' redraws the window: only when its text can change.
   if meta or not self._winbar_set then
@@ -702,7 +733,7 @@ function ChatView:_release_agent_waiters(only, skip_run)
     if not skip_run then
       local ok, err = xpcall(w.fn, debug.traceback)
       if not ok then
-        vim.notify('acp.nvim: ' .. tostring(err), vim.log.levels.ERROR)
+        vim.notify('acp.nvim: ' .. require('acp.text').error(err), vim.log.levels.ERROR)
       end
     end
   end
@@ -728,6 +759,10 @@ function ChatView:scroll_to_end(wins)
   for _, win in ipairs(wins or vim.fn.win_findbuf(self.buf)) do
     if api.nvim_win_is_valid(win) then
       api.nvim_win_set_cursor(win, { last, 0 })
+      if win == self.win then
+        -- The last line stays above the status area, not under it.
+        require('acp.status').keep_end_visible(self, win)
+      end
     end
   end
 end
@@ -854,6 +889,7 @@ end
 
 function ChatView:destroy()
   require('acp.bridge').unregister(self.thread)
+  require('acp')._all[self.thread] = nil
   -- A closed chat sends nothing more.
   self:_release_agent_waiters(nil, true)
   -- The session ended: so do the commands it started, background ones too.

@@ -153,6 +153,26 @@ M.defaults = {
     start_insert = true,
     -- Tool cards taller than this fold their body (`zo` opens it).
     card_max_lines = 24,
+    -- Tree-sitter language of the transcript: 'acp_markdown' (the markdown
+    -- parser with queries that stay fast on long chats) or 'markdown' (the
+    -- stock one, for render-markdown.nvim or markview.nvim; `:h acp-render`).
+    markdown = 'acp_markdown',
+    -- Name chats, reviews and terminals in the tab labels (sets 'tabline'
+    -- when you have none).
+    tabline = true,
+    -- Prompts kept for the input's history (<Up>/<Down>, <C-p>/<C-n>).
+    history_size = 100,
+    -- The chat's buffer-local keys; `false` maps nothing for that action.
+    keys = {
+      send = '<C-s>', -- insert mode, in the input: send
+      submit = '<CR>', -- normal mode, in the input: send
+      cancel = '<C-c>', -- both buffers, normal and insert: cancel the turn
+      hide = 'q', -- transcript: hide the chat
+      input = 'i', -- transcript: go to the input
+      card = '<CR>', -- transcript: review / answer / open the card's terminal
+      history_prev = '<C-p>', -- input: the previous prompt (also <Up> on the first line)
+      history_next = '<C-n>', -- input: the next prompt (also <Down> on the last line)
+    },
   },
   -- Context attached to prompts (`:h acp-context`): selections, `@`
   -- mentions, images.
@@ -208,6 +228,9 @@ end
 
 --- Options that also take `false` (turned off).
 local may_be_false = { ['permissions.focus_key'] = true, ['install.registry'] = true }
+for key in pairs(M.defaults.chat.keys) do
+  may_be_false['chat.keys.' .. key] = true
+end
 
 local function check_type(path, value, expected)
   if value == false and may_be_false[path] then
@@ -312,6 +335,10 @@ local function validate(user, defaults, path)
     elseif p == 'terminal.confirm' then
       if not vim.tbl_contains({ 'unrequested', 'always', 'never' }, value) then
         fail(p, "must be 'unrequested', 'always' or 'never'")
+      end
+    elseif p == 'chat.markdown' then
+      if value ~= 'acp_markdown' and value ~= 'markdown' then
+        fail(p, "must be 'acp_markdown' or 'markdown'")
       end
     elseif p == 'terminal.env_deny' then
       check_type(p, value, 'table')

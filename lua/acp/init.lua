@@ -12,7 +12,7 @@ local config = require('acp.config')
 function M.setup(opts)
   local ok, err = pcall(config.setup, opts)
   if not ok then
-    vim.notify(tostring(err), vim.log.levels.ERROR)
+    vim.notify(require('acp.text').error(err), vim.log.levels.ERROR)
     return false
   end
   if config.options.keymaps then
@@ -51,6 +51,9 @@ end
 --- Chats by tabpage handle (internal: use `chats()` and `current()`).
 ---@type table<integer, acp.ChatView>
 M._views = {}
+--- Every open chat by its thread id, also those no tab shows (`:AcpChats`).
+---@type table<integer, acp.ChatView>
+M._all = {}
 
 local started
 
@@ -70,7 +73,7 @@ function M._core()
       dispatch = require('acp.bridge').dispatch,
     })
     if not ok then
-      vim.notify('acp.nvim: ' .. tostring(err), vim.log.levels.ERROR)
+      vim.notify('acp.nvim: ' .. require('acp.text').error(err), vim.log.levels.ERROR)
       return nil
     end
     started = true
@@ -92,15 +95,24 @@ function M._core()
 end
 
 function M._forget_closed_tabs()
+  local gone = {}
   for tab, view in pairs(M._views) do
     if not vim.api.nvim_tabpage_is_valid(tab) then
       M._views[tab] = nil
-      local core = require('acp.core')
-      if core.is_loaded() then
-        pcall(core.close_thread, view.thread)
-      end
-      view:destroy()
+      gone[view] = true
     end
+  end
+  -- A chat still registered to another tab (its home tab, when it has a
+  -- tab of its own with `chat.position = 'tab'`) lives on.
+  for _, view in pairs(M._views) do
+    gone[view] = nil
+  end
+  for view in pairs(gone) do
+    local core = require('acp.core')
+    if core.is_loaded() then
+      pcall(core.close_thread, view.thread)
+    end
+    view:destroy()
   end
 end
 
@@ -198,8 +210,9 @@ local function agent_spec(name)
 end
 
 --- Opens (or focuses) the chat of the current tab. With `agent`, a chat
---- with another agent replaces the tab's chat. A chat rooted at the home
---- directory or at / is opened only after the user agrees (asked with
+--- with another agent becomes the tab's chat; the previous one is hidden
+--- and stays reachable (`:AcpChats`). A chat rooted at the home directory
+--- or at / is opened only after the user agrees (asked with
 --- `vim.ui.select`, which may answer later); `opts.on_open(view)` runs
 --- once the chat is open, at once or after that answer.
 function M.open(agent, opts)
@@ -226,8 +239,10 @@ function M.open(agent, opts)
     }, function(choice)
       if choice == yes then
         M.wide_roots_allowed[spec.cwd] = true
-        vim.api.nvim_set_current_tabpage(tab)
-        M.open(agent, opts)
+        if vim.api.nvim_tabpage_is_valid(tab) then
+          vim.api.nvim_set_current_tabpage(tab)
+          M.open(agent, opts)
+        end
       else
         vim.notify('acp.nvim: chat not opened (open a file inside a project, or :cd into one)')
       end
@@ -240,15 +255,16 @@ function M.open(agent, opts)
   end
   local ok, thread = pcall(core.open_thread, spec)
   if not ok then
-    vim.notify('acp.nvim: ' .. tostring(thread), vim.log.levels.ERROR)
+    vim.notify('acp.nvim: ' .. require('acp.text').error(thread), vim.log.levels.ERROR)
     return nil
   end
   if view then
-    pcall(core.close_thread, view.thread)
-    view:destroy()
+    view:hide()
+    vim.notify(('acp.nvim: the chat with %s is kept; :AcpChats switches back'):format(view.agent))
   end
   view = require('acp.chat').new({ agent = agent, thread = thread, root = spec.cwd, tab = tab })
   M._views[tab] = view
+  M._all[thread] = view
   require('acp.bridge').register(thread, view)
   view:show(opts.focus ~= false)
   if opts.on_open then
@@ -313,9 +329,11 @@ end
 --- Every open chat's state, ordered by tabpage number.
 ---@return acp.Status[]
 function M.chats()
-  local out = {}
+  local out, seen = {}, {}
   for tab, view in pairs(M._views) do
-    if vim.api.nvim_tabpage_is_valid(tab) then
+    -- A chat with a tab of its own is registered to two tabs: listed once.
+    if vim.api.nvim_tabpage_is_valid(tab) and not seen[view] then
+      seen[view] = true
       out[#out + 1] = status_of(view)
     end
   end
@@ -378,17 +396,11 @@ function M.reopen(view, opts)
   -- The windows stay: they show the new chat's buffers.
   local win, input_win = view.win, view.input_win
   view.win, view.input_win = nil, nil
-  if win and vim.api.nvim_win_is_valid(win) then
-    vim.api.nvim_win_set_buf(win, new.buf)
-    new.win = win
-  end
-  if input_win and vim.api.nvim_win_is_valid(input_win) then
-    vim.api.nvim_win_set_buf(input_win, new.input)
-    new.input_win = input_win
-  end
+  require('acp.layout').adopt(new, win, input_win)
   pcall(core.close_thread, view.thread)
   view:destroy()
   M._views[tab] = new
+  M._all[thread] = new
   require('acp.bridge').register(thread, new)
   if new.win then
     new:_update_winbar()
@@ -508,7 +520,7 @@ function M.cancel()
   end
   local ok, res = pcall(core.cancel, view.thread)
   if not ok then
-    vim.notify('acp.nvim: ' .. tostring(res), vim.log.levels.WARN)
+    vim.notify('acp.nvim: ' .. require('acp.text').error(res), vim.log.levels.WARN)
     return false
   end
   if not res then

@@ -37,6 +37,11 @@ end
 --- Registers `acp_markdown` once. Returns the language to start on the
 --- transcript: `acp_markdown`, or `markdown` when that cannot be set up.
 function M.language()
+  if require('acp.config').options.chat.markdown == 'markdown' then
+    -- The stock parser, so that plugins that render markdown see it.
+    vim.treesitter.language.register('markdown', { 'acpchat', 'acpchat_input' })
+    return 'markdown'
+  end
   if registered ~= nil then
     return registered
   end
@@ -55,6 +60,9 @@ function M.language()
   end)
   if ok then
     registered = M.lang
+    -- `vim.treesitter.get_parser(buf)` of a chat then returns the parser
+    -- the highlighter already keeps, instead of building a second one.
+    vim.treesitter.language.register(M.lang, { 'acpchat', 'acpchat_input' })
   end
   return registered
 end

@@ -71,7 +71,7 @@ function M.refresh(root, on_done, force)
     for _, fn in ipairs(waiters) do
       local ok, err = pcall(fn, entry)
       if not ok then
-        vim.notify('acp.nvim: ' .. tostring(err), vim.log.levels.ERROR)
+        vim.notify('acp.nvim: ' .. require('acp.text').error(err), vim.log.levels.ERROR)
       end
     end
   end)
@@ -79,7 +79,7 @@ function M.refresh(root, on_done, force)
   if not ok then
     entry.loading = false
     require('acp.bridge').requests[request] = nil
-    vim.notify('acp.nvim: cannot list files: ' .. tostring(err), vim.log.levels.WARN)
+    vim.notify('acp.nvim: cannot list files: ' .. require('acp.text').error(err), vim.log.levels.WARN)
   end
   return entry
 end
@@ -117,16 +117,22 @@ function M.candidates(view, base)
   if matches('selection') and (context.last_visual_buf or src) then
     add('selection', 'last visual selection', 'sel')
   end
-  -- Open buffers.
+  -- Open buffers of files: not scratch buffers (`@buffer:N` still works
+  -- when typed), help, terminals, or the plugin's own logs.
+  local logs = {}
+  for _, path in ipairs({ require('acp.config').options.log_file, require('acp.core').build_log }) do
+    if type(path) == 'string' then
+      logs[vim.fn.fnamemodify(path, ':p')] = true
+    end
+  end
   local bufs = {}
   for _, b in ipairs(api.nvim_list_bufs()) do
-    if api.nvim_buf_is_loaded(b) and vim.bo[b].buflisted or b == src then
-      local ft = vim.bo[b].filetype
-      if ft ~= 'acpchat' and ft ~= 'acpchat_input' then
+    if (api.nvim_buf_is_loaded(b) and vim.bo[b].buflisted or b == src) and vim.bo[b].buftype == '' then
+      local name = api.nvim_buf_get_name(b)
+      if name ~= '' and not logs[name] then
         local s = context.buffer_source(b, view.root)
-        local word = s.untitled and ('buffer:%d'):format(b) or s.label
-        local empty = s.untitled and api.nvim_buf_line_count(b) == 1 and api.nvim_buf_get_lines(b, 0, 1, false)[1] == ''
-        if not word:find('%s') and not empty and matches(word) then
+        local word = s.label
+        if not s.untitled and not word:find('%s') and matches(word) then
           bufs[#bufs + 1] = { word = word, modified = vim.bo[b].modified, buf = b }
         end
       end

@@ -21,6 +21,8 @@ M.queue = {}
 --- The request the float shows, and whether its keys answer yet.
 M.shown = nil
 M.armed = false
+--- The float sits at the bottom of its chat (nothing fits next to its card).
+M.at_bottom = false
 --- Buffers whose option keys answer `M.shown`: the float, a review tab.
 M.zone = {}
 
@@ -240,9 +242,17 @@ local function hook()
     return
   end
   hooked = true
-  api.nvim_create_autocmd('WinEnter', {
-    group = api.nvim_create_augroup('acp_permission', { clear = true }),
-    callback = on_enter,
+  local group = api.nvim_create_augroup('acp_permission', { clear = true })
+  api.nvim_create_autocmd('WinEnter', { group = group, callback = on_enter })
+  -- The float follows its card when the chat scrolls or changes size.
+  api.nvim_create_autocmd({ 'WinScrolled', 'WinResized' }, {
+    group = group,
+    callback = function()
+      local view = M.shown and M.shown.view
+      if view and view.win and M.win and api.nvim_win_is_valid(M.win) then
+        pcall(M.reposition, view)
+      end
+    end,
   })
 end
 
@@ -261,7 +271,7 @@ local function answer(item, i)
     end
     local ok, err = pcall(core.answer_permission, item.view.thread, item.request, id)
     if not ok then
-      vim.notify('acp.nvim: ' .. tostring(err), vim.log.levels.WARN)
+      vim.notify('acp.nvim: ' .. require('acp.text').error(err), vim.log.levels.WARN)
     end
   end
   for n, it in ipairs(M.queue) do
@@ -325,6 +335,111 @@ function M.review()
   start_grace()
 end
 
+--- Rows (first, last; 0-based) of the card of `item` in its chat.
+local function card_rows(item)
+  local view = item.view
+  local id = tool_of(item).toolCallId
+  if not (view and view.cards and id ~= nil) then
+    return nil
+  end
+  for index = view.last_index or -1, 0, -1 do
+    local card = view.cards[index]
+    if card and card.id == id then
+      return view:entry_range(index)
+    end
+  end
+end
+
+--- Where the float goes: below its card, else above the card's header,
+--- else beside the chat window, never over the card's diff; the bottom of
+--- the chat (above its status area) when the card is out of sight; the
+--- middle of the editor without a chat window in this tab. `width` and
+--- `height` are the float's text size (a border adds 2 to each).
+function M.placement(item, width, height)
+  local view = item.view
+  local win = view and view.win
+  if not (win and api.nvim_win_is_valid(win) and api.nvim_win_get_tabpage(win) == api.nvim_get_current_tabpage()) then
+    return {
+      relative = 'editor',
+      row = math.max(0, math.floor((vim.o.lines - height) / 2)),
+      col = math.max(0, math.floor((vim.o.columns - width) / 2)),
+    }
+  end
+  local wh, ww = api.nvim_win_get_height(win), api.nvim_win_get_width(win)
+  local covered = require('acp.status').height(view)
+  local col = math.max(0, ww - width - 2)
+  local first, last = card_rows(item)
+  if first then
+    local info = vim.fn.getwininfo(win)[1]
+    local text_top = info.winrow + (info.winbar or 0) -- screen row of the first text row
+    local bottom = text_top + wh - 1 - covered -- last row the float may use
+    local tail = vim.fn.screenpos(win, last + 1, 1).row
+    if tail > 0 then
+      local rows = api.nvim_win_text_height(win, { start_row = last, end_row = last }).all
+      if bottom - (tail + rows - 1) >= height + 2 then
+        return { relative = 'win', win = win, bufpos = { last, 0 }, row = rows, col = col }
+      end
+    end
+    local head = vim.fn.screenpos(win, first + 1, 1).row
+    if head > 0 and head - text_top >= height + 2 then
+      return { relative = 'win', win = win, bufpos = { first, 0 }, anchor = 'SW', row = 0, col = col }
+    end
+    -- Beside the chat window, level with the card.
+    local pos = api.nvim_win_get_position(win)
+    local left, right = pos[2], vim.o.columns - pos[2] - ww
+    local row = math.max(0, (head > 0 and head - 1 or pos[1]))
+    row = math.min(row, math.max(0, vim.o.lines - height - 3))
+    if left >= width + 2 then
+      return { relative = 'editor', row = row, col = pos[2] - width - 2 }
+    elseif right >= width + 2 then
+      return { relative = 'editor', row = row, col = pos[2] + ww }
+    end
+  end
+  -- Nothing fits next to the card: at the bottom, and the chat scrolls its
+  -- end (the card) above the float.
+  return { relative = 'win', win = win, row = math.max(0, wh - covered - height - 2), col = col, bottom = true }
+end
+
+--- Rows the float covers at the bottom of `view`'s chat (0 when it sits
+--- next to its card or is not shown).
+function M.bottom_rows(view)
+  if not (M.shown and M.shown.view == view and M.win and api.nvim_win_is_valid(M.win) and M.at_bottom) then
+    return 0
+  end
+  return api.nvim_win_get_height(M.win) + 2
+end
+
+--- Sets the float's place; a float at the bottom scrolls a chat that
+--- follows its end so that the card stays visible above it.
+local function place(item, cfg)
+  M.at_bottom = cfg.bottom == true
+  cfg.bottom = nil
+  local view = item.view
+  if M.at_bottom and view and view.win and api.nvim_win_is_valid(view.win) then
+    local last = api.nvim_buf_line_count(view.buf)
+    if api.nvim_win_get_cursor(view.win)[1] >= last then
+      vim.schedule(function()
+        if view.win and api.nvim_win_is_valid(view.win) then
+          require('acp.status').keep_end_visible(view, view.win)
+        end
+      end)
+    end
+  end
+  return cfg
+end
+
+--- Places the float again (its card moved: new output, a scroll).
+function M.reposition(view)
+  local item = M.shown
+  if not (item and item.view == view and M.win and api.nvim_win_is_valid(M.win)) then
+    return
+  end
+  local cfg = api.nvim_win_get_config(M.win)
+  local where = M.placement(item, cfg.width, cfg.height)
+  where.anchor = where.anchor or 'NW'
+  pcall(api.nvim_win_set_config, M.win, place(item, where))
+end
+
 --- Opens (or updates) the float for `item`; raises when it cannot be drawn.
 local function draw(item, lines)
   if not (M.buf and api.nvim_buf_is_valid(M.buf)) then
@@ -353,16 +468,11 @@ local function draw(item, lines)
   end
   width = math.min(width, math.max(20, vim.o.columns - 4))
   local cfg = { width = width, height = #lines, style = 'minimal', border = 'rounded', title = ' Permission ', focusable = true }
-  local chat_win = item.view and item.view.win
-  if chat_win and api.nvim_win_is_valid(chat_win) and api.nvim_win_get_tabpage(chat_win) == api.nvim_get_current_tabpage() then
-    cfg.relative, cfg.win = 'win', chat_win
-    cfg.row = math.max(0, api.nvim_win_get_height(chat_win) - #lines - 2)
-    cfg.col = math.max(0, api.nvim_win_get_width(chat_win) - width - 2)
-  else
-    cfg.relative = 'editor'
-    cfg.row = math.max(0, math.floor((vim.o.lines - #lines) / 2))
-    cfg.col = math.max(0, math.floor((vim.o.columns - width) / 2))
+  cfg.anchor = 'NW'
+  for k, v in pairs(M.placement(item, width, #lines)) do
+    cfg[k] = v
   end
+  cfg = place(item, cfg)
   if M.win and api.nvim_win_is_valid(M.win) then
     api.nvim_win_set_config(M.win, cfg)
   else

@@ -47,6 +47,8 @@ function M.open_diff(path, old_text, new_text, opts)
   local label = old_text == nil and 'new file' or 'before'
   vim.cmd('stopinsert')
   vim.cmd('tabnew')
+  -- The tab's empty buffer goes once the review's buffers replace it.
+  vim.bo.bufhidden = 'wipe'
   local tab = api.nvim_get_current_tabpage()
   local left = scratch(('acp://review/%d/%s (%s)'):format(counter, path, label), old_text or '', ft)
   local right = scratch(('acp://review/%d/%s (proposed)'):format(counter, path), new_text, ft)
@@ -163,7 +165,7 @@ function M.show_file(state, idx)
     api.nvim_set_current_win(left_win)
     local ok, err = pcall(vim.cmd, 'diffput')
     if not ok then
-      vim.notify('acp.nvim: ' .. tostring(err), vim.log.levels.WARN)
+      vim.notify('acp.nvim: ' .. require('acp.text').error(err), vim.log.levels.WARN)
     end
   end
   local function keep_hunk()
@@ -173,7 +175,7 @@ function M.show_file(state, idx)
     local ok, err = pcall(vim.cmd, 'diffget')
     vim.bo[left].modifiable = false
     if not ok then
-      vim.notify('acp.nvim: ' .. tostring(err), vim.log.levels.WARN)
+      vim.notify('acp.nvim: ' .. require('acp.text').error(err), vim.log.levels.WARN)
     end
   end
   local function revert_file()
@@ -233,6 +235,8 @@ function M.review(view)
   counter = counter + 1
   vim.cmd('stopinsert')
   vim.cmd('tabnew')
+  -- The tab's empty buffer goes once the review's buffers replace it.
+  vim.bo.bufhidden = 'wipe'
   local state = { files = files, tab = api.nvim_get_current_tabpage(), id = counter, thread = view.thread, view = view }
   M.last = state
   M.show_file(state, 1)

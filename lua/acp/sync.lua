@@ -595,7 +595,7 @@ end
 function M.after_apply(view)
   local ok, err = pcall(M.check_roots, view)
   if not ok then
-    vim.notify('acp.nvim: syncing buffers with the disk failed: ' .. tostring(err), vim.log.levels.ERROR)
+    vim.notify('acp.nvim: syncing buffers with the disk failed: ' .. require('acp.text').error(err), vim.log.levels.ERROR)
   end
 end
 
@@ -647,6 +647,8 @@ function M.open_conflict(arg)
   local disk = decode(buf, text)
   vim.cmd('stopinsert')
   vim.cmd('tabnew')
+  -- The tab's empty buffer goes once the review's buffers replace it.
+  vim.bo.bufhidden = 'wipe'
   local tab = api.nvim_get_current_tabpage()
   local left = api.nvim_create_buf(false, true)
   pcall(api.nvim_buf_set_name, left, ('acp://conflict/%d/%s (on disk)'):format(buf, rec.path))

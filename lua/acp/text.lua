@@ -88,4 +88,20 @@ function M.safe_lines(lines)
   return lines
 end
 
+--- An error as the user reads it: without a Lua traceback, mlua's
+--- "runtime error: " or a leading `file.lua:12: `.
+function M.error(err)
+  -- mlua's errors are userdata with a __tostring.
+  local s = type(err) == 'userdata' and tostring(err) or M.of(err) or 'unknown error'
+  s = s:gsub('\n?%s*stack traceback:.*$', '')
+  s = s:gsub('^runtime error: ', '')
+  -- `path.lua:12: ` and `[string "..."]:1: ` prefixes, repeated by re-raises.
+  local prev
+  repeat
+    prev = s
+    s = s:gsub('^%[string "[^"]*"%]:%d+: ', ''):gsub('^[^%s:]+%.lua:%d+: ', '')
+  until s == prev
+  return s
+end
+
 return M

@@ -187,6 +187,13 @@ impl ChunkKind {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(try_from = "Value")]
 pub enum Step {
+    /// Any step with `"if_chosen": "<optionId>"`: played only when the last
+    /// permission request of the turn was answered with that option (a
+    /// demo's edit is written only when the user allowed it).
+    IfChosen {
+        option: String,
+        step: Box<Step>,
+    },
     /// `message` / `thought`: text streamed as chunks.
     Chunks {
         kind: ChunkKind,
@@ -326,6 +333,11 @@ impl TryFrom<Value> for Step {
         let Value::Object(mut obj) = value else {
             return Err(format!("a step must be a JSON object, got {value}"));
         };
+        let if_chosen = match obj.remove("if_chosen") {
+            None => None,
+            Some(Value::String(option)) => Some(option),
+            Some(v) => return Err(format!("`if_chosen` must be an option id, got {v}")),
+        };
         let kinds: Vec<String> = obj
             .keys()
             .filter(|k| STEP_KEYS.contains(&k.as_str()))
@@ -399,7 +411,13 @@ impl TryFrom<Value> for Step {
             "raw" => Step::Raw(serde_json::from_value(main).map_err(ctx)?),
             _ => unreachable!("STEP_KEYS and this match list the same keys"),
         };
-        Ok(step)
+        Ok(match if_chosen {
+            Some(option) => Step::IfChosen {
+                option,
+                step: Box::new(step),
+            },
+            None => step,
+        })
     }
 }
 

@@ -131,6 +131,7 @@ impl TurnRun {
             run: &self,
             guard: Some(guard),
             cancel_seen: false,
+            chosen: None,
         };
         let end = exec.steps().await;
         let result = match end {
@@ -161,6 +162,8 @@ struct Exec<'a> {
     /// Set once a cancel was observed; with `ignore_cancel` it turns the
     /// final stop reason into "cancelled".
     cancel_seen: bool,
+    /// The option the client chose in the turn's last permission answer.
+    chosen: Option<String>,
 }
 
 /// `Err` ends the turn early.
@@ -213,6 +216,11 @@ impl Exec<'_> {
     async fn step(&mut self, step: &Step) -> Flow {
         self.check_cancel()?;
         match step {
+            Step::IfChosen { option, step } => {
+                if self.chosen.as_deref() == Some(option.as_str()) {
+                    Box::pin(self.step(step)).await?;
+                }
+            }
             Step::Chunks {
                 kind,
                 text,
@@ -271,7 +279,11 @@ impl Exec<'_> {
             }
             Step::Update(update) => self.update(update.clone()).await,
             Step::Notify(n) => self.run.send.notify(&n.method, n.params.clone()).await,
-            Step::Request(request) => self.request(request).await,
+            Step::Request(request) => {
+                if let Some(option) = self.request(request).await {
+                    self.chosen = Some(option);
+                }
+            }
             Step::Sleep(ms) => self.sleep(*ms).await?,
             Step::Crash(crash) => {
                 // Let the updates before the crash reach the client, so tests
@@ -353,7 +365,9 @@ impl Exec<'_> {
         .await;
     }
 
-    async fn request(&self, request: &Request) {
+    /// Sends a scripted request; returns the option a permission answer
+    /// chose.
+    async fn request(&self, request: &Request) -> Option<String> {
         let mut params = request.params.clone().unwrap_or_else(|| json!({}));
         if let Value::Object(map) = &mut params {
             map.entry("sessionId")
@@ -379,10 +393,16 @@ impl Exec<'_> {
                     log.event(json!({"event": "check_ok", "method": request.method}));
                 }
             });
-            return;
+            return None;
         }
         let started = std::time::Instant::now();
         let answer = sent.block_task().await;
+        let chosen = answer
+            .as_ref()
+            .ok()
+            .and_then(|v| v.pointer("/outcome/optionId"))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
         match check_answer(&log, request, &answer, started) {
             None if checked => log.event(json!({"event": "check_ok", "method": request.method})),
             None => {}
@@ -396,6 +416,7 @@ impl Exec<'_> {
                     .await;
             }
         }
+        chosen
     }
 }
 
