@@ -230,6 +230,8 @@ function M.start(opts)
       r.text_ok = r.text_ok and vim.deep_equal(vim.list_slice(lines, #lines - #tail + 1), tail)
     end
     r.lines = #lines
+    r.bytes = api.nvim_buf_get_offset(buf, #lines)
+    r.highlight_on = require('acp.markdown').highlighted(buf)
     if opts.check_lines then
       r.text_ok = r.text_ok and #lines - n0 == opts.check_lines
     end
@@ -268,6 +270,7 @@ function M.paced_floor(opts)
   vim.bo[buf].undolevels = -1
   -- The chat's own highlighting (see lua/acp/markdown.lua), in the chat's window.
   assert(require('acp.markdown').start(buf))
+  vim.wo[view.win].winfixbuf = false
   api.nvim_win_set_buf(view.win, buf)
   local r = {}
   local sent = 0

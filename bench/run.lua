@@ -3,7 +3,7 @@
 --
 --   nvim -l bench/run.lua         (env ACP_NVIM, ACP_ROOT, ACP_TEST_AGENT; `make bench` sets them)
 --   BENCH_RUNS=5                  runs per benchmark (medians are reported; at least 5 by default)
---   BENCH_ONLY=stream50k,paced    run only these (startup, stream50k, ui, paced, big5mb, tools, bigdiff, fs10mb)
+--   BENCH_ONLY=stream50k,paced    run only these (startup, stream50k, ui, paced, paced_hist, big5mb, tools, bigdiff, fs10mb)
 --   BENCH_OUT=path                also write the report there
 --   BENCH_VERBOSE=1               print every run's raw measurements (stderr)
 --
@@ -77,7 +77,7 @@ local TURNS = {
 
 -- Children ------------------------------------------------------------------------------------
 
-local function start_child(ui)
+local function start_child(ui, history)
   local args = { '--clean', '--embed', '-u', root .. '/bench/init.lua' }
   if not ui then
     args[#args + 1] = '--headless'
@@ -93,6 +93,11 @@ local function start_child(ui)
   -- A warm-up turn: the measured turn is not the first thing this Neovim ever rendered.
   c:lua([[return require('acp').send('hello')]])
   c:wait_for([[return require('bench.driver').idle(1)]], 10000)
+  if history then
+    -- A long chat: a first turn that leaves `history` in the transcript.
+    c:lua([[return require('acp').send(...)]], history)
+    c:wait_for([[return require('bench.driver').idle(2)]], 60000)
+  end
   -- The measured turn starts from a quiet chat, as when a user types the next prompt.
   vim.wait(100)
   return c
@@ -114,7 +119,7 @@ local function longest_gap(flushes, t0, t_end)
 end
 
 local function measured_turn(name, ui, extra)
-  local c = start_child(ui)
+  local c = start_child(ui, extra and extra.history)
   local opts = vim.tbl_extend('force', TURNS[name], extra or {}, { chan = c.chan, trace = vim.env.BENCH_VERBOSE ~= nil })
   c.flushes = {}
   c:lua([[return require('bench.driver').start(...)]], opts)
@@ -277,6 +282,28 @@ if want('stream50k') then
   }
 end
 
+if want('paced_hist') then
+  -- The same paced turn in a long chat: after a first turn of 400 KiB of chat markdown.
+  local rs = runs('paced_hist', RUNS, function()
+    return measured_turn('paced', true, { history = 'hist400k' })
+  end)
+  local on = 0
+  for _, x in ipairs(rs) do
+    on = on + (x.highlight_on and 1 or 0)
+  end
+  results.paced_hist = {
+    cpu_s = med(rs, 'cpu_s'),
+    main_cpu_s = thread(rs, 'nvim'),
+    flush_gap_ms = med(rs, 'flush_gap_ms'),
+    flushes = med(rs, 'flushes'),
+    done_ms = med(rs, 'done_ms'),
+    drains = med(rs, 'drains'),
+    bytes = med(rs, 'bytes'),
+    highlight_on = on,
+    runs = #rs,
+  }
+end
+
 if want('ui') then
   local rs = runs('stream50k+ui', RUNS, function()
     return measured_turn('stream50k', true, {})
@@ -307,6 +334,7 @@ if want('paced') then
     return r
   end)
   results.paced = {
+    flush_gap_ms = med(rs, 'flush_gap_ms'),
     main_cpu_s = thread(rs, 'nvim'),
     core_cpu_s = thread(rs, 'acp-core'),
     cpu_s = med(rs, 'cpu_s'),
@@ -399,6 +427,19 @@ if r then
   row('paced: Neovim CPU for the turn', f2(r.cpu_s), 's', { { r.floor_cpu_s, 'frame loop' } }, nil, '<= 0.40',
     r.cpu_s <= 0.4)
 end
+r = results.paced_hist
+if r then
+  local paced = results.paced and results.paced.cpu_s
+  local met
+  if paced then
+    met = r.cpu_s <= 1.2 * paced
+  end
+  row('paced_hist: Neovim CPU after 400 KiB', f2(r.cpu_s), 's', paced and { { paced, 'paced' } } or nil, nil,
+    '<= 1.2x', met)
+  row('paced_hist+UI: longest gap between flushes', f1(r.flush_gap_ms), 'ms', nil, nil, '<= 50', r.flush_gap_ms <= 50)
+  row('paced_hist: highlighting on at the end', ('%d/%d'):format(r.highlight_on, r.runs), 'runs', nil, nil, 'all',
+    r.highlight_on == r.runs)
+end
 r = results.big5mb
 if r then
   row('big5mb: submit to complete text', f1(r.text_ms), 'ms',
@@ -476,6 +517,11 @@ if results.paced then
   notes[#notes + 1] = ('paced: turn %.0f ms, %d drains (frames); CPU: main thread %.2f s, core runtime threads %.2f s; floor loop %.0f ms, %d frames')
     :format(results.paced.done_ms, results.paced.drains, results.paced.main_cpu_s, results.paced.core_cpu_s,
       results.paced.floor_wall_ms, results.paced.floor_frames or 0)
+end
+if results.paced_hist then
+  notes[#notes + 1] = ('paced_hist: turn %.0f ms, %d drains, %d flushes; CPU: main thread %.2f s; transcript %.0f KiB')
+    :format(results.paced_hist.done_ms, results.paced_hist.drains, results.paced_hist.flushes,
+      results.paced_hist.main_cpu_s, results.paced_hist.bytes / 1024)
 end
 if results.big5mb then
   notes[#notes + 1] = ('big5mb: %d drains; the test agent alone %.0f ms'):format(results.big5mb.drains,

@@ -107,8 +107,101 @@ return {
     T.eq(info.n, 6 + 62500 + 1)
     T.eq(info.last, { ('y'):rep(79), '' })
     T.eq(info.same, true)
-    -- 5 MB is past the size up to which highlighting resumes.
-    T.eq(r.active_now, false)
+    -- Highlighting resumes on a 5 MB transcript: the finished entry is frozen, and the
+    -- buffer's parser covers only what comes after it.
+    T.eq(r.active_now, true)
+  end },
+
+  { 'a long chat: finished entries keep frozen highlights, only the live entry is parsed', function()
+    local history = {}
+    for i = 1, 40 do
+      history[#history + 1] = ('## Part %d\n\nSome **bold** text.\n\n```lua\nlocal x = %d\n```\n\n'):format(i, i)
+    end
+    local child = H.start({ turns = {
+      { match = 'history', steps = { { message = table.concat(history) } } },
+      { match = 'live', steps = { { message = ('# Live\n\nword **word** word\n'):rep(10), chunk_size = 16, delay_ms = 15 } } },
+    } })
+    H.open(child)
+    H.turn(child, 'history')
+    local frozen = child:lua([[
+      local md = require('acp.markdown')
+      local v = require('acp').current()
+      local groups, ids = {}, {}
+      for _, m in ipairs(vim.api.nvim_buf_get_extmarks(v.buf, md.ns, 0, -1, { details = true })) do
+        groups[m[4].hl_group or ''] = true
+        ids[#ids + 1] = m[1]
+      end
+      return { groups = groups, ids = ids }
+    ]])
+    -- Headings, inline markup and the code block's own language, as extmarks that stay.
+    T.truthy(frozen.groups['@markup.heading.2.acp_markdown'], vim.inspect(frozen.groups))
+    T.truthy(frozen.groups['@markup.strong.markdown_inline'], vim.inspect(frozen.groups))
+    T.truthy(frozen.groups['@keyword.lua'], vim.inspect(frozen.groups))
+    child:lua([[
+      local v = require('acp').current()
+      _G.seen = {}
+      v.apply = function(self, events)
+        getmetatable(self).apply(self, events)
+        if self.state == 'running' then
+          local region = vim.treesitter.get_parser(self.buf):included_regions()[1][1]
+          table.insert(_G.seen, { region = region[1], live = (self:entry_range(self.last_index)),
+            active = require('acp.markdown').active(self.buf) })
+        end
+      end
+    ]])
+    H.turn(child, 'live', 15000)
+    local seen = child:lua('return _G.seen')
+    T.truthy(#seen >= 3, ('%d drains'):format(#seen))
+    for _, s in ipairs(seen) do
+      -- The buffer's parser starts at the live entry: the chat above it is not parsed again.
+      T.eq(s.region, s.live)
+      T.eq(s.active, true)
+    end
+    local after = child:lua([[
+      local md = require('acp.markdown')
+      local v = require('acp').current()
+      local ids = {}
+      for _, m in ipairs(vim.api.nvim_buf_get_extmarks(v.buf, md.ns, 0, -1, {})) do
+        table.insert(ids, m[1])
+      end
+      return { ids = ids, highlighted = md.highlighted(v.buf), tree = vim.treesitter.get_parser(v.buf) ~= nil }
+    ]])
+    -- The history's frozen highlights were neither removed nor placed again.
+    local kept = {}
+    for _, id in ipairs(after.ids) do
+      kept[id] = true
+    end
+    for _, id in ipairs(frozen.ids) do
+      T.truthy(kept[id], 'frozen mark kept: ' .. id)
+    end
+    T.eq(after.highlighted, true)
+    T.eq(after.tree, true)
+  end },
+
+  { 'a 5 MB markdown transcript stays highlighted', function()
+    local part = ('## Heading\n\nSome **bold** and `code` text, long enough to fill a line.\n\n'):rep(100)
+    local child = H.start({ turns = {
+      { match = 'big', steps = { { message = part:rep(math.ceil(5e6 / #part)), chunk_size = 65536 } } },
+    } })
+    H.open(child)
+    H.turn(child, 'big', 30000)
+    local r = child:lua([[
+      local md = require('acp.markdown')
+      local v = require('acp').current()
+      local n = vim.api.nvim_buf_line_count(v.buf)
+      local last = vim.api.nvim_buf_get_extmarks(v.buf, md.ns, { n - 1, 0 }, 0, { limit = 1, details = true })[1]
+      return {
+        bytes = vim.api.nvim_buf_get_offset(v.buf, n),
+        highlighted = md.highlighted(v.buf),
+        last_group = last and last[4].hl_group,
+        last_row = last and last[2],
+        n = n,
+      }
+    ]])
+    T.truthy(r.bytes > 5e6, r.bytes .. ' bytes')
+    T.eq(r.highlighted, true)
+    -- The end of the transcript is highlighted too.
+    T.truthy(r.last_row and r.last_row > r.n - 10, vim.inspect(r))
   end },
 
   { 'the chat highlights with acp_markdown, derived from the markdown queries', function()

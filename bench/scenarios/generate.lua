@@ -33,6 +33,73 @@ local function paced_text(n)
   return table.concat(parts):sub(1, n)
 end
 
+--- ~400 KiB of an hour's chat: headings, paragraphs, lists, code fences in several languages
+--- (one per ~1.8 KB, about 230), tables and quotes; exactly `n` bytes, ending on a newline.
+local function history_text(n)
+  local words = { 'buffer', 'window', 'parser', 'frame', 'stream', 'chunk', 'session', 'agent',
+    'render', 'extmark', 'highlight', 'queue', 'drain', 'budget', 'redraw', 'cursor', 'tree', 'query' }
+  local seed = 1
+  local function w()
+    seed = (seed * 1103515245 + 12345) % 2147483648
+    return words[math.floor(seed / 65536) % #words + 1]
+  end
+  local codes = {
+    function(k)
+      return ('```lua\nlocal %s = require(%q)\nfor i = 1, %d do\n  %s.%s(i, { %s = true })\nend\n```\n'):format(
+        w(), 'acp.' .. w(), k, w(), w(), w())
+    end,
+    function(k)
+      return ('```rust\nfn %s_%d(%s: &mut Vec<u8>) -> Result<usize, Error> {\n    let n = %s.len();\n    Ok(n + %d)\n}\n```\n')
+        :format(w(), k, w(), w(), k)
+    end,
+    function(k)
+      return ('```python\ndef %s_%d(%s):\n    return [x * %d for x in %s]\n```\n'):format(w(), k, w(), k, w())
+    end,
+    function(k)
+      return ('```sh\ncargo test -p %s -- %s_%d\ngrep -rn "%s" src/ | head -%d\n```\n'):format(w(), w(), k, w(), k)
+    end,
+    function(k)
+      return ('```json\n{ "%s": %d, "%s": [ "%s", "%s" ], "ok": true }\n```\n'):format(w(), k, w(), w(), w())
+    end,
+    function(k)
+      return ('```typescript\nexport function %s%d(%s: string): number {\n  return %s.length * %d;\n}\n```\n')
+        :format(w(), k, w(), w(), k)
+    end,
+  }
+  local parts, len, sec = {}, 0, 0
+  while len < n do
+    sec = sec + 1
+    local b = {}
+    b[#b + 1] = ('## %d. The %s and the %s\n\n'):format(sec, w(), w())
+    for _ = 1, 3 do
+      for _ = 1, 4 do
+        b[#b + 1] = ('The %s keeps **%s** apart from the `%s`, so the %s never waits on the _%s_. '):format(
+          w(), w(), w(), w(), w())
+      end
+      b[#b + 1] = '\n\n'
+    end
+    for k = 1, 5 do
+      b[#b + 1] = ('%s item %d: the [%s](https://example.org/%s) then `%s()`\n'):format(
+        sec % 2 == 0 and '-' or (k .. '.'), k, w(), w(), w())
+    end
+    b[#b + 1] = '\n' .. codes[sec % #codes + 1](sec) .. '\n'
+    if sec % 3 == 0 then
+      b[#b + 1] = ('| %s | %s | ms |\n|---|---|--:|\n'):format(w(), w())
+      for k = 1, 3 do
+        b[#b + 1] = ('| `%s` | %s | %d |\n'):format(w(), w(), k * sec)
+      end
+      b[#b + 1] = '\n'
+    end
+    if sec % 4 == 0 then
+      b[#b + 1] = ('> **Note:** the %s is not the %s; see `%s`.\n\n'):format(w(), w(), w())
+    end
+    local s = table.concat(b)
+    parts[#parts + 1] = s
+    len = len + #s
+  end
+  return table.concat(parts):sub(1, n - 1) .. '\n'
+end
+
 local function tools_steps(pairs_n, chunks_per_pair, chunk_size)
   local steps = {}
   for p = 1, pairs_n do
@@ -91,6 +158,8 @@ local scenario = {
     { match = 'paced', steps = { { message = paced_text(24000), chunk_size = 24, delay_ms = 4 } } },
     { match = 'tools', steps = tools_steps(100, 10, 40) },
     { match = 'bigdiff', steps = bigdiff_steps() },
+    -- The history before paced_hist: one turn of 400 KiB of chat markdown.
+    { match = 'hist400k', steps = { { message = history_text(400 * 1024), chunk_size = 4096 } } },
   },
 }
 

@@ -28,6 +28,8 @@ local text = require('acp.text')
 ---@field cards table<integer, acp.CardMeta> Entry index -> metadata of each tool card.
 ---@field flood_at? integer When the last flood drain came (uv.now()).
 ---@field highlight_paused? boolean Highlighting stopped during a flood.
+---@field frozen table<integer, true> Entries whose highlights are frozen (acp.markdown.freeze).
+---@field live_row? integer Where the buffer's parser starts (the live entry), once set.
 ---@field _winbar_set boolean The winbar was set once.
 ---@field state acp.TurnState
 ---@field status_detail? string
@@ -95,6 +97,7 @@ function ChatView.new(opts)
   self.last_index = nil
   self.cards = {}
   self.flood_at, self.highlight_paused = nil, nil
+  self.frozen, self.live_row = {}, nil
   self._winbar_set = false
   self.state = 'connecting'
   self.status_detail = nil
@@ -436,7 +439,7 @@ local CALM_MS = 500
 local HIGHLIGHT_MAX_BYTES = 1024 * 1024
 
 --- Pauses highlighting during a flood and resumes it afterwards.
-function ChatView:_highlight_policy(text_bytes)
+function ChatView:_highlight_policy(text_bytes, touched)
   local md = require('acp.markdown')
   local now = vim.uv.now()
   local flood = text_bytes > FLOOD_BYTES and self.state == 'running'
@@ -449,9 +452,40 @@ function ChatView:_highlight_policy(text_bytes)
   elseif self.highlight_paused and (self.state ~= 'running' or now - (self.flood_at or 0) >= CALM_MS) then
     self.highlight_paused = nil
     local size = api.nvim_buf_get_offset(self.buf, api.nvim_buf_line_count(self.buf))
-    if size <= HIGHLIGHT_MAX_BYTES then
+    if md.per_entry() or size <= HIGHLIGHT_MAX_BYTES then
       md.start(self.buf)
+      self.live_row = nil
     end
+  end
+  self:_freeze(touched or {})
+end
+
+--- Finished entries get frozen highlights, parsed once each; the buffer's
+--- parser covers only the live entry (the last one while a turn runs), so
+--- the cost of a frame does not grow with the chat. An entry re-rendered
+--- after it finished (a tool card's update) is frozen again.
+function ChatView:_freeze(touched)
+  local md = require('acp.markdown')
+  if not md.per_entry() or self.last_index == nil then
+    return
+  end
+  local buf = self.buf
+  local live = self.state == 'running' and self.last_index or nil
+  for index in pairs(self.entries) do
+    if index ~= live and (not self.frozen[index] or touched[index]) then
+      local first, last = self:entry_range(index)
+      md.freeze(buf, first, last)
+      self.frozen[index] = true
+    end
+  end
+  local row = live and self:entry_range(live) or api.nvim_buf_line_count(buf)
+  if live and self.frozen[live] then
+    self.frozen[live] = nil
+    api.nvim_buf_clear_namespace(buf, md.ns, row, -1)
+  end
+  if row ~= self.live_row and md.active(buf) then
+    self.live_row = row
+    md.live(buf, row)
   end
 end
 
@@ -596,7 +630,7 @@ function ChatView:apply(events)
   self:_guard(nil, flush)
   vim.bo[buf].modifiable = false
   self:_guard(nil, function()
-    self:_highlight_policy(bytes)
+    self:_highlight_policy(bytes, touched)
     self:_refold(touched)
     -- Tool cards and plan: long-card folds, quickfix, follow mode, colours.
     require('acp.activity').after_apply(self, touched)

@@ -80,4 +80,84 @@ function M.active(buf)
   return vim.treesitter.highlighter.active[buf] ~= nil
 end
 
+--- Frozen highlights: extmarks of finished entries (see `freeze`).
+M.ns = vim.api.nvim_create_namespace('acp_markdown_frozen')
+
+--- Whether `buf` is highlighted now: the live entry by Tree-sitter, the
+--- finished ones by frozen extmarks.
+function M.highlighted(buf)
+  return M.active(buf)
+end
+
+--- Whether finished entries are frozen (and only the live one parsed by the
+--- buffer's parser). Not with the stock parser: a markdown renderer reads
+--- the whole buffer through `get_parser(buf)`.
+function M.per_entry()
+  return M.language() == M.lang
+end
+
+--- Highlights rows `first`..`last` (0-based, inclusive) of `buf` once, as
+--- extmarks that stay: the text is parsed on its own by a string parser,
+--- with its code block languages and inline markup, and the captures of
+--- the highlights queries are placed as the highlighter would (group,
+--- priority, conceal). Replaces the frozen highlights of those rows.
+function M.freeze(buf, first, last)
+  local api = vim.api
+  api.nvim_buf_clear_namespace(buf, M.ns, first, last + 1)
+  if last < first then
+    return
+  end
+  local text = table.concat(api.nvim_buf_get_lines(buf, first, last + 1, false), '\n')
+  local ok, parser = pcall(vim.treesitter.get_string_parser, text, M.language())
+  if not ok or not parser then
+    return
+  end
+  parser:parse(true)
+  parser:for_each_tree(function(tree, ltree)
+    local lang = ltree:lang()
+    local qok, query = pcall(vim.treesitter.query.get, lang, 'highlights')
+    if not qok or not query then
+      return
+    end
+    local depth, p = 0, ltree:parent()
+    while p do
+      depth, p = depth + 1, p:parent()
+    end
+    for id, node, metadata in query:iter_captures(tree:root(), text, 0, -1) do
+      local name = query.captures[id]
+      local m = metadata[id] or {}
+      local conceal = m.conceal or metadata.conceal
+      if name ~= 'spell' and name ~= 'nospell' and (name:sub(1, 1) ~= '_' or conceal) then
+        local r1, c1, r2, c2 = node:range()
+        local opts = {
+          end_row = first + r2,
+          end_col = c2,
+          priority = (tonumber(m.priority or metadata.priority) or vim.hl.priorities.treesitter) + depth,
+          conceal = conceal,
+          strict = false,
+        }
+        if name ~= 'conceal' and name:sub(1, 1) ~= '_' then
+          opts.hl_group = '@' .. name .. '.' .. lang
+        end
+        pcall(api.nvim_buf_set_extmark, buf, M.ns, first + r1, c1, opts)
+      end
+    end
+  end)
+end
+
+-- An end past any transcript: the live region runs to the end of the buffer
+-- as it grows (Tree-sitter moves a range's end with the edits inside it).
+local END_ROW, END_BYTE = 2 ^ 30, 2 ^ 31
+
+--- Limits the buffer's parser to the live entry, from `row` to the end:
+--- each edit then re-parses that entry only, not the transcript above it.
+function M.live(buf, row)
+  local ok, parser = pcall(vim.treesitter.get_parser, buf, nil, { error = false })
+  if not ok or not parser then
+    return
+  end
+  local byte = vim.api.nvim_buf_get_offset(buf, row)
+  parser:set_included_regions({ { { row, 0, byte, END_ROW, 0, END_BYTE } } })
+end
+
 return M
