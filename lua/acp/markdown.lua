@@ -107,7 +107,8 @@ function M.freeze(buf, first, last)
   if last < first then
     return
   end
-  local text = table.concat(api.nvim_buf_get_lines(buf, first, last + 1, false), '\n')
+  -- Ends with a newline, as in the buffer: a last line `## title` is a heading.
+  local text = table.concat(api.nvim_buf_get_lines(buf, first, last + 1, false), '\n') .. '\n'
   local ok, parser = pcall(vim.treesitter.get_string_parser, text, M.language())
   if not ok or not parser then
     return
@@ -119,11 +120,16 @@ function M.freeze(buf, first, last)
     if not qok or not query then
       return
     end
+    -- As the highlighter: an injected tree's captures draw over its parent's.
     local depth, p = 0, ltree:parent()
     while p do
       depth, p = depth + 1, p:parent()
     end
-    for id, node, metadata in query:iter_captures(tree:root(), text, 0, -1) do
+    -- Where captures overlap, the one of the later pattern shows, as with the
+    -- highlighter. Marks of equal priority draw in the order they were
+    -- placed, so they are placed by pattern.
+    local marks = {}
+    for id, node, metadata, match in query:iter_captures(tree:root(), text, 0, -1) do
       local name = query.captures[id]
       local m = metadata[id] or {}
       local conceal = m.conceal or metadata.conceal
@@ -132,15 +138,23 @@ function M.freeze(buf, first, last)
         local opts = {
           end_row = first + r2,
           end_col = c2,
-          priority = (tonumber(m.priority or metadata.priority) or vim.hl.priorities.treesitter) + depth,
+          priority = tonumber(m.priority or metadata.priority) or vim.hl.priorities.treesitter,
+          _subpriority = depth,
           conceal = conceal,
           strict = false,
         }
         if name ~= 'conceal' and name:sub(1, 1) ~= '_' then
           opts.hl_group = '@' .. name .. '.' .. lang
         end
-        pcall(api.nvim_buf_set_extmark, buf, M.ns, first + r1, c1, opts)
+        local _, pattern = match:info()
+        marks[#marks + 1] = { first + r1, c1, opts, pattern * 1e7 + #marks }
       end
+    end
+    table.sort(marks, function(a, b)
+      return a[4] > b[4]
+    end)
+    for _, c in ipairs(marks) do
+      pcall(api.nvim_buf_set_extmark, buf, M.ns, c[1], c[2], c[3])
     end
   end)
 end
