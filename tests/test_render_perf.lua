@@ -185,6 +185,13 @@ return {
     } })
     H.open(child)
     H.turn(child, 'big', 30000)
+    -- A long entry is frozen in slices, on the next turns of the event loop.
+    child:wait_for([[
+      local md = require('acp.markdown')
+      local buf = require('acp').current().buf
+      local n = vim.api.nvim_buf_line_count(buf)
+      return #vim.api.nvim_buf_get_extmarks(buf, md.ns, { n - 5, 0 }, -1, { limit = 1 }) > 0
+    ]], 20000)
     local r = child:lua([[
       local md = require('acp.markdown')
       local v = require('acp').current()

@@ -96,19 +96,11 @@ function M.per_entry()
   return M.language() == M.lang
 end
 
---- Highlights rows `first`..`last` (0-based, inclusive) of `buf` once, as
---- extmarks that stay: the text is parsed on its own by a string parser,
---- with its code block languages and inline markup, and the captures of
---- the highlights queries are placed as the highlighter would (group,
---- priority, conceal). Replaces the frozen highlights of those rows.
-function M.freeze(buf, first, last)
+--- Places the frozen highlights of `lines`, which start at row `first`.
+local function freeze_lines(buf, first, lines)
   local api = vim.api
-  api.nvim_buf_clear_namespace(buf, M.ns, first, last + 1)
-  if last < first then
-    return
-  end
   -- Ends with a newline, as in the buffer: a last line `## title` is a heading.
-  local text = table.concat(api.nvim_buf_get_lines(buf, first, last + 1, false), '\n') .. '\n'
+  local text = table.concat(lines, '\n') .. '\n'
   local ok, parser = pcall(vim.treesitter.get_string_parser, text, M.language())
   if not ok or not parser then
     return
@@ -125,9 +117,9 @@ function M.freeze(buf, first, last)
     while p do
       depth, p = depth + 1, p:parent()
     end
-    -- Where captures overlap, the one of the later pattern shows, as with the
-    -- highlighter. Marks of equal priority draw in the order they were
-    -- placed, so they are placed by pattern.
+    -- Where captures of one tree overlap, the one of the later pattern shows,
+    -- as with the highlighter; of marks of equal priority the first placed
+    -- shows, so they are placed from the last pattern to the first.
     local marks = {}
     for id, node, metadata, match in query:iter_captures(tree:root(), text, 0, -1) do
       local name = query.captures[id]
@@ -157,6 +149,82 @@ function M.freeze(buf, first, last)
       pcall(api.nvim_buf_set_extmark, buf, M.ns, c[1], c[2], c[3])
     end
   end)
+end
+
+-- A long entry is frozen in slices of about this size, one per turn of the
+-- event loop, so that a 5 MB answer does not hold the main loop.
+local SLICE_BYTES = 64 * 1024
+local track_ns = vim.api.nvim_create_namespace('acp_markdown_freeze')
+
+--- Splits `lines` into runs of about SLICE_BYTES that end on a blank line
+--- outside a code block (a block is never cut in two).
+local function slices(lines)
+  local out, start, size, fence = {}, 1, 0, nil
+  for i, l in ipairs(lines) do
+    size = size + #l + 1
+    local f = l:match('^%s*([`~][`~][`~])')
+    if f then
+      if not fence then
+        fence = f:sub(1, 1)
+      elseif f:sub(1, 1) == fence then
+        fence = nil
+      end
+    end
+    if size >= SLICE_BYTES and l == '' and not fence then
+      out[#out + 1] = { start, i }
+      start, size = i + 1, 0
+    end
+  end
+  if start <= #lines then
+    out[#out + 1] = { start, #lines }
+  end
+  return out
+end
+
+--- Highlights rows `first`..`last` (0-based, inclusive) of `buf` once, as
+--- extmarks that stay: the text is parsed on its own by a string parser,
+--- with its code block languages and inline markup, and the captures of
+--- the highlights queries are placed as the highlighter would (group,
+--- priority, conceal). Replaces the frozen highlights of those rows. A long
+--- text is done in slices, the first now and the others on the next turns
+--- of the event loop (each slice's place is kept by an extmark).
+function M.freeze(buf, first, last)
+  local api = vim.api
+  api.nvim_buf_clear_namespace(buf, M.ns, first, last + 1)
+  if last < first then
+    return
+  end
+  local lines = api.nvim_buf_get_lines(buf, first, last + 1, false)
+  local parts = slices(lines)
+  freeze_lines(buf, first, vim.list_slice(lines, parts[1][1], parts[1][2]))
+  if #parts == 1 then
+    return
+  end
+  local rest = {}
+  for k = 2, #parts do
+    local a, b = parts[k][1], parts[k][2]
+    rest[#rest + 1] = {
+      mark = api.nvim_buf_set_extmark(buf, track_ns, first + a - 1, 0, { right_gravity = false }),
+      lines = vim.list_slice(lines, a, b),
+    }
+  end
+  local k = 0
+  local function step()
+    k = k + 1
+    local part = rest[k]
+    if not part or not api.nvim_buf_is_valid(buf) then
+      return
+    end
+    local pos = api.nvim_buf_get_extmark_by_id(buf, track_ns, part.mark, {})
+    api.nvim_buf_del_extmark(buf, track_ns, part.mark)
+    -- Only when the slice's text is still there (else a re-render froze it again).
+    local row = pos[1]
+    if row and vim.deep_equal(api.nvim_buf_get_lines(buf, row, row + #part.lines, false), part.lines) then
+      freeze_lines(buf, row, part.lines)
+    end
+    vim.schedule(step)
+  end
+  vim.schedule(step)
 end
 
 -- An end past any transcript: the live region runs to the end of the buffer
