@@ -119,10 +119,14 @@ return {
     end
     local child = H.start({ turns = {
       { match = 'history', steps = { { message = table.concat(history) } } },
+      { match = 'next', steps = { { message = 'Next.\n' } } },
       { match = 'live', steps = { { message = ('# Live\n\nword **word** word\n'):rep(10), chunk_size = 16, delay_ms = 15 } } },
     } })
     H.open(child)
     H.turn(child, 'history')
+    -- Once the next turn started, the history's entry is finished.
+    H.turn(child, 'next')
+    child:wait_for([[return require('acp.markdown').pending == 0]])
     local frozen = child:lua([[
       local md = require('acp.markdown')
       local v = require('acp').current()

@@ -474,16 +474,26 @@ function ChatView:_freeze(touched)
   for index in pairs(self.entries) do
     if index ~= live and (not self.frozen[index] or touched[index]) then
       local first, last = self:entry_range(index)
-      md.freeze(buf, first, last)
+      -- The entry that was live as the turn ended is still highlighted by the
+      -- parser: it is frozen on the next turns of the event loop, so that the
+      -- turn's last frame is not delayed.
+      md.freeze(buf, first, last, live == nil and index == self.last_index)
       self.frozen[index] = true
     end
   end
-  local row = live and self:entry_range(live) or api.nvim_buf_line_count(buf)
+  -- Between turns the parser keeps the last entry (no edits, no parsing);
+  -- after a restart it starts at the end.
+  local row
+  if live then
+    row = self:entry_range(live)
+  elseif self.live_row == nil then
+    row = api.nvim_buf_line_count(buf)
+  end
   if live and self.frozen[live] then
     self.frozen[live] = nil
     api.nvim_buf_clear_namespace(buf, md.ns, row, -1)
   end
-  if row ~= self.live_row and md.active(buf) then
+  if row and row ~= self.live_row and md.active(buf) then
     self.live_row = row
     md.live(buf, row)
   end

@@ -191,8 +191,9 @@ end
 --- the highlights queries are placed as the highlighter would (group,
 --- priority, conceal). Replaces the frozen highlights of those rows. A long
 --- text is done in slices, the first now and the others on the next turns
---- of the event loop (each slice's place is kept by an extmark).
-function M.freeze(buf, first, last)
+--- of the event loop (each slice's place is kept by an extmark); with
+--- `later`, the first one too.
+function M.freeze(buf, first, last, later)
   local api = vim.api
   api.nvim_buf_clear_namespace(buf, M.ns, first, last + 1)
   if last < first then
@@ -200,12 +201,14 @@ function M.freeze(buf, first, last)
   end
   local lines = api.nvim_buf_get_lines(buf, first, last + 1, false)
   local parts = slices(lines)
-  freeze_lines(buf, first, vim.list_slice(lines, parts[1][1], parts[1][2]))
-  if #parts == 1 then
-    return
+  if not later then
+    freeze_lines(buf, first, vim.list_slice(lines, parts[1][1], parts[1][2]))
+    if #parts == 1 then
+      return
+    end
   end
   local rest = {}
-  for k = 2, #parts do
+  for k = later and 1 or 2, #parts do
     local a, b = parts[k][1], parts[k][2]
     rest[#rest + 1] = {
       mark = api.nvim_buf_set_extmark(buf, track_ns, first + a - 1, 0, { right_gravity = false }),
