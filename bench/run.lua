@@ -426,8 +426,9 @@ if r then
 end
 r = results.paced
 if r then
-  row('paced: Neovim CPU for the turn', f2(r.cpu_s), 's', { { r.floor_cpu_s, 'frame loop' } }, nil, '<= 0.40',
-    r.cpu_s <= 0.4)
+  -- With a UI attached (0.40 s is the target without one).
+  row('paced+UI: Neovim CPU for the turn', f2(r.cpu_s), 's', { { r.floor_cpu_s, 'frame loop' } }, nil, '<= 0.50',
+    r.cpu_s <= 0.5)
 end
 r = results.paced_hist
 if r then

@@ -452,9 +452,14 @@ function ChatView:_highlight_policy(text_bytes, touched)
   elseif self.highlight_paused and (self.state ~= 'running' or now - (self.flood_at or 0) >= CALM_MS) then
     self.highlight_paused = nil
     local size = api.nvim_buf_get_offset(self.buf, api.nvim_buf_line_count(self.buf))
-    if md.per_entry() or size <= HIGHLIGHT_MAX_BYTES then
+    if md.per_entry() then
+      -- The parser starts on the live entry (or past the end between turns).
+      local live = self.state == 'running' and self.last_index
+      local row = live and self:entry_range(live) or api.nvim_buf_line_count(self.buf)
+      md.start(self.buf, row)
+      self.live_row = row
+    elseif size <= HIGHLIGHT_MAX_BYTES then
       md.start(self.buf)
-      self.live_row = nil
     end
   end
   self:_freeze(touched or {})

@@ -67,8 +67,13 @@ function M.language()
   return registered
 end
 
---- Starts highlighting `buf`. Returns false when Tree-sitter cannot.
-function M.start(buf)
+--- Starts highlighting `buf`. Returns false when Tree-sitter cannot. With
+--- `row`, the parser covers only the rows from there (see `live`), set
+--- before the first parse.
+function M.start(buf, row)
+  if row and M.per_entry() then
+    M.live(buf, row)
+  end
   return (pcall(vim.treesitter.start, buf, M.language()))
 end
 
@@ -185,14 +190,52 @@ local function slices(lines)
   return out
 end
 
+-- Slices waiting to be frozen, in order: { buf, mark (its first row), lines }.
+local queue = {}
+local ticking = false
+-- A drain freezes for at most this long (one budget per turn of the event
+-- loop); the rest is done on the next turns, this long at a time.
+local DRAIN_BUDGET_NS, TICK_BUDGET_NS = 4e6, 8e6
+local budget_loop_time, budget_until = -1, 0
+
+--- Freezes queued slices until `deadline` (hrtime); true when none is left.
+local function run_queue(deadline)
+  local api = vim.api
+  while queue[1] do
+    if vim.uv.hrtime() > deadline then
+      return false
+    end
+    local item = table.remove(queue, 1)
+    M.pending = #queue
+    if api.nvim_buf_is_valid(item.buf) then
+      local row = api.nvim_buf_get_extmark_by_id(item.buf, track_ns, item.mark, {})[1]
+      api.nvim_buf_del_extmark(item.buf, track_ns, item.mark)
+      -- Only when the slice's text is still there (else a re-render froze it again).
+      if row and vim.deep_equal(api.nvim_buf_get_lines(item.buf, row, row + #item.lines, false), item.lines) then
+        freeze_lines(item.buf, row, item.lines)
+      end
+    end
+  end
+  return true
+end
+
+local function tick()
+  if run_queue(vim.uv.hrtime() + TICK_BUDGET_NS) then
+    ticking = false
+  else
+    -- A timer, not vim.schedule: the screen can be flushed in between.
+    vim.defer_fn(tick, 1)
+  end
+end
+
 --- Highlights rows `first`..`last` (0-based, inclusive) of `buf` once, as
 --- extmarks that stay: the text is parsed on its own by a string parser,
 --- with its code block languages and inline markup, and the captures of
 --- the highlights queries are placed as the highlighter would (group,
---- priority, conceal). Replaces the frozen highlights of those rows. A long
---- text is done in slices, the first now and the others on the next turns
---- of the event loop (each slice's place is kept by an extmark); with
---- `later`, the first one too.
+--- priority, conceal). Replaces the frozen highlights of those rows. The
+--- text is cut in slices (each one's place kept by an extmark): they are
+--- done now within a small budget per turn of the event loop, the rest on
+--- the next turns; with `later`, all on the next turns.
 function M.freeze(buf, first, last, later)
   local api = vim.api
   api.nvim_buf_clear_namespace(buf, M.ns, first, last + 1)
@@ -200,40 +243,24 @@ function M.freeze(buf, first, last, later)
     return
   end
   local lines = api.nvim_buf_get_lines(buf, first, last + 1, false)
-  local parts = slices(lines)
-  if not later then
-    freeze_lines(buf, first, vim.list_slice(lines, parts[1][1], parts[1][2]))
-    if #parts == 1 then
-      return
-    end
-  end
-  local rest = {}
-  for k = later and 1 or 2, #parts do
-    local a, b = parts[k][1], parts[k][2]
-    rest[#rest + 1] = {
-      mark = api.nvim_buf_set_extmark(buf, track_ns, first + a - 1, 0, { right_gravity = false }),
-      lines = vim.list_slice(lines, a, b),
+  for _, part in ipairs(slices(lines)) do
+    queue[#queue + 1] = {
+      buf = buf,
+      mark = api.nvim_buf_set_extmark(buf, track_ns, first + part[1] - 1, 0, { right_gravity = false }),
+      lines = part[1] == 1 and part[2] == #lines and lines or vim.list_slice(lines, part[1], part[2]),
     }
   end
-  local k = 0
-  M.pending = M.pending + 1
-  local function step()
-    k = k + 1
-    local part = rest[k]
-    if not part or not api.nvim_buf_is_valid(buf) then
-      M.pending = M.pending - 1
-      return
+  M.pending = #queue
+  if not later then
+    if vim.uv.now() ~= budget_loop_time then
+      budget_loop_time, budget_until = vim.uv.now(), vim.uv.hrtime() + DRAIN_BUDGET_NS
     end
-    local pos = api.nvim_buf_get_extmark_by_id(buf, track_ns, part.mark, {})
-    api.nvim_buf_del_extmark(buf, track_ns, part.mark)
-    -- Only when the slice's text is still there (else a re-render froze it again).
-    local row = pos[1]
-    if row and vim.deep_equal(api.nvim_buf_get_lines(buf, row, row + #part.lines, false), part.lines) then
-      freeze_lines(buf, row, part.lines)
-    end
-    vim.schedule(step)
+    run_queue(budget_until)
   end
-  vim.schedule(step)
+  if queue[1] and not ticking then
+    ticking = true
+    vim.defer_fn(tick, 1)
+  end
 end
 
 -- An end past any transcript: the live region runs to the end of the buffer
