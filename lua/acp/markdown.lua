@@ -13,8 +13,12 @@
 --- Everything else (highlights, inline markup, code block languages) is the
 --- same as for markdown files.
 ---
+--- Per entry: the buffer's parser covers only the live entry (`live`), and
+--- finished entries keep their highlights as extmarks (`freeze`), so the
+--- cost of a frame does not grow with the chat.
+---
 --- Also: highlighting is suspended while a flood of text streams in (parsing
---- cost grows with the document, so re-parsing per frame would keep the main
+--- cost grows with the entry, so re-parsing per frame would keep the main
 --- loop busy) and resumed when the turn ends.
 local M = {}
 
