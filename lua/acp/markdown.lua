@@ -61,6 +61,9 @@ function M.language()
     -- Validate now: a broken query would otherwise fail at the first redraw.
     assert(vim.treesitter.query.get(M.lang, 'highlights'))
     assert(vim.treesitter.query.get(M.lang, 'injections'))
+    -- Inline markup is in every entry: its queries are read now, not in the
+    -- budget of the first drain that freezes one (acp.markdown.freeze).
+    pcall(vim.treesitter.query.get, 'markdown_inline', 'highlights')
   end)
   if ok then
     registered = M.lang
