@@ -10,25 +10,7 @@ local RECORD_NOTIFY = [[
   vim.notify = function(msg, level) table.insert(_G.notes, { msg = msg, level = level }) end
 ]]
 
---- Replaces vim.ui.select: records each call's items (as shown) and picks
---- the first item containing `_G.pick[n]`.
-local STUB_SELECT = [[
-  _G.asked, _G.pick = {}, _G.pick or {}
-  vim.ui.select = function(items, opts, on_choice)
-    local shown = {}
-    for i, it in ipairs(items) do
-      shown[i] = opts.format_item and opts.format_item(it) or tostring(it)
-    end
-    table.insert(_G.asked, { prompt = opts.prompt, items = shown })
-    local want = table.remove(_G.pick, 1)
-    for i, text in ipairs(shown) do
-      if want and text:find(want, 1, true) then
-        return on_choice(items[i], i)
-      end
-    end
-    on_choice(nil)
-  end
-]]
+local STUB_SELECT = H.STUB_SELECT
 
 local function sessions(dir)
   return {

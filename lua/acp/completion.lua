@@ -47,6 +47,33 @@ end
 
 --- Whether `providers` of a blink.cmp config lists our module in the list
 --- used for chat inputs.
+--- LSP CompletionItemKind values (File, Reference, Function, Keyword).
+local LSP_KIND = { file = 17, buffer = 18, command = 3, special = 14 }
+
+--- The items of `complete()`'s result as LSP completion items (both plugin
+--- sources use these), each replacing `res.start`..`col` on line `row`.
+function M.lsp_items(res, row, col)
+  local items = {}
+  for _, it in ipairs(res.items) do
+    items[#items + 1] = {
+      label = it.label,
+      kind = LSP_KIND[it.kind],
+      filterText = it.word,
+      labelDetails = it.detail and { description = it.detail } or nil,
+      detail = it.detail,
+      documentation = it.doc,
+      textEdit = {
+        newText = it.word,
+        range = {
+          start = { line = row - 1, character = res.start },
+          ['end'] = { line = row - 1, character = col },
+        },
+      },
+    }
+  end
+  return items
+end
+
 local function blink_enabled()
   local ok, cfg = pcall(require, 'blink.cmp.config')
   local sources = ok and type(cfg) == 'table' and cfg.sources

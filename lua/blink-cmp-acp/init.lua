@@ -12,9 +12,6 @@
 local Source = {}
 Source.__index = Source
 
---- LSP CompletionItemKind values (File, Reference, Function, Keyword).
-local KIND = { file = 17, buffer = 18, command = 3, special = 14 }
-
 function Source.new(opts)
   return setmetatable({ opts = opts or {} }, Source)
 end
@@ -35,24 +32,7 @@ function Source:get_completions(context, callback)
     callback({ is_incomplete_forward = false, is_incomplete_backward = false, items = {} })
     return function() end
   end
-  local items = {}
-  for _, it in ipairs(res.items) do
-    items[#items + 1] = {
-      label = it.label,
-      kind = KIND[it.kind],
-      filterText = it.word,
-      labelDetails = it.detail and { description = it.detail } or nil,
-      detail = it.detail,
-      documentation = it.doc,
-      textEdit = {
-        newText = it.word,
-        range = {
-          start = { line = row - 1, character = res.start },
-          ['end'] = { line = row - 1, character = col },
-        },
-      },
-    }
-  end
+  local items = require('acp.completion').lsp_items(res, row, col)
   -- The file list narrows as more is typed: ask again on each keystroke.
   callback({ is_incomplete_forward = true, is_incomplete_backward = true, items = items })
   return function() end

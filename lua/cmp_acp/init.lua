@@ -10,9 +10,6 @@
 local Source = {}
 Source.__index = Source
 
---- LSP CompletionItemKind values (File, Reference, Function, Keyword).
-local KIND = { file = 17, buffer = 18, command = 3, special = 14 }
-
 function Source.new()
   return setmetatable({}, Source)
 end
@@ -43,23 +40,7 @@ function Source:complete(params, callback)
   if not res then
     return callback({ items = {}, isIncomplete = false })
   end
-  local items = {}
-  for _, it in ipairs(res.items) do
-    items[#items + 1] = {
-      label = it.label,
-      kind = KIND[it.kind],
-      filterText = it.word,
-      detail = it.detail,
-      documentation = it.doc,
-      textEdit = {
-        newText = it.word,
-        range = {
-          start = { line = row - 1, character = res.start },
-          ['end'] = { line = row - 1, character = col },
-        },
-      },
-    }
-  end
+  local items = require('acp.completion').lsp_items(res, row, col)
   callback({ items = items, isIncomplete = true })
 end
 

@@ -138,4 +138,25 @@ function H.pid_alive(pid)
   return state ~= nil and state ~= 'Z' and state ~= 'X'
 end
 
+--- Lua for a child: replaces vim.ui.select, records each call's items (as
+--- the user reads them) in `_G.asked` and picks the first item whose text
+--- contains the next entry of `_G.pick`.
+H.STUB_SELECT = [[
+  _G.asked, _G.pick = {}, _G.pick or {}
+  vim.ui.select = function(items, opts, on_choice)
+    local shown = {}
+    for i, it in ipairs(items) do
+      shown[i] = opts.format_item and opts.format_item(it) or tostring(it)
+    end
+    table.insert(_G.asked, { prompt = opts.prompt, items = shown })
+    local want = table.remove(_G.pick, 1)
+    for i, text in ipairs(shown) do
+      if want and text:find(want, 1, true) then
+        return on_choice(items[i], i)
+      end
+    end
+    on_choice(nil)
+  end
+]]
+
 return H
