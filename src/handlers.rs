@@ -289,21 +289,22 @@ async fn write_text(
         };
         let new = Lines::from_text(&content);
         let current = Lines::from_text(&buf.text);
-        let target = match merge_base(ed, &resolved, &buf, path)? {
+        let hunks = match merge_base(ed, &resolved, &buf, path)? {
             Some(base) => {
                 let base_lines = Lines::from_text(&base);
-                textdiff::merge3(&base_lines.lines, &new.lines, &current.lines).map_err(|(from, to)| {
+                let merged = textdiff::merge3(&base_lines.lines, &new.lines, &current.lines).map_err(|(from, to)| {
                     err(
                         INVALID_PARAMS,
                         format!(
                             "{path}: lines {from}-{to} changed (in the buffer or on disk) since you read the file; read it again and redo the edit"
                         ),
                     )
-                })?
+                })?;
+                let merged: Vec<&str> = merged.iter().map(String::as_str).collect();
+                textdiff::hunks(&current.lines, &merged)
             }
-            None => new.lines.clone(),
+            None => textdiff::hunks(&current.lines, &new.lines),
         };
-        let hunks = textdiff::hunks(&current.lines, &target);
         let save = ed.policy.save_unmodified && !buf.modified;
         let reply = calls::call::<BufferApplyReply>(
             thread.thread_id(),
