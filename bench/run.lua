@@ -6,6 +6,7 @@
 --   BENCH_ONLY=stream50k,paced    run only these (startup, stream50k, ui, paced, paced_hist, big5mb, tools, bigdiff, fs10mb)
 --   BENCH_OUT=path                also write the report there
 --   BENCH_VERBOSE=1               print every run's raw measurements (stderr)
+--   BENCH_KEEP=dir                work in dir and keep its files (agent and core logs)
 --
 -- Every run starts a fresh `nvim --embed` with the plugin, opens the chat against the scripted
 -- test agent (bench/scenarios/bench.json), plays one warm-up turn, then the measured turn.
@@ -28,7 +29,7 @@ end
 local Rpc = require('bench.rpc')
 local uv = vim.uv
 
-local tmp = vim.fn.tempname()
+local tmp = vim.env.BENCH_KEEP or vim.fn.tempname()
 vim.fn.mkdir(tmp, 'p')
 
 local function median(xs)
@@ -386,11 +387,12 @@ end
 
 if want('fs10mb') then
   local r = require('bench.fs10mb').run(nvim, root, agent, tmp, math.max(RUNS, 5))
-  results.fs10mb = { rt_ms = median(r.round_trips_ms), late_max_ms = r.lateness_max_ms }
+  results.fs10mb = { rt_ms = median(r.round_trips_ms), sdk_rt_ms = median(r.sdk_round_trips_ms),
+    late_max_ms = r.lateness_max_ms }
   log('fs10mb done')
 end
 
-vim.fn.delete(tmp, 'rf')
+if vim.env.BENCH_KEEP then log('files kept in %s', tmp) else vim.fn.delete(tmp, 'rf') end
 
 -- Report ------------------------------------------------------------------------------------
 
@@ -465,6 +467,7 @@ end
 r = results.fs10mb
 if r then
   row('fs10mb: read round trip (loaded buffer)', f1(r.rt_ms), 'ms', nil, nil, '<= 100', r.rt_ms <= 100)
+  row('fs10mb: the same, SDK test agent', f1(r.sdk_rt_ms), 'ms')
   row('fs10mb: 5 ms timer lateness max', f1(r.late_max_ms), 'ms', nil, nil, '<= 16', r.late_max_ms <= 16)
 end
 

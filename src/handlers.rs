@@ -157,7 +157,12 @@ async fn read_text_file(
     let content = match buffer_text(thread, path, &resolved).await? {
         Some(b) => {
             ed.remember_served(&resolved, &b.text);
-            fs::slice_lines(&b.text, line, limit)
+            if line.is_none() && limit.is_none() {
+                // The whole text as it is: a 10 MB buffer is not copied again.
+                b.text
+            } else {
+                fs::slice_lines(&b.text, line, limit)
+            }
         }
         None => {
             // stat first: non-regular files are refused unopened, and a

@@ -231,7 +231,11 @@ pub struct TracedWriter<W> {
     inner: W,
     trace: Arc<Trace>,
     partial: Vec<u8>,
+    /// Taken from the writer but not yet written out, from `unsent_at` on.
+    /// An offset rather than draining the front: a 10 MB answer leaves the
+    /// pipe in 64 KB writes, and each drain would move the rest.
     unsent: Vec<u8>,
+    unsent_at: usize,
     /// Also sees each complete line (the connection's bookkeeping).
     observer: Option<Box<dyn FnMut(&[u8]) + Send>>,
 }
@@ -243,6 +247,7 @@ impl<W> TracedWriter<W> {
             trace,
             partial: Vec::new(),
             unsent: Vec::new(),
+            unsent_at: 0,
             observer: None,
         }
     }
@@ -281,13 +286,19 @@ impl<W> TracedWriter<W> {
 impl<W: tokio::io::AsyncWrite + Unpin> TracedWriter<W> {
     /// Writes out what is waiting in `unsent`.
     fn poll_unsent(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        while !self.unsent.is_empty() {
-            match Pin::new(&mut self.inner).poll_write(cx, &self.unsent) {
+        while self.unsent_at < self.unsent.len() {
+            match Pin::new(&mut self.inner).poll_write(cx, &self.unsent[self.unsent_at..]) {
                 Poll::Ready(Ok(0)) => {
                     return Poll::Ready(Err(std::io::ErrorKind::WriteZero.into()))
                 }
                 Poll::Ready(Ok(n)) => {
-                    self.unsent.drain(..n);
+                    self.unsent_at += n;
+                    if self.unsent_at == self.unsent.len() {
+                        self.unsent.clear();
+                        self.unsent_at = 0;
+                        // A large answer's buffer is not kept for the connection's life.
+                        self.unsent.shrink_to(1 << 16);
+                    }
                 }
                 Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
                 Poll::Pending => return Poll::Pending,

@@ -23,11 +23,14 @@ With "end_invalid": MARK, the prompt's answer carries the byte 0xFF in a
 `_meta` string.
 
 The log gets one JSON object per line: {"event": "client_response",
-"method", "result" | "error"}.
+"method", "result" | "error", "elapsed_ms"}: elapsed_ms runs from the
+request's write until its answer is read and parsed (one plain json.loads,
+no SDK), which makes this agent the benchmarks' plain JSON reader.
 """
 
 import json
 import sys
+import time
 
 plan = json.load(open(sys.argv[1]))
 log = open(sys.argv[2], "a", buffering=1)
@@ -54,6 +57,7 @@ def request(method, params, invalid=None):
     global next_id
     next_id += 1
     my_id = next_id
+    started = time.perf_counter()
     send({"jsonrpc": "2.0", "id": my_id, "method": method, "params": params}, invalid)
     while True:
         line = inp.readline()
@@ -61,7 +65,8 @@ def request(method, params, invalid=None):
             sys.exit(0)
         msg = json.loads(line)
         if msg.get("id") == my_id and "method" not in msg:
-            event = {"event": "client_response", "method": method}
+            event = {"event": "client_response", "method": method,
+                     "elapsed_ms": (time.perf_counter() - started) * 1000}
             if "error" in msg:
                 event["error"] = msg["error"]
             else:
