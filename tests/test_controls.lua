@@ -67,7 +67,7 @@ return {
     child:lua([[_G.pick = { 'Web search', 'on' }]])
     child:cmd('AcpConfig')
     child:wait_for([[return require('acp.controls').options(require('acp').current())[4].currentValue == true]])
-    T.eq(child:lua('return _G.asked[2].items'), { 'Mode: Auto', 'Model: GPT-5', 'Effort: High', 'Web search: Web search: off' })
+    T.eq(child:lua('return _G.asked[2].items'), { 'Mode: Auto', 'Model: GPT-5', 'Effort: High', 'Web search: off' })
     local sets = H.events_of(paths, 'set_config_option')
     T.eq(sets[#sets].params, { sessionId = 'sess-1', configId = 'web', type = 'boolean', value = true })
     child:cmd('AcpConfig effort low')

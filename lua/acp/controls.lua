@@ -59,10 +59,11 @@ function M.choices(option)
   return out
 end
 
---- The option's current value as the user reads it.
+--- The option's current value as the user reads it (the value only: callers
+--- that list options put the name in front).
 function M.current_label(option)
   if option.type == 'boolean' then
-    return (option.name or option.id) .. (option.currentValue and ': on' or ': off')
+    return option.currentValue and 'on' or 'off'
   end
   for _, c in ipairs(M.choices(option)) do
     if c.value == option.currentValue then
