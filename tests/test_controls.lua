@@ -173,14 +173,19 @@ return {
     child:cmd('AcpQueue edit 1')
     T.eq(child:lua([[return vim.api.nvim_buf_get_lines(require('acp').current().input, 0, -1, false)]]), { 'edit me', 'typed' })
     T.eq(child:lua([[return require('acp.queue').lines(require('acp').current())[2] ]]), '⏳ queued 1: after cancel')
-    child:cmd('AcpCancel')
+    -- The key, pressed in the chat input (not :AcpCancel): it ends the running turn only.
+    child:lua([[vim.api.nvim_set_current_win(require('acp').current().input_win)]])
+    child:feed('<C-c>')
+    child:wait_for([[return require('acp').current().turns_ended == 1]], 5000)
+    T.eq(#H.events_of(paths, 'cancel'), 1)
     child:wait_for([[return require('acp').current().turns_ended == 2]], 5000)
     local prompts = vim.tbl_map(function(e)
       return e.prompt[1].text
     end, H.events_of(paths, 'prompt'))
-    T.eq(prompts, { 'long one', 'after cancel' })
+    T.eq(prompts, { 'long one', 'after cancel' }, 'the queued message was sent after the cancel')
     T.eq(#H.events_of(paths, 'cancel'), 1)
     T.match(H.transcript_text(child), 'echo: after cancel$')
+    T.eq(child:lua([[return require('acp.queue').lines(require('acp').current())]]), {})
     -- A send the core refuses (forced past the queue here) is one line, never a traceback.
     child:lua([[require('acp').send('long two')]])
     child:wait_for([[return require('acp').current().state == 'running']])
