@@ -271,7 +271,7 @@ return {
     local child, paths = H.start({ turns = {
       { match = 'form', steps = {
         H.req('elicitation/create', { mode = 'form', message = 'Settings for the deploy', requestedSchema = schema },
-          { expect = { action = 'accept', content = { name = 'web', replicas = 3, confirm = true, region = 'us', tags = { 'a', 'c' } } } }),
+          { expect = { action = 'accept', content = { name = 'web', replicas = 3, ratio = 0.25, confirm = true, region = 'us', tags = { 'a', 'c' } } } }),
         H.req('elicitation/create', { mode = 'form', message = 'Again?', requestedSchema = schema }, { expect = { action = 'decline' } }),
         H.req('elicitation/create', { mode = 'form', message = 'Last', requestedSchema = schema }, { expect = { action = 'cancel' } }),
         { message = 'done' },
@@ -304,7 +304,7 @@ return {
     ]])
     T.eq(marks, { '4  ✖ required', '7  ✖ at most 9' })
     child:lua([[vim.api.nvim_buf_set_lines(0, 3, -1, false,
-      { 'confirm: yes', 'name: web', 'ratio: ', 'region: us', 'replicas: 3', 'tags: a, c' })]])
+      { 'confirm: yes', 'name: web', 'ratio: 0.25', 'region: us', 'replicas: 3', 'tags: a, c' })]])
     child:feed('<C-s>')
     child:wait_for([[return require('acp.elicitation').shown ~= nil and require('acp.elicitation').shown.payload.message == 'Again?']])
     child:cmd('AcpElicitation')
@@ -315,6 +315,9 @@ return {
     H.wait_idle(child)
     T.eq(#H.events_of(paths, 'check_failed'), 0)
     T.eq(#H.events_of(paths, 'check_ok'), 3)
+    -- The agent got the decimal as a JSON number, not the text typed.
+    local ratio = H.events_of(paths, 'client_response')[1].result.content.ratio
+    T.eq({ type(ratio), ratio }, { 'number', 0.25 })
     T.eq(child:lua([[return require('acp.elicitation').win]]), nil, 'the float is gone')
   end },
 
