@@ -68,6 +68,11 @@ const KEYS: &[&str] = &[
     "outputByteLimit",
     "used",
     "size",
+    "mode",
+    "message",
+    "requestedSchema",
+    "url",
+    "elicitationId",
 ];
 
 const UPDATE_KINDS: &[&str] = &[
@@ -95,6 +100,7 @@ const METHODS: &[&str] = &[
     "terminal/wait_for_exit",
     "terminal/kill",
     "terminal/release",
+    "elicitation/create",
     "session/update",
     "_ext/notice",
     "unknown/method",
@@ -108,6 +114,8 @@ fn arb_scalar() -> impl Strategy<Value = Value> {
         // Floats that print and read back exactly (routing compares parses).
         (-4000i32..4000).prop_map(|n| json!(n as f64 / 8.0)),
         prop::sample::select(UPDATE_KINDS).prop_map(|s| json!(s)),
+        // The elicitation modes, so that a parse gets past the mode check.
+        prop::sample::select(&["form", "url"][..]).prop_map(|s| json!(s)),
         ".{0,12}".prop_map(Value::String),
     ]
 }
@@ -561,6 +569,41 @@ fn invalid_params_name_the_field() {
             "terminal/create",
             json!({"sessionId": "s", "command": "ls", "env": [{"name": 1}]}),
             "field `env`",
+        ),
+        (
+            "elicitation/create",
+            json!({"message": "m"}),
+            "field `mode`",
+        ),
+        (
+            "elicitation/create",
+            json!({"mode": 1, "message": "m"}),
+            "field `mode`",
+        ),
+        (
+            "elicitation/create",
+            json!({"mode": "form", "message": "m", "requestedSchema": "x"}),
+            "field `requestedSchema`",
+        ),
+        (
+            "elicitation/create",
+            json!({"mode": "form", "message": 2, "requestedSchema": {}}),
+            "field `message`",
+        ),
+        (
+            "elicitation/create",
+            json!({"mode": "form", "message": "m", "sessionId": 3, "requestedSchema": {}}),
+            "field `sessionId`",
+        ),
+        (
+            "elicitation/create",
+            json!({"mode": "url", "message": "m", "elicitationId": "e", "url": 4}),
+            "field `url`",
+        ),
+        (
+            "elicitation/create",
+            json!({"mode": "url", "message": "m", "elicitationId": [], "url": "https://x/"}),
+            "field `elicitationId`",
         ),
     ];
     for (method, params, field) in cases {

@@ -173,24 +173,47 @@ impl AgentRequest {
             "terminal/kill" => AgentRequest::KillTerminal(typed(method, params)?),
             "terminal/release" => AgentRequest::ReleaseTerminal(typed(method, params)?),
             "elicitation/create" => {
+                // The raw params go to the view, which trusts these types: a
+                // missing or wrong-typed field is refused here, named like
+                // the typed methods name theirs.
+                let bad = |key: &str, want: &str| {
+                    let got = match field(&params, key) {
+                        None => "missing",
+                        Some(Value::String(_)) => "got a string",
+                        Some(Value::Number(_)) => "got a number",
+                        Some(Value::Bool(_)) => "got a boolean",
+                        Some(Value::Array(_)) => "got an array",
+                        Some(_) => "got an object",
+                    };
+                    Err(RequestError::InvalidParams(format!(
+                        "elicitation/create: field `{key}`: expected {want}, {got}"
+                    )))
+                };
                 let mode = str_field(&params, "mode").unwrap_or_default();
+                if mode.is_empty() {
+                    return bad("mode", "\"form\" or \"url\"");
+                }
                 if mode != "form" && mode != "url" {
                     return Err(RequestError::InvalidParams(format!(
-                        "elicitation/create: unsupported mode `{mode}` (form and url are)"
+                        "elicitation/create: field `mode`: unsupported mode `{mode}` (form and url are)"
                     )));
                 }
-                if mode == "form" && field(&params, "requestedSchema").is_none() {
-                    return Err(RequestError::InvalidParams(
-                        "elicitation/create: missing requestedSchema".into(),
-                    ));
+                for key in ["message", "sessionId", "toolCallId"] {
+                    if field(&params, key).is_some_and(|v| !v.is_string()) {
+                        return bad(key, "a string");
+                    }
                 }
-                if mode == "url"
-                    && (str_field(&params, "url").is_none()
-                        || str_field(&params, "elicitationId").is_none())
+                if mode == "form"
+                    && !field(&params, "requestedSchema").is_some_and(Value::is_object)
                 {
-                    return Err(RequestError::InvalidParams(
-                        "elicitation/create: a url elicitation needs url and elicitationId".into(),
-                    ));
+                    return bad("requestedSchema", "an object");
+                }
+                if mode == "url" {
+                    for key in ["url", "elicitationId"] {
+                        if str_field(&params, key).is_none() {
+                            return bad(key, "a string");
+                        }
+                    }
                 }
                 AgentRequest::Elicitation {
                     session_id: str_field(&params, "sessionId"),

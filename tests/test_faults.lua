@@ -311,6 +311,10 @@ return {
       { 'terminal/kill', vim.empty_dict(), 'terminalId' },
       { 'terminal/release', vim.empty_dict(), 'terminalId' },
       { 'session/request_permission', { sessionId = vim.NIL }, 'sessionId' },
+      { 'elicitation/create', { mode = 'form', message = 'm', requestedSchema = 'x' }, 'field `requestedSchema`' },
+      { 'elicitation/create', { mode = 'url', message = 'm', elicitationId = 'e', url = 4 }, 'field `url`' },
+      { 'elicitation/create', { mode = 'url', message = 'm', elicitationId = {}, url = 'https://x/' }, 'field `elicitationId`' },
+      { 'elicitation/create', { mode = 1, message = 'm' }, 'field `mode`' },
     }
     local steps = {}
     for _, b in ipairs(bad) do
