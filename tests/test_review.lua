@@ -161,6 +161,50 @@ return {
     T.eq(child:lua([[return vim.bo[vim.fn.bufnr(...)].modified]], { claimed }), false, 'its buffer is untouched')
   end },
 
+  { 'a snippet Edit card (oldText/newText fragments) is undone in the file for review: R restores the file, never the snippet', function()
+    local original = 'alpha\nbeta\ngamma\ndelta\n'
+    local edited = 'alpha\nBETA (agent)\nbeta two\ngamma\ndelta\n'
+    local dir = H.project({ ['e.txt'] = original, ['t.txt'] = 'x = 0\ny = 1\n' })
+    local file, twice = dir .. '/e.txt', dir .. '/t.txt'
+    local function edit_card(id, path, old, new)
+      return tc({ toolCallId = id, title = 'Edit', kind = 'edit', status = 'completed', locations = { { path = path } },
+        content = { { type = 'diff', path = path, oldText = old, newText = new } } })
+    end
+    local child = start(dir, { { match = 'go', steps = {
+      -- The agent writes the disk itself (as claude-agent-acp does), then
+      -- reports the replaced fragment and its replacement.
+      H.req('terminal/create', { command = ('printf %%s %s > %s'):format(vim.fn.shellescape(edited), vim.fn.shellescape(file)) }),
+      H.req('terminal/wait_for_exit', { terminalId = 'term-1' }),
+      edit_card('e', file, 'beta\n', 'BETA (agent)\nbeta two\n'),
+      -- Its newText is then found twice in the file: no telling which.
+      H.req('terminal/create', { command = ('printf %%s %s > %s'):format(vim.fn.shellescape('y = 1\ny = 1\n'), vim.fn.shellescape(twice)) }),
+      H.req('terminal/wait_for_exit', { terminalId = 'term-2' }),
+      edit_card('t', twice, 'x = 0\n', 'y = 1\n'),
+    } } }, { terminal = { confirm = 'never' } })
+    H.turn(child, 'go')
+    T.eq(T.read_file(file), edited)
+    child:cmd('AcpReview')
+    T.eq(review_files(child), { { 'e.txt', false, false }, { 't.txt', false, true } })
+    T.eq(review_sides(child), {
+      left = { 'alpha', 'beta', 'gamma', 'delta' },
+      right = { 'alpha', 'BETA (agent)', 'beta two', 'gamma', 'delta' },
+    }, 'the whole file before | the file, not the snippet')
+    child:feed('R')
+    child:wait_for([[return vim.api.nvim_buf_get_lines(vim.fn.bufnr(...), 1, 2, false)[1] == 'beta']], 2000, { file })
+    T.eq(lines(child, file), { 'alpha', 'beta', 'gamma', 'delta' })
+    child:lua([[vim.api.nvim_buf_call(vim.fn.bufnr(...), function() vim.cmd('write') end)]], { file })
+    T.eq(T.read_file(file), original, 'R restored the exact original file')
+    -- The ambiguous card: R refuses and the file stays as the agent left it.
+    child:feed(']f')
+    child:wait_for([[return require('acp.review').last.idx == 2]], 2000)
+    T.match(child:lua('return vim.wo.winbar'), 't%.txt %(before unknown%)')
+    child:feed('R')
+    child:wait_for([[return vim.fn.execute('messages'):find('not known') ~= nil]], 2000)
+    T.match(child:messages(), vim.pesc(twice) .. ' before the change is not known')
+    T.eq(lines(child, twice), { 'y = 1', 'y = 1' }, 'the buffer is untouched')
+    T.eq(T.read_file(twice), 'y = 1\ny = 1\n')
+  end },
+
   { 'k keeps the hunk under the cursor: R then reverts only the others', function()
     local dir = H.project({ ['a.txt'] = 'one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\n' })
     local file = dir .. '/a.txt'
@@ -187,7 +231,8 @@ return {
   end },
 
   { 'A accepts everything and clears the list: a second :AcpReview has nothing to show', function()
-    local dir = H.project({ ['a.txt'] = 'a\n', ['b.txt'] = 'bee\n' })
+    -- b.txt holds the card's newText: the agent wrote it itself.
+    local dir = H.project({ ['a.txt'] = 'a\n', ['b.txt'] = 'BEE\n' })
     local child = start(dir, { { match = 'go', steps = {
       write(dir .. '/a.txt', 'A\n'),
       tc({ toolCallId = 'd', title = 'Edit b', kind = 'edit', status = 'completed', content = {

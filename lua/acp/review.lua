@@ -99,6 +99,49 @@ end
 
 -- :AcpReview -----------------------------------------------------------------
 
+--- The text of `path` as the review shows and reverts it: its loaded
+--- buffer's (as a `:write` would put it in the file), else the disk's.
+local function current_text(path)
+  local sync = require('acp.sync')
+  local real = vim.uv.fs_realpath(path) or path
+  for _, buf in ipairs(api.nvim_list_bufs()) do
+    local name = api.nvim_buf_get_name(buf)
+    if api.nvim_buf_is_loaded(buf) and name ~= '' and (name == path or (vim.uv.fs_realpath(name) or name) == real) then
+      return sync.buffer_text(buf)
+    end
+  end
+  return (sync.read_file(path))
+end
+
+--- The text before the cards' diffs of one file, undone newest first from
+--- `text` (the file now); nil when that cannot be told. Agents send the
+--- replaced fragment as `oldText` (an Edit tool's snippet), so a card's
+--- `oldText` is the whole file only when its `newText` is the whole file
+--- now; otherwise a `newText` found exactly once is put back to its
+--- `oldText`. Taking a snippet for the file would make R replace the
+--- file with the snippet.
+function M.before_cards(text, diffs)
+  for k = #diffs, 1, -1 do
+    local d = diffs[k]
+    if text == nil or d.new_text == nil then
+      return nil
+    end
+    if text == d.new_text then
+      -- A new-file claim (no oldText) is never taken as known.
+      text = d.old_text
+    else
+      local at = d.new_text ~= '' and d.old_text ~= nil and text:find(d.new_text, 1, true)
+      if at and not text:find(d.new_text, at + 1, true) then
+        text = text:sub(1, at - 1) .. d.old_text .. text:sub(at + #d.new_text)
+      elseif not d.failed then
+        return nil
+      end
+      -- A failed or rejected card whose text is not there changed nothing.
+    end
+  end
+  return text
+end
+
 --- Files the session changed with their pre-session text: this client's
 --- records first (its writes and the agent's disk edits the buffer sync
 --- saw), then diff contents of tool cards. Only the client's own records
@@ -114,6 +157,7 @@ function M.changed_files(view)
     end
   end
   -- Cards before the last "accept all" are accepted with it.
+  local by_path, order = {}, {}
   local i = view.review_accepted_entries or 0
   while true do
     local e = core.entry(view.thread, i)
@@ -121,14 +165,22 @@ function M.changed_files(view)
       break
     end
     if e.entry == 'tool_call' then
+      local failed = e.status == 'failed' or e.client_state == 'rejected' or e.client_state == 'cancelled'
       for _, d in ipairs(M.diffs_of(e)) do
         if not seen[d.path] then
-          seen[d.path] = true
-          files[#files + 1] = { path = d.path, original = d.old_text, new_file = false, unknown = d.old_text == nil }
+          if not by_path[d.path] then
+            by_path[d.path] = {}
+            order[#order + 1] = d.path
+          end
+          table.insert(by_path[d.path], { old_text = d.old_text, new_text = d.new_text, failed = failed })
         end
       end
     end
     i = i + 1
+  end
+  for _, path in ipairs(order) do
+    local original = M.before_cards(current_text(path), by_path[path])
+    files[#files + 1] = { path = path, original = original, new_file = false, unknown = original == nil }
   end
   return files
 end
@@ -180,7 +232,10 @@ function M.show_file(state, idx)
   end
   local function revert_file()
     if f.unknown then
-      vim.notify(('acp.nvim: the text of %s before the change is not known; revert it by hand'):format(f.path), vim.log.levels.WARN)
+      vim.notify(
+        ('acp.nvim: the text of %s before the change is not known (no record of it, and the agent\'s cards do not tell); revert it by hand'):format(f.path),
+        vim.log.levels.WARN
+      )
       return
     end
     if f.new_file then

@@ -76,6 +76,9 @@ local function read_file(path)
   return text, why, st and stat_key(st)
 end
 
+--- (For `:AcpReview` and the snapshots of edit cards.)
+M.read_file = read_file
+
 local function stat_of(path)
   local st = uv.fs_stat(path)
   return st and stat_key(st)
@@ -102,6 +105,26 @@ local function decode(buf, text)
     end
   end
   return lines, eol
+end
+
+--- The buffer's text as a `:write` would put it in its file (the inverse
+--- of `decode`).
+function M.buffer_text(buf)
+  local ff = vim.bo[buf].fileformat
+  local nl = ff == 'dos' and '\r\n' or ff == 'mac' and '\r' or '\n'
+  local lines = api.nvim_buf_get_lines(buf, 0, -1, false)
+  local text = table.concat(lines, nl)
+  if #lines == 1 and lines[1] == '' then
+    -- An empty buffer writes an empty file.
+    return ''
+  end
+  if vim.bo[buf].eol or (vim.bo[buf].fixeol and not vim.bo[buf].binary) then
+    text = text .. nl
+  end
+  if vim.bo[buf].bomb then
+    text = '\239\187\191' .. text
+  end
+  return text
 end
 
 local function same(a, b)
