@@ -27,12 +27,31 @@ local function setup(opts)
   return { child = child, paths = paths, dir = dir, pids = {} }
 end
 
---- Notes the agent processes alive now (checked after :qa!).
+--- Notes the agent processes (checked after :qa!): those alive now, and
+--- every one the core started, from the pid its log line gives at spawn.
+--- An agent that exits at once (a wrong command, a start-up error) is never
+--- alive when a test could ask, and would leave the check with no pid.
 local function track(f)
   local pids = f.child:lua([[local c = require('acp.core'); return c.is_loaded() and c.agent_pids() or {}]])
   for _, pid in ipairs(pids) do
     f.pids[pid] = true
   end
+  local log = io.open(f.paths.log, 'r')
+  for line in log and log:lines() or function() end do
+    local pid = line:match(' started: pid (%d+) ')
+    if pid then
+      f.pids[tonumber(pid)] = true
+    end
+  end
+  if log then
+    log:close()
+  end
+end
+
+--- Asserts the case has a pid to check after :qa! (its agent did start).
+local function tracked(f)
+  track(f)
+  T.truthy(next(f.pids), 'the agent pid was recorded when it started')
 end
 
 --- Opens the chat without waiting for its session.
@@ -157,6 +176,7 @@ return {
     local f = setup({ agent = { cmd = 'sh', args = { '-c', 'echo "usage: tool [options]"; exit 0' } } })
     open(f)
     shows(f, 'before answering `initialize`: is `sh` an ACP agent?')
+    tracked(f)
     T.contains(text(f), 'It printed: usage: tool [options]')
     wait_state(f, 'disconnected')
     finish(f)
@@ -174,6 +194,7 @@ return {
     local f = setup({ agent_info = { exit_at_start = { code = 1, stderr = 'fatal: no credentials configured' } } })
     open(f)
     shows(f, 'Agent `test` exited with code 1 before answering `initialize`')
+    tracked(f)
     T.contains(text(f), 'Last stderr lines:\nfatal: no credentials configured')
     finish(f)
   end },
