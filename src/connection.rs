@@ -295,9 +295,13 @@ impl Connection {
         })?;
         let pid = child.id().unwrap_or(0);
         platform::watch_parent(pid);
+        // Arguments can carry secrets (`--api-key sk-…`): their values are
+        // hidden, as the log's own redaction does not see flag pairs.
         log::info(format!(
             "agent {} started: pid {pid} {} {:?}",
-            spec.name, spec.cmd, spec.args
+            spec.name,
+            spec.cmd,
+            crate::redact::redact_args(&spec.args)
         ));
         let (state, _) = watch::channel(ConnState::Starting);
         let trace = Trace::new(spec.trace_max);

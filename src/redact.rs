@@ -184,6 +184,44 @@ pub fn redact_text(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// Whether a command-line flag (`--api-key`, `--auth-token`) takes a
+/// secret: its name, dashes as underscores, is a secret name, or it names a
+/// key. Not a flag (no leading `-`): false.
+fn is_secret_flag(flag: &str) -> bool {
+    let name = flag.trim_start_matches('-');
+    if name.len() == flag.len() || name.is_empty() {
+        return false;
+    }
+    let name = name.replace('-', "_").to_ascii_uppercase();
+    is_secret_name(&name) || name.contains("KEY")
+}
+
+/// An agent's arguments as they may be logged: the value after a secret
+/// flag (`--api-key sk-1`, `--token=abc`) is hidden, and every argument is
+/// also redacted as text (`OPENAI_API_KEY=x`, `Bearer x`).
+pub fn redact_args(args: &[String]) -> Vec<Cow<'_, str>> {
+    let mut out = Vec::with_capacity(args.len());
+    let mut hide_next = false;
+    for arg in args {
+        // A flag after a secret flag is not its value (`--token --verbose`).
+        if std::mem::take(&mut hide_next) && !arg.starts_with("--") {
+            out.push(Cow::Borrowed(REDACTED));
+            continue;
+        }
+        match arg.split_once('=') {
+            Some((flag, _)) if is_secret_flag(flag) => {
+                out.push(Cow::Owned(format!("{flag}={REDACTED}")));
+            }
+            Some(_) => out.push(redact_text(arg)),
+            None => {
+                hide_next = is_secret_flag(arg);
+                out.push(redact_text(arg));
+            }
+        }
+    }
+    out
+}
+
 /// Redacts a JSON value in place: secret keys, `env`/`headers` values and
 /// secrets inside strings.
 pub fn redact_value(v: &mut Value) {
@@ -272,6 +310,49 @@ mod tests {
         assert!(is_secret_name("API_KEY"));
         assert!(is_secret_name("github_token"));
         assert!(!is_secret_name("PATH"));
+    }
+
+    #[test]
+    fn agent_arguments_hide_the_values_of_secret_flags() {
+        let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let shown = |a: &[String]| redact_args(a).join(" ");
+        assert_eq!(
+            shown(&args(&["acp", "--api-key", "sk-123", "--model", "m"])),
+            "acp --api-key [redacted] --model m"
+        );
+        assert_eq!(
+            shown(&args(&[
+                "--token=abc",
+                "--api-key=sk-1",
+                "--auth-token",
+                "t"
+            ])),
+            "--token=[redacted] --api-key=[redacted] --auth-token [redacted]"
+        );
+        assert_eq!(
+            shown(&args(&[
+                "--client-secret",
+                "s",
+                "--password",
+                "p",
+                "--key",
+                "k"
+            ])),
+            "--client-secret [redacted] --password [redacted] --key [redacted]"
+        );
+        // A flag right after a secret flag is its own flag; other arguments
+        // keep their text, assignments inside them are still hidden.
+        assert_eq!(
+            shown(&args(&[
+                "--token",
+                "--verbose",
+                "-c",
+                "OPENAI_API_KEY=x",
+                "--port=80"
+            ])),
+            "--token --verbose -c OPENAI_API_KEY=[redacted] --port=80"
+        );
+        assert_eq!(shown(&args(&["tokens.txt", "key"])), "tokens.txt key");
     }
 
     #[test]
