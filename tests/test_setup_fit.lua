@@ -556,8 +556,27 @@ return {
       for k, v in pairs(require('acp')) do
         if type(v) == 'function' and not k:match('^_') then api[#api + 1] = k end
       end
-      return { options = paths, events = require('acp.events').names, api = api }
-    ]])
+      -- What exists once every module is loaded, however it was defined (a
+      -- table of groups in a loop, a list of modes), which reading the
+      -- sources for one call per name misses.
+      local root = ...
+      for _, f in ipairs(vim.fn.globpath(root, 'lua/acp/**/*.lua', false, true)) do
+        local mod = f:sub(#root + 6, -5):gsub('/init$', ''):gsub('/', '.')
+        pcall(require, mod)
+      end
+      local hl = {}
+      for name in pairs(vim.api.nvim_get_hl(0, {})) do
+        if name:match('^Acp') then hl[#hl + 1] = name end
+      end
+      local plugs = {}
+      for _, mode in ipairs({ 'n', 'x', 's', 'o', 'i', 'c', 't' }) do
+        for _, m in ipairs(vim.api.nvim_get_keymap(mode)) do
+          local name = m.lhs:match('^<Plug>%((Acp%w+)%)$')
+          if name then plugs[name] = true end
+        end
+      end
+      return { options = paths, events = require('acp.events').names, api = api, hl = hl, plugs = vim.tbl_keys(plugs) }
+    ]], { ROOT })
     for _, p in ipairs(r.options) do
       need('acp-config-' .. p)
     end
@@ -566,6 +585,13 @@ return {
     end
     for _, f in ipairs(r.api) do
       need('acp.' .. f .. '()')
+    end
+    T.truthy(#r.hl > 10 and #r.plugs > 10, 'the loaded modules define the groups and mappings')
+    for _, name in ipairs(r.hl) do
+      need('hl-' .. name)
+    end
+    for _, name in ipairs(r.plugs) do
+      need('<Plug>(' .. name .. ')')
     end
     table.sort(missing)
     T.eq(missing, {}, 'names without a tag in doc/acp.txt')
