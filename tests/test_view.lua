@@ -402,10 +402,12 @@ return {
     -- <Tab> after :AcpTerminal completes the chat's terminal ids.
     H.turn(child, 'run')
     T.eq(child:lua([[return vim.fn.getcompletion('AcpTerminal ', 'cmdline')]]), { 'term-1' })
-    -- Keys from the config: q unmapped in the transcript, <C-g> sends.
+    -- Keys from the config: q unmapped in the transcript (read there: `hide`
+    -- maps it in that buffer only), <C-g> sends.
     local maps = child:lua([[
       local v = require('acp').current()
-      return { q = vim.fn.maparg('q', 'n', false, true).buffer, send = vim.api.nvim_buf_call(v.input, function()
+      return { q = vim.api.nvim_buf_call(v.buf, function()
+        return vim.fn.maparg('q', 'n', false, true).buffer end), send = vim.api.nvim_buf_call(v.input, function()
         return vim.fn.maparg('<C-g>', 'i', false, true).desc end) }
     ]])
     T.eq(maps, { send = 'Send the message to the agent' })
