@@ -221,7 +221,7 @@ pub fn read_text_bounded(
 
 /// Anything but a regular file is refused: reading a FIFO would wait for a
 /// writer forever, a device may never end.
-fn refuse_non_regular(path: &Path, meta: &std::fs::Metadata) -> Result<(), FsError> {
+pub fn refuse_non_regular(path: &Path, meta: &std::fs::Metadata) -> Result<(), FsError> {
     use std::os::unix::fs::FileTypeExt;
     let t = meta.file_type();
     let what = if t.is_file() {

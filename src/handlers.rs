@@ -193,18 +193,55 @@ async fn read_text_file(
     Ok(json!({ "content": content }))
 }
 
-/// The text of the file before this client writes it.
-fn disk_original(resolved: &std::path::Path) -> Original {
-    match std::fs::read_to_string(resolved) {
-        Ok(t) => Original::Text(Arc::new(t)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Original::Absent,
-        Err(_) => Original::Unknown,
-    }
+/// The text of the file before this client writes it. `stat` first: a
+/// FIFO, socket or device is refused unopened (opening a FIFO waits for a
+/// writer forever), and a file over the read limit is not read (its
+/// original is then unknown). The read runs off the runtime's workers.
+async fn disk_original(
+    resolved: &std::path::Path,
+    read_max_bytes: u64,
+) -> Result<Original, FsError> {
+    let p = resolved.to_path_buf();
+    tokio::task::spawn_blocking(move || {
+        let meta = match std::fs::metadata(&p) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Original::Absent),
+            Err(_) => return Ok(Original::Unknown),
+        };
+        fs::refuse_non_regular(&p, &meta)?;
+        if meta.len() > read_max_bytes {
+            return Ok(Original::Unknown);
+        }
+        let limits = fs::ReadLimits {
+            whole_file_bytes: read_max_bytes,
+            ..fs::ReadLimits::default()
+        };
+        Ok(match fs::read_text_bounded(&p, None, None, &limits) {
+            Ok(r) => Original::Text(Arc::new(r.content)),
+            Err(e) if e.code == fs::RESOURCE_NOT_FOUND => Original::Absent,
+            // Binary, not UTF-8, grown past the limit, swapped for a FIFO.
+            Err(_) => Original::Unknown,
+        })
+    })
+    .await
+    .map_err(|e| err(INTERNAL, e.to_string()))?
+}
+
+/// Refuses a write to anything but a regular file (or a new one): a FIFO,
+/// socket or device is never opened, and a directory is not replaced.
+async fn refuse_non_regular(resolved: &std::path::Path) -> Result<(), FsError> {
+    let p = resolved.to_path_buf();
+    tokio::task::spawn_blocking(move || match std::fs::metadata(&p) {
+        Ok(meta) => fs::refuse_non_regular(&p, &meta),
+        Err(_) => Ok(()),
+    })
+    .await
+    .map_err(|e| err(INTERNAL, e.to_string()))?
 }
 
 /// The base of the three-way merge for a write to a buffer holding
 /// `current`: None when the agent's text may replace it as it is.
-fn merge_base(
+async fn merge_base(
     ed: &crate::editor::EditorState,
     resolved: &std::path::Path,
     current: &BufferText,
@@ -225,15 +262,17 @@ fn merge_base(
         },
         // Never read through this client: unsaved user edits are merged
         // against the disk text, never replaced.
-        None if current.modified => match disk_original(resolved) {
-            Original::Text(t) => Ok(Some(t.as_str().to_owned())),
-            _ => Err(err(
-                INVALID_PARAMS,
-                format!(
+        None if current.modified => {
+            match disk_original(resolved, ed.policy.read_max_bytes).await? {
+                Original::Text(t) => Ok(Some(t.as_str().to_owned())),
+                _ => Err(err(
+                    INVALID_PARAMS,
+                    format!(
                     "{path}: the buffer has unsaved changes you have not seen; read the file first"
                 ),
-            )),
-        },
+                )),
+            }
+        }
         None => Ok(None),
     }
 }
@@ -257,6 +296,7 @@ async fn write_text_file(
             ),
         ));
     }
+    refuse_non_regular(&resolved).await?;
     let result = write_text(thread, path, &resolved, req.content).await;
     // Large texts pass through several transient copies (JSON, lines,
     // diffs): hand the freed memory back so that repeated writes stay flat.
@@ -283,7 +323,7 @@ async fn write_text(
             let original = if ed.has_change(path) {
                 Original::Unknown
             } else {
-                disk_original(&resolved)
+                disk_original(&resolved, ed.policy.read_max_bytes).await?
             };
             let (p, c) = (resolved.clone(), content.clone());
             tokio::task::spawn_blocking(move || fs::write_atomic(&p, &c))
@@ -294,7 +334,7 @@ async fn write_text(
         };
         let new = Lines::from_text(&content);
         let current = Lines::from_text(&buf.text);
-        let hunks = match merge_base(ed, &resolved, &buf, path)? {
+        let hunks = match merge_base(ed, &resolved, &buf, path).await? {
             Some(base) => {
                 let base_lines = Lines::from_text(&base);
                 let merged = textdiff::merge3(&base_lines.lines, &new.lines, &current.lines).map_err(|(from, to)| {

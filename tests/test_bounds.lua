@@ -227,6 +227,51 @@ return {
     T.eq(child:lua('return 1'), 1)
   end },
 
+  { 'a write to a FIFO is refused with an error within a second, never opened; the next request is served', function()
+    local dir = H.project({ ['after.txt'] = 'before\n' })
+    local fifo = dir .. '/pipe'
+    vim.fn.system({ 'mkfifo', fifo })
+    T.skip_unless(vim.v.shell_error == 0, 'mkfifo failed')
+    local child, paths = H.start({ cwd = dir, turns = { { match = 'go', steps = {
+      H.req('fs/write_text_file', { path = fifo, content = 'into the pipe\n' }),
+      H.req('fs/write_text_file', { path = dir .. '/after.txt', content = 'after\n' }),
+    } } } })
+    H.open(child)
+    local t0 = T.now_ms()
+    H.turn(child, 'go', 5000)
+    T.truthy(T.now_ms() - t0 < 1000, ('the turn took %d ms'):format(T.now_ms() - t0))
+    local r = H.responses(paths)
+    T.eq(#r, 2)
+    T.eq(r[1].result, nil)
+    T.match(r[1].error.message, vim.pesc(fifo) .. '.*is a named pipe %(FIFO%), not a regular file')
+    T.eq(vim.uv.fs_stat(fifo).type, 'fifo', 'the FIFO is still there, not replaced')
+    T.eq(r[2].result, vim.empty_dict())
+    T.eq(T.read_file(dir .. '/after.txt'), 'after\n')
+    T.eq(vim.tbl_map(function(w) return vim.fn.fnamemodify(w.path, ':t') end, child:lua([[return require('acp').writes()]])),
+      { 'after.txt' }, 'only the served write is recorded')
+  end },
+
+  { 'a write over a 3 GB sparse file: its original is not read (unknown to review), peak RSS < +20 MB', function()
+    local dir = H.project()
+    local file = dir .. '/huge.log'
+    T.write_file(file, 'first line\n')
+    local fd = assert(vim.uv.fs_open(file, 'r+', 420))
+    assert(vim.uv.fs_ftruncate(fd, 3 * 1000 * 1000 * 1000))
+    vim.uv.fs_close(fd)
+    local child, paths = H.start({ cwd = dir, turns = { { match = 'go', steps = {
+      H.req('fs/write_text_file', { path = file, content = 'small now\n' }),
+    } } } })
+    H.open(child)
+    local peak = peak_meter(child)
+    H.turn(child, 'go', 20000)
+    local growth = peak('a write over a 3 GB sparse file')
+    T.eq(H.responses(paths)[1].result, vim.empty_dict())
+    T.eq(T.read_file(file), 'small now\n')
+    local w = child:lua([[return require('acp').writes()]])
+    T.eq({ #w, w[1].original_unknown, w[1].original }, { 1, true, nil })
+    T.truthy(growth < 20 * MB, ('peak RSS grew by %.1f MB'):format(growth / MB))
+  end, timeout = 40000 },
+
   -- The agent's stdout --------------------------------------------------------------
   { 'a 50 MB line over max_message_bytes (1 MiB): the agent is stopped, the chat says why, Neovim lives, peak RSS < +20 MB', function()
     local dir = H.project()
