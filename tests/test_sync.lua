@@ -249,6 +249,28 @@ return {
     T.eq(lines(child), { 'user', 'b' })
   end },
 
+  { 'an unmodified buffer loaded before the chat opened: a disk edit reloads it and is recorded for review with the old text', function()
+    local dir = H.project({ ['p.txt'] = 'one\ntwo\nthree\n' })
+    local file = dir .. '/p.txt'
+    local child = H.start({ cwd = dir, config = NO_CONFIRM, turns = {
+      disk_edit_turn('edit', file, 'one\nTWO (agent)\nthree\n', 0),
+    } })
+    child:cmd('edit ' .. file)
+    H.open(child)
+    child:cmd('stopinsert')
+    child:cmd('wincmd t')
+    H.turn(child, 'edit')
+    T.eq(lines(child), { 'one', 'TWO (agent)', 'three' }, 'the buffer follows the disk')
+    T.eq(child:lua('return vim.bo.modified'), false)
+    local w = child:lua([[return require('acp').writes()]])
+    T.eq(#w, 1)
+    T.eq({ w[1].path, w[1].target, w[1].original }, { file, 'agent', 'one\ntwo\nthree\n' })
+    child:cmd('AcpReview')
+    T.eq(child:lua([[return vim.api.nvim_buf_get_lines(vim.api.nvim_win_get_buf(vim.api.nvim_tabpage_list_wins(0)[1]), 0, -1, false)]]),
+      { 'one', 'two', 'three' }, 'the review shows the text from before the edit')
+    no_prompt(child)
+  end },
+
   { 'buffers loaded before the chat opened: unsaved edits are no conflict, later disk edits merge', function()
     local dir = H.project({ ['b.txt'] = 'a\nb\nc\nd\n' })
     local file = dir .. '/b.txt'

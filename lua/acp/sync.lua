@@ -362,17 +362,21 @@ local function finish(buf, text, key)
 end
 
 --- A record for a buffer seen for the first time (loaded before tracking
---- began). Unmodified: the stat is left unknown, so the next check
---- compares the texts. With unsaved edits there is no telling them from
---- a disk change: the disk text is taken as the last common text (Neovim
---- still asks before a `:write` over a newer file then).
+--- began). With unsaved edits there is no telling them from a disk
+--- change: the disk text is taken as the last common text (Neovim still
+--- asks before a `:write` over a newer file then). Unmodified, the buffer
+--- holds the text from before any later edit of the agent, for review:
+--- the disk text when they agree, else the buffer's own (the stat is then
+--- left unknown, so the next check compares the texts).
 local function adopt(buf)
   local path = real_path(buf)
+  local text, _, key = read_file(path)
   if vim.bo[buf].modified then
-    local text, _, key = read_file(path)
     M.records[buf] = { path = path, stat = text and key, base = text }
+  elseif text and same(decode(buf, text), api.nvim_buf_get_lines(buf, 0, -1, false)) then
+    M.records[buf] = { path = path, stat = key, base = text }
   else
-    M.records[buf] = { path = path }
+    M.records[buf] = { path = path, base = M.buffer_text(buf) }
   end
 end
 
