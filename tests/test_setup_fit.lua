@@ -468,6 +468,65 @@ return {
     T.match(table.concat(child:lua([[return require('acp').current():lines()]]), '\n'), 'alpha beta gamma')
   end },
 
+  { ':AcpUpdate: a failed update keeps the installed version working; a good one moves to the new one', function()
+    local work = T.tmpdir('update')
+    -- Two archives: each version's agent script says which it is in a file.
+    local function archive(version)
+      local pkg = work .. '/pkg-' .. version
+      vim.fn.mkdir(pkg .. '/bin', 'p')
+      T.write_file(pkg .. '/bin/agent', ('#!/bin/sh\necho %s > "%s/ran"\nexec "%s" "$@"\n'):format(version, work, H.agent_bin))
+      uv.fs_chmod(pkg .. '/bin/agent', tonumber('755', 8))
+      local file = work .. '/agent-' .. version .. '.tar.gz'
+      T.eq(vim.system({ 'tar', '-czf', file, '-C', pkg, 'bin' }):wait().code, 0)
+      return 'file://' .. file
+    end
+    local child = Child.new()
+    local platform = child:lua([[return require('acp.install').platform()]])
+    local function setup(version, url)
+      local path = work .. '/registry-' .. version .. '-' .. #url .. '.json'
+      T.write_file(path, vim.json.encode({ agents = {
+        { id = 'bin-agent', name = 'Binary agent', version = version, description = 'x',
+          distribution = { binary = { [platform] = { archive = url, cmd = './bin/agent', args = { '--scenario', H.scenario('chat') } } } } },
+      } }))
+      child:lua([[require('acp').setup({ default_agent = 'bin-agent', install = { registry = ..., dir = select(2, ...) } })]],
+        { path, work .. '/agents' })
+    end
+    -- Which version the installed command is (it runs, notes it, and the
+    -- test agent exits on the closed stdin).
+    local function runs()
+      vim.fn.delete(work .. '/ran')
+      local info = child:lua([[return require('acp.install').installed('bin-agent')]])
+      vim.system(vim.list_extend({ info.cmd }, info.args), { stdin = '' }):wait(5000)
+      return vim.trim(T.read_file(work .. '/ran') or '')
+    end
+    child:lua(RECORD_NOTIFY)
+    setup('1.0.0', archive('1.0.0'))
+    T.eq(child:lua([[local job = require('acp.install').install('bin-agent'); job:wait(10000); return job.ok]]), true)
+    -- 2.0.0 whose archive is missing: the install fails, 1.0.0 stays.
+    setup('2.0.0', 'file://' .. work .. '/missing.tar.gz')
+    child:cmd('AcpUpdate bin-agent')
+    child:wait_for([[return vim.iter(_G.notes):any(function(n) return n.msg:find('failed') ~= nil end)]], 10000)
+    T.match(child:lua([[return _G.notes[#_G.notes].msg]]), '^acp%.nvim: updating bin%-agent failed: `cp` failed %(exit 1%); bin%-agent 1%.0%.0 is kept; log: ')
+    T.eq(child:lua([[return require('acp.install').installed('bin-agent').version]]), '1.0.0')
+    T.eq(runs(), '1.0.0', 'the old version still runs')
+    child:cmd('AcpChat')
+    child:wait_for([[local v = require('acp').current(); return v and v.state == 'idle']])
+    child:lua([[require('acp').send('stream')]])
+    child:wait_for([[return require('acp').current().turns_ended == 1]])
+    T.match(table.concat(child:lua([[return require('acp').current():lines()]]), '\n'), 'alpha beta gamma')
+    -- 2.0.0 with its archive: the update moves to it, in the same prefix.
+    setup('2.0.0', archive('2.0.0'))
+    child:cmd('AcpUpdate')
+    child:wait_for([[return require('acp.install').installed('bin-agent').version == '2.0.0']], 10000)
+    T.eq(child:lua([[return require('acp.install').installed('bin-agent').cmd]]), work .. '/agents/bin-agent/bin/agent')
+    T.eq(runs(), '2.0.0')
+    T.eq(vim.fn.readdir(work .. '/agents'), { 'bin-agent' }, 'no staging folder left')
+    -- An agent that is not installed: said so, nothing started.
+    child:lua([[_G.notes = {}]])
+    child:cmd('AcpUpdate other')
+    T.eq(child:lua([[return _G.notes[1].msg]]), 'acp.nvim: other is not installed: nothing to update (:AcpInstall other)')
+  end },
+
   { 'registry ids are presets; user config overrides them, false removes one', function()
     local child = Child.new()
     local r = child:lua([[

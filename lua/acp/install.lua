@@ -182,14 +182,56 @@ local function step(job, what, argv, opts, next)
   end
 end
 
+--- `v` with the paths under `from` moved under `to` (strings, lists, maps).
+local function relocate(v, from, to)
+  if type(v) == 'string' then
+    return v:sub(1, #from + 1) == from .. '/' and to .. v:sub(#from + 1) or v
+  elseif type(v) == 'table' then
+    local out = {}
+    for k, x in pairs(v) do
+      out[k] = relocate(x, from, to)
+    end
+    return out
+  end
+  return v
+end
+
+--- Puts the finished install (`job.dir`, a sibling folder) in place of the
+--- agent's prefix; the old one is removed only once the new one is there.
+local function swap_in(job)
+  local old = vim.fs.dirname(job.final) .. '/.' .. job.id .. '.old'
+  vim.fn.delete(old, 'rf')
+  local had = uv.fs_stat(job.final) ~= nil
+  if had and not uv.fs_rename(job.final, old) then
+    return false, 'cannot move the old install aside'
+  end
+  local ok, err = uv.fs_rename(job.dir, job.final)
+  if not ok then
+    if had then
+      uv.fs_rename(old, job.final)
+    end
+    return false, 'cannot move the new install into place: ' .. tostring(err)
+  end
+  vim.fn.delete(old, 'rf')
+  job.dir, job.log_path = job.final, job.final .. '/install.log'
+  return true
+end
+
 local function finish(job, ok, why)
   running[job.id] = nil
-  job.done, job.ok = true, ok
   if ok then
+    -- Written with the paths it will have once swapped in.
+    job.result = relocate(job.result, job.dir, job.final)
     local f = assert(io.open(job.dir .. '/acp-install.json', 'w'))
     f:write(vim.json.encode(job.result))
     f:close()
+    ok, why = swap_in(job)
+  end
+  job.done, job.ok = true, ok
+  if ok then
     job.message = ('acp.nvim: installed %s %s (:AcpChat %s)'):format(job.id, job.result.version, job.id)
+  elseif job.previous then
+    job.message = ('acp.nvim: updating %s failed: %s; %s %s is kept; log: %s'):format(job.id, why or '?', job.id, job.previous, job.log_path)
   else
     job.message = ('acp.nvim: installing %s failed: %s; log: %s'):format(job.id, why or '?', job.log_path)
   end
@@ -260,7 +302,19 @@ function installers.uvx(job, entry)
     if not uv.fs_stat(script) then
       return finish(job, false, 'the package installed no command ' .. script)
     end
-    job.result = { id = entry.id, version = entry.version, method = 'uvx', package = d.package, cmd = script, args = d.args or {}, env = d.env or {} }
+    -- A script's #! line names the venv where it was installed, a folder
+    -- that is moved once the install succeeds: the venv's python runs it.
+    local cmd, args = script, vim.deepcopy(d.args or {})
+    local f = io.open(script, 'rb')
+    local head = f and f:read(2)
+    if f then
+      f:close()
+    end
+    if head == '#!' then
+      cmd = venv .. '/bin/python'
+      table.insert(args, 1, script)
+    end
+    job.result = { id = entry.id, version = entry.version, method = 'uvx', package = d.package, cmd = cmd, args = args, env = d.env or {} }
     finish(job, true)
   end
   if vim.fn.executable('uv') == 1 then
@@ -386,12 +440,17 @@ function M.install(id, on_done)
     vim.notify(('acp.nvim: %s has no distribution for %s'):format(id, M.platform()), vim.log.levels.ERROR)
     return nil
   end
-  -- A fresh prefix: a failed or older install leaves nothing behind.
-  local dir = M.dir(id)
+  -- Into a fresh sibling folder, swapped in for the agent's prefix only when
+  -- it succeeds: a failed reinstall (:AcpUpdate) keeps the installed agent.
+  -- Its name is no registry id (a leading dot), so it is never listed.
+  local final = M.dir(id)
+  local dir = vim.fs.dirname(final) .. '/.' .. id .. '.new'
   vim.fn.delete(dir, 'rf')
   vim.fn.mkdir(dir, 'p')
   local log_path = dir .. '/install.log'
-  local job = setmetatable({ id = id, dir = dir, done = false, log_path = log_path, on_done = on_done }, Job)
+  local previous = M.installed(id)
+  local job = setmetatable({ id = id, dir = dir, final = final, previous = previous and previous.version,
+    done = false, log_path = log_path, on_done = on_done }, Job)
   job.log = assert(io.open(log_path, 'w'))
   running[id] = job
   installers[method](job, entry)
@@ -402,6 +461,10 @@ end
 --- snapshot's are installed again at the snapshot's version.
 function M.update(id)
   local jobs = {}
+  if id and id ~= '' and not M.installed(id) then
+    vim.notify(('acp.nvim: %s is not installed: nothing to update (:AcpInstall %s)'):format(id, id), vim.log.levels.WARN)
+    return jobs
+  end
   for _, info in ipairs(M.list_installed()) do
     if not id or id == '' or info.id == id then
       local e = M.entry(info.id)
