@@ -225,7 +225,7 @@ return {
       local spec = {
         dir = %q,
         build = function()
-          require('acp').build():wait()
+          assert(require('acp').build():wait())
         end,
       }
       vim.api.nvim_create_user_command('Lazy', function(o)
@@ -248,6 +248,13 @@ return {
     local child = Child.new({ env = { CARGO_TARGET_DIR = target } })
     T.eq(child:lua([[local c = require('acp.core'); return { c.load() ~= nil, c.path }]]),
       { true, target .. '/release/libacp_core.so' })
+    -- A failed build is an error of the build step (the README's assert),
+    -- with cargo's reason, not only a notification.
+    env.PATH = stub_cargo(101) .. ':' .. vim.env.PATH
+    env.CARGO_TARGET_DIR = T.tmpdir('bootstrap-failed')
+    res = vim.system({ vim.env.ACP_NVIM, '--clean', '--headless', '-u', tmp .. '/init.lua', '+Lazy! sync', '+qa' },
+      { env = env, text = true, stdin = false }):wait(60000)
+    T.match(res.stderr, 'init%.lua:%d+: acp%.nvim: build failed %(exit 101%)')
   end, timeout = 60000 },
 
   -- Completion -----------------------------------------------------------------------------
