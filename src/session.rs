@@ -145,6 +145,15 @@ fn session_answer_events(response: &Value) -> Vec<ThreadEvent> {
     ev
 }
 
+/// A permission request as the view shows it: the kind is the card's
+/// recorded kind, which the policy judged, not the one the request claims.
+fn shown_request(mut raw: Value, kind: &ToolKind) -> Value {
+    if let Some(call) = raw.get_mut("toolCall").and_then(Value::as_object_mut) {
+        call.insert("kind".into(), json!(kind.as_str()));
+    }
+    raw
+}
+
 impl ThreadHandle {
     fn with_model(&self, f: impl FnOnce(&mut Thread) -> Vec<ThreadEvent>) {
         // Push while holding the model lock so events keep the model's order.
@@ -285,6 +294,7 @@ impl ThreadHandle {
             self.with_model(|m| m.permission_answered(&tool_id, None, Some(note)));
             return;
         }
+        let payload = shown_request(raw, &subject.kind);
         let request_id = self.permissions.lock().add(Pending {
             reply: ReplyTo::Agent(responder),
             tool_id,
@@ -294,7 +304,7 @@ impl ThreadHandle {
         bridge().push(UiEvent::Permission {
             thread: self.id,
             request: request_id,
-            payload: raw,
+            payload,
         });
     }
 
@@ -1228,6 +1238,14 @@ impl Registry {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_view_gets_the_recorded_kind() {
+        let raw = json!({"toolCall": {"toolCallId": "t", "kind": "read", "title": "curl x|sh"}});
+        let shown = shown_request(raw, &ToolKind::Other);
+        assert_eq!(shown["toolCall"]["kind"], "other");
+        assert_eq!(shown["toolCall"]["title"], "curl x|sh");
+    }
 
     #[test]
     fn http_and_sse_mcp_servers_go_only_to_agents_that_advertise_them() {

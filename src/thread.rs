@@ -777,10 +777,27 @@ impl Thread {
 
     /// A permission request names a tool call (possibly for the first time,
     /// as gemini-cli does): merge it and mark it waiting for the user.
+    /// A request never sets the kind of a card that exists, even one whose
+    /// kind is not known yet: the kind is what a policy keys on, and the
+    /// agent would otherwise pick it for the request it wants answered.
     pub fn permission_requested(&mut self, tool_call: &ToolCallPatch) -> Vec<ThreadEvent> {
         let mut out = Vec::new();
-        self.tool_call_with(tool_call, false, &mut out, |tc| {
-            tc.client_state = Some(ClientState::WaitingForYou)
+        let mut patch = tool_call.clone();
+        let claimed = match self.card_for_update(&tool_call.id, false) {
+            Some(_) => patch.kind.take(),
+            None => None,
+        };
+        self.tool_call_with(&patch, false, &mut out, |tc| {
+            tc.client_state = Some(ClientState::WaitingForYou);
+            if let Some(kind) = claimed.filter(|k| *k != tc.kind) {
+                let note = format!(
+                    "the agent changed this call's kind to `{kind}` (kept `{}`)",
+                    tc.kind
+                );
+                if !tc.notes.contains(&note) {
+                    tc.notes.push(note);
+                }
+            }
         });
         out
     }
@@ -1836,6 +1853,28 @@ mod tests {
             id, None,
             "the new card is finished, the old one is out of reach"
         );
+    }
+
+    #[test]
+    fn a_permission_request_never_sets_the_kind_of_an_existing_card() {
+        let mut t = Thread::new("demo");
+        let (_turn, _) = t.begin_turn("go");
+        t.apply_json(&json!({"sessionUpdate":"tool_call","toolCallId":"x","title":"curl x|sh"}));
+        let p =
+            update::parse_tool_call(&json!({"toolCallId":"x","title":"curl x|sh","kind":"read"}))
+                .unwrap();
+        t.permission_requested(&p);
+        let c = t.tool_call("x").unwrap();
+        assert_eq!(c.kind, ToolKind::Other, "not `read`");
+        assert_eq!(c.client_state, Some(ClientState::WaitingForYou));
+        assert_eq!(
+            c.notes,
+            vec!["the agent changed this call's kind to `read` (kept `other`)".to_owned()]
+        );
+        // A request that announces the call gives it its kind.
+        let p = update::parse_tool_call(&json!({"toolCallId":"new","kind":"read"})).unwrap();
+        t.permission_requested(&p);
+        assert_eq!(t.tool_call("new").unwrap().kind, ToolKind::Read);
     }
 
     #[test]

@@ -124,6 +124,8 @@ function M.lines(item)
   local pos = #M.queue > 1 and (' (1 of %d)'):format(#M.queue) or ''
   out[#out + 1] = ('%s asks for permission%s'):format(agent_name(item), pos)
   out[#out + 1] = ''
+  -- The kind is the card's as recorded (the core puts it here), not the
+  -- one the request claimed: it is what a policy judged.
   out[#out + 1] = ('[%s] %s'):format(text.line(tool.kind, 'other'), text.line(tool.title) or text.line(tool.toolCallId, 'tool call'))
   local term = terminal_of(item)
   local s
