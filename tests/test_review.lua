@@ -205,6 +205,35 @@ return {
     T.eq(T.read_file(twice), 'y = 1\ny = 1\n')
   end },
 
+  { 'a file no buffer holds, rewritten by the agent itself between pending and completed: listed with its text from before, R restores it', function()
+    local original = 'keep\nthis\ntext\n'
+    local dir = H.project({ ['u.txt'] = original, ['same.txt'] = 'untouched\n' })
+    local file = dir .. '/u.txt'
+    local child = start(dir, { { match = 'go', steps = {
+      -- No fs request and no diff on the card: only its locations.
+      tc({ toolCallId = 'w', title = 'Write', kind = 'edit', status = 'pending',
+        locations = { { path = file }, { path = dir .. '/same.txt' } } }),
+      { sleep_ms = 300 },
+      H.req('terminal/create', { command = ('printf %%s %s > %s'):format(vim.fn.shellescape('rewritten\n'), vim.fn.shellescape(file)) }),
+      H.req('terminal/wait_for_exit', { terminalId = 'term-1' }),
+      { update = { sessionUpdate = 'tool_call_update', toolCallId = 'w', status = 'completed' } },
+      { message = 'done' },
+    } } }, { terminal = { confirm = 'never' } })
+    H.turn(child, 'go')
+    T.eq(T.read_file(file), 'rewritten\n')
+    T.eq(child:lua([[return vim.fn.bufloaded(...)]], { file }), 0, 'the file is in no buffer')
+    local w = child:lua([[return require('acp').writes()]])
+    T.eq(#w, 1, 'the unchanged file the card named is not listed')
+    T.eq({ w[1].path, w[1].target, w[1].original }, { file, 'agent', original })
+    child:cmd('AcpReview')
+    T.eq(review_files(child), { { 'u.txt', false, false } })
+    T.eq(review_sides(child), { left = { 'keep', 'this', 'text' }, right = { 'rewritten' } })
+    child:feed('R')
+    child:wait_for([[return vim.api.nvim_buf_get_lines(vim.fn.bufnr(...), 0, 1, false)[1] == 'keep']], 2000, { file })
+    child:lua([[vim.api.nvim_buf_call(vim.fn.bufnr(...), function() vim.cmd('write') end)]], { file })
+    T.eq(T.read_file(file), original, 'R restored the file')
+  end },
+
   { 'k keeps the hunk under the cursor: R then reverts only the others', function()
     local dir = H.project({ ['a.txt'] = 'one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\n' })
     local file = dir .. '/a.txt'

@@ -518,7 +518,7 @@ function ChatView:apply(events)
   local touched = {}
   local bytes, meta = 0, false
   -- An edit-like tool call finished or the turn ended: check the disk.
-  local disk_due = false
+  local disk_due, turn_over = false, false
   -- Buffer edits wait until something needs the buffer as the events left
   -- it: appends to the last entry already shown (`pending`, `parts`), and
   -- new entries with their own appends and re-renders (`fresh`, `at`).
@@ -596,7 +596,7 @@ function ChatView:apply(events)
         end
       elseif self.state == 'running' then
         self.turns_ended = self.turns_ended + 1
-        disk_due = true
+        disk_due, turn_over = true, true
       end
       self.state = ev.state
       self.status_detail = ev.detail
@@ -606,6 +606,10 @@ function ChatView:apply(events)
       local card, prev = ev.card, self.cards[ev.index]
       if sync_kinds[card.kind] and finished[card.status] and not (prev and finished[prev.status]) then
         disk_due = true
+      elseif sync_kinds[card.kind] and (card.status == 'pending' or card.client_state == 'waiting_for_you') then
+        -- Announced or asking permission, not run yet: the texts before it
+        -- of the files it names (for review of files no buffer holds).
+        self:_guard(ev, require('acp.sync').snapshot, self, card)
       end
       self.cards[ev.index] = card
       touched[ev.index] = true
@@ -667,7 +671,7 @@ function ChatView:apply(events)
     end)
   end
   if disk_due then
-    require('acp.sync').after_apply(self)
+    require('acp.sync').after_apply(self, turn_over)
   end
   if #self.queue > 0 then
     local queue = require('acp.queue')

@@ -615,12 +615,90 @@ end
 
 function M.detach(view)
   M.views[view.thread] = nil
+  M.snapshots[view.thread] = nil
+end
+
+-- Snapshots ------------------------------------------------------------------
+--
+-- Files a tool call names that no buffer holds are not synced, so a disk
+-- edit the agent makes to them itself would reach no review. Their text is
+-- taken when the call is announced (pending) or asks permission, before
+-- the agent changes them, and compared when the call finishes and at the
+-- end of the turn.
+
+--- thread -> { [real path] = { text = before the tool call, named = the
+--- path as the card gave it } | false (not a readable file) }
+M.snapshots = {}
+
+--- The paths that have a change record (its original is kept already).
+local function recorded(view)
+  local out = {}
+  local ok, writes = pcall(require('acp.core').writes, view.thread)
+  for _, w in ipairs(ok and writes or {}) do
+    out[w.path] = true
+  end
+  return out
+end
+
+--- Takes the text of the files in the locations of `card` (an edit,
+--- delete or move about to run) that are inside the roots, are regular
+--- files within the sync's size limit, and have neither a snapshot nor a
+--- change record yet.
+function M.snapshot(view, card)
+  local shots = M.snapshots[view.thread] or {}
+  local done
+  for _, loc in ipairs(card.locations or {}) do
+    local path = type(loc.path) == 'string' and (uv.fs_realpath(loc.path) or loc.path)
+    if path and shots[path] == nil then
+      local inside = false
+      for _, root in ipairs(roots_of(view)) do
+        inside = inside or under(path, root)
+      end
+      done = done or (inside and recorded(view))
+      if inside and not done[path] and not done[loc.path] then
+        -- stat first: never a FIFO or device, nothing past the size limit.
+        local text = read_file(path)
+        shots[path] = text and { text = text, named = loc.path } or false
+      end
+    end
+  end
+  M.snapshots[view.thread] = next(shots) and shots or nil
+end
+
+--- Records the snapshotted files that changed on disk and have no other
+--- record (a deleted one too: review can write it back). At the end of a
+--- turn the snapshots go.
+local function settle(view, turn_over)
+  local shots = M.snapshots[view.thread]
+  if not shots then
+    return
+  end
+  local done = recorded(view)
+  for path, shot in pairs(shots) do
+    local keep = shot and not (done[path] or done[shot.named])
+    if keep then
+      local text, why = read_file(path)
+      if text ~= shot.text and (text or why == 'gone') then
+        report(view, path, shot.text, text)
+        keep = false
+      end
+    end
+    if not keep then
+      shots[path] = nil
+    end
+  end
+  if turn_over or not next(shots) then
+    M.snapshots[view.thread] = nil
+  end
 end
 
 --- Called by the chat after a drain in which an edit-like tool call
---- finished or a turn ended.
-function M.after_apply(view)
+--- finished or a turn ended (`turn_over`).
+function M.after_apply(view, turn_over)
   local ok, err = pcall(M.check_roots, view)
+  if ok then
+    ok, err = pcall(settle, view, turn_over)
+  end
   if not ok then
     vim.notify('acp.nvim: syncing buffers with the disk failed: ' .. require('acp.text').error(err), vim.log.levels.ERROR)
   end
