@@ -145,11 +145,25 @@ fn session_answer_events(response: &Value) -> Vec<ThreadEvent> {
     ev
 }
 
-/// A permission request as the view shows it: the kind is the card's
-/// recorded kind, which the policy judged, not the one the request claims.
-fn shown_request(mut raw: Value, kind: &ToolKind) -> Value {
+/// Options as the view gets them: the ones the core can answer, in order.
+fn options_json(options: &[PermissionOption]) -> Value {
+    options
+        .iter()
+        .map(|o| json!({"optionId": o.id, "name": o.name, "kind": o.kind.as_str()}))
+        .collect()
+}
+
+/// A permission request as the view shows it. The view answers an option
+/// by its id, so it gets only the options the core kept (an option with a
+/// repeated or non-text id would answer as another one, or not at all).
+/// The kind is the card's recorded kind, which the policy judged, not the
+/// one the request claims.
+fn shown_request(mut raw: Value, kind: &ToolKind, options: &[PermissionOption]) -> Value {
     if let Some(call) = raw.get_mut("toolCall").and_then(Value::as_object_mut) {
         call.insert("kind".into(), json!(kind.as_str()));
+    }
+    if let Some(params) = raw.as_object_mut() {
+        params.insert("options".into(), options_json(options));
     }
     raw
 }
@@ -282,7 +296,7 @@ impl ThreadHandle {
         // The request may announce the call or add to it, but the kind the
         // card was first given stays (see `thread::merge_tool_call`).
         let subject = self.with_model_value(|m| {
-            let ev = m.permission_requested(&request.tool_call);
+            let ev = m.permission_requested(&request.tool_call, &request.dropped);
             (ev, Self::subject_of(m, &tool_id))
         });
         let rules = &self.editor.policy.auto_allow;
@@ -294,7 +308,7 @@ impl ThreadHandle {
             self.with_model(|m| m.permission_answered(&tool_id, None, Some(note)));
             return;
         }
-        let payload = shown_request(raw, &subject.kind);
+        let payload = shown_request(raw, &subject.kind, &request.options);
         let request_id = self.permissions.lock().add(Pending {
             reply: ReplyTo::Agent(responder),
             tool_id,
@@ -355,9 +369,7 @@ impl ThreadHandle {
                 "kind": "execute",
                 "rawInput": {"command": command, "cwd": cwd},
             },
-            "options": options.iter().map(|o| json!({
-                "optionId": o.id, "name": o.name, "kind": o.kind.as_str()
-            })).collect::<Vec<_>>(),
+            "options": options_json(&options),
             "_client": {"terminal": {"command": command, "cwd": cwd, "env": env}},
         });
         bridge().push(UiEvent::Permission {
@@ -1240,11 +1252,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_view_gets_the_recorded_kind() {
-        let raw = json!({"toolCall": {"toolCallId": "t", "kind": "read", "title": "curl x|sh"}});
-        let shown = shown_request(raw, &ToolKind::Other);
+    fn the_view_gets_the_recorded_kind_and_the_options_the_core_answers() {
+        let raw = json!({
+            "toolCall": {"toolCallId": "t", "kind": "read", "title": "curl x|sh"},
+            "options": [
+                {"optionId": 42, "name": "Number", "kind": "allow_always"},
+                {"optionId": "x", "name": "Allow", "kind": "allow_once"},
+                {"optionId": "x", "name": "Reject", "kind": "reject_once"}
+            ]
+        });
+        let request = crate::update::parse_permission_request(&raw);
+        let shown = shown_request(raw, &ToolKind::Other, &request.options);
         assert_eq!(shown["toolCall"]["kind"], "other");
         assert_eq!(shown["toolCall"]["title"], "curl x|sh");
+        assert_eq!(
+            shown["options"],
+            json!([{"optionId": "x", "name": "Allow", "kind": "allow_once"}])
+        );
     }
 
     #[test]

@@ -780,7 +780,12 @@ impl Thread {
     /// A request never sets the kind of a card that exists, even one whose
     /// kind is not known yet: the kind is what a policy keys on, and the
     /// agent would otherwise pick it for the request it wants answered.
-    pub fn permission_requested(&mut self, tool_call: &ToolCallPatch) -> Vec<ThreadEvent> {
+    /// `notes` (options that cannot be answered) go on the card.
+    pub fn permission_requested(
+        &mut self,
+        tool_call: &ToolCallPatch,
+        notes: &[String],
+    ) -> Vec<ThreadEvent> {
         let mut out = Vec::new();
         let mut patch = tool_call.clone();
         let claimed = match self.card_for_update(&tool_call.id, false) {
@@ -796,6 +801,11 @@ impl Thread {
                 );
                 if !tc.notes.contains(&note) {
                     tc.notes.push(note);
+                }
+            }
+            for note in notes {
+                if !tc.notes.contains(note) {
+                    tc.notes.push(note.clone());
                 }
             }
         });
@@ -1863,7 +1873,7 @@ mod tests {
         let p =
             update::parse_tool_call(&json!({"toolCallId":"x","title":"curl x|sh","kind":"read"}))
                 .unwrap();
-        t.permission_requested(&p);
+        t.permission_requested(&p, &[]);
         let c = t.tool_call("x").unwrap();
         assert_eq!(c.kind, ToolKind::Other, "not `read`");
         assert_eq!(c.client_state, Some(ClientState::WaitingForYou));
@@ -1873,7 +1883,7 @@ mod tests {
         );
         // A request that announces the call gives it its kind.
         let p = update::parse_tool_call(&json!({"toolCallId":"new","kind":"read"})).unwrap();
-        t.permission_requested(&p);
+        t.permission_requested(&p, &[]);
         assert_eq!(t.tool_call("new").unwrap().kind, ToolKind::Read);
     }
 
@@ -1887,7 +1897,7 @@ mod tests {
                 &json!({"toolCallId":"rm","title":"rm -rf build/","kind":"execute"}),
             )
             .unwrap();
-            t.permission_requested(&p);
+            t.permission_requested(&p, &[]);
             t.permission_answered("rm", None, Some(format!("auto-allowed ({turn_text})")));
             t.apply_json(
                 &json!({"sessionUpdate":"tool_call_update","toolCallId":"rm","status":"completed"}),

@@ -73,12 +73,16 @@ pub struct PermissionOption {
     pub kind: PermissionOptionKind,
 }
 
-/// `session/request_permission`, typed. Options without an id are dropped;
-/// a missing name shows the id.
+/// `session/request_permission`, typed. Options without a string id, and
+/// an id seen before, are dropped (the answer names an option by its id,
+/// so such an option cannot be answered as shown); a missing name shows
+/// the id.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PermissionRequest {
     pub tool_call: ToolCallPatch,
     pub options: Vec<PermissionOption>,
+    /// A note per dropped option, for the card.
+    pub dropped: Vec<String>,
 }
 
 /// A request from the agent to this client, typed. fs and terminal params
@@ -328,24 +332,44 @@ pub fn parse_permission_request(params: &Value) -> PermissionRequest {
     let tool_call = field(params, "toolCall")
         .and_then(parse_tool_call)
         .unwrap_or_default();
-    let options = field(params, "options")
+    let mut options: Vec<PermissionOption> = Vec::new();
+    let mut dropped = Vec::new();
+    for o in field(params, "options")
         .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|o| {
-                    let id = str_field(o, "optionId")?;
-                    Some(PermissionOption {
-                        name: str_field(o, "name").unwrap_or_else(|| id.clone()),
-                        kind: str_field(o, "kind")
-                            .map(|k| PermissionOptionKind::parse(&k))
-                            .unwrap_or_else(|| PermissionOptionKind::parse("")),
-                        id,
-                    })
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    PermissionRequest { tool_call, options }
+        .into_iter()
+        .flatten()
+    {
+        let name = field(o, "name").map(|v| match v {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        });
+        let shown = name.clone().unwrap_or_else(|| "?".into());
+        let Some(id) = str_field(o, "optionId") else {
+            dropped.push(format!(
+                "the agent sent an option without a text id (\"{shown}\", not shown: it cannot be answered)"
+            ));
+            continue;
+        };
+        // Answering `id` would be read as the first option with it.
+        if options.iter().any(|k| k.id == id) {
+            dropped.push(format!(
+                "the agent sent option id `{id}` twice (the second, \"{shown}\", is not shown)"
+            ));
+            continue;
+        }
+        options.push(PermissionOption {
+            name: name.unwrap_or_else(|| id.clone()),
+            kind: str_field(o, "kind")
+                .map(|k| PermissionOptionKind::parse(&k))
+                .unwrap_or_else(|| PermissionOptionKind::parse("")),
+            id,
+        });
+    }
+    PermissionRequest {
+        tool_call,
+        options,
+        dropped,
+    }
 }
 
 fn parse_plan(update: &Value) -> Vec<PlanItem> {
@@ -697,5 +721,36 @@ mod tests {
         assert_eq!(r.options.len(), 2);
         assert_eq!(r.options[1].name, "w");
         assert!(!r.options[1].kind.is_always());
+        assert_eq!(r.dropped.len(), 1, "{:?}", r.dropped);
+    }
+
+    #[test]
+    fn permission_options_with_a_non_text_or_repeated_id_are_dropped() {
+        let r = parse_permission_request(&json!({
+            "toolCall": {"toolCallId": "t"},
+            "options": [
+                {"optionId": 42, "name": "Number", "kind": "allow_always"},
+                {"optionId": "x", "name": "Allow", "kind": "allow_once"},
+                {"optionId": "x", "name": "Reject", "kind": "reject_once"},
+                {"optionId": "r", "name": 7, "kind": "reject_once"}
+            ]
+        }));
+        let ids: Vec<_> = r
+            .options
+            .iter()
+            .map(|o| (o.id.as_str(), o.name.as_str()))
+            .collect();
+        assert_eq!(
+            ids,
+            vec![("x", "Allow"), ("r", "7")],
+            "the first `x` is kept"
+        );
+        assert_eq!(
+            r.dropped,
+            vec![
+                "the agent sent an option without a text id (\"Number\", not shown: it cannot be answered)".to_owned(),
+                "the agent sent option id `x` twice (the second, \"Reject\", is not shown)".to_owned(),
+            ]
+        );
     }
 }

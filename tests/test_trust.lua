@@ -200,6 +200,68 @@ return {
     T.eq(child:lua([[return require('acp').current():notices()]]), {}, 'nothing failed to show')
   end },
 
+  { 'an option with a non-text id is not offered; the others answer as shown', function()
+    local child, paths = start({
+      H.req('session/request_permission', {
+        toolCall = { toolCallId = 'n1', title = 'make', kind = 'execute', rawInput = { command = 'make' } },
+        options = { { optionId = 42, name = 'Allow always', kind = 'allow_always' }, { optionId = 'o-reject', name = 'Reject', kind = 'reject_once' } },
+      }),
+    })
+    child:wait_for([[return #require('acp.permission').queue == 1 and require('acp.permission').win ~= nil]])
+    local lines = float_lines(child)
+    T.contains(lines, '  1/n  Reject')
+    T.no_match(table.concat(lines, '\n'), 'Allow always')
+    T.match(H.transcript_text(child), 'an option without a text id %("Allow always", not shown')
+    H.enter_permission(child)
+    child:feed('1')
+    child:wait_for([[return require('acp').current().turns_ended == 1]])
+    T.eq(permission_answers(paths)[1].result.outcome.optionId, 'o-reject')
+    T.eq(child:lua([[return #require('acp.permission').queue]]), 0)
+  end },
+
+  { 'a repeated option id: the user picking reject never answers the allow that shares its id', function()
+    local child, paths = start({
+      H.req('session/request_permission', {
+        toolCall = { toolCallId = 'd1', title = 'rm -rf /', kind = 'execute', rawInput = { command = 'rm -rf /' } },
+        options = {
+          { optionId = 'same', name = 'Allow', kind = 'allow_once' },
+          { optionId = 'same', name = 'Reject (twin)', kind = 'reject_once' },
+          { optionId = 'o-reject', name = 'Reject', kind = 'reject_once' },
+        },
+      }),
+    })
+    child:wait_for([[return #require('acp.permission').queue == 1 and require('acp.permission').win ~= nil]])
+    local lines = float_lines(child)
+    T.contains(lines, '  1/y  Allow')
+    T.contains(lines, '  2/n  Reject')
+    T.no_match(table.concat(lines, '\n'), 'twin')
+    T.match(H.transcript_text(child), 'option id `same` twice %(the second, "Reject %(twin%)", is not shown%)')
+    H.enter_permission(child)
+    child:feed('n')
+    child:wait_for([[return require('acp').current().turns_ended == 1]])
+    T.eq(permission_answers(paths)[1].result.outcome.optionId, 'o-reject')
+  end },
+
+  { 'an answer the core refuses leaves the request queued, with the error shown', function()
+    local child = start({ { sleep_ms = 10000 } })
+    child:wait_for([[return require('acp').current().state == 'running']])
+    child:lua([[
+      _G.notes = {}
+      vim.notify = function(msg, level) table.insert(_G.notes, { msg, level }) end
+      require('acp.permission').enqueue(require('acp').current(), { request = 977, payload = {
+        toolCall = { toolCallId = 'tc', title = 'x', kind = 'execute' },
+        options = { { optionId = 'allow', name = 'Run', kind = 'allow_once' } },
+      } })
+    ]])
+    H.enter_permission(child)
+    child:feed('y')
+    child:wait_for([[return #_G.notes > 0]])
+    local n = child:lua([[return _G.notes[1] ]])
+    T.match(n[1], 'the answer was not sent: .*977')
+    T.eq(n[2], vim.log.levels.ERROR)
+    T.eq(child:lua([[return #require('acp.permission').queue]]), 1, 'still queued')
+  end },
+
   { 'a float that cannot be drawn: the request shows in the chat, later ones get the float, :AcpPermission answers it', function()
     local child, paths = start({
       perm('u1', 'broken one', { background = true }),

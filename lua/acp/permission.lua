@@ -31,14 +31,15 @@ api.nvim_set_hl(0, 'AcpPermissionArmed', { link = 'DiagnosticOk', default = true
 
 local kind_keys = { allow_once = 'y', allow_always = 'a', reject_once = 'n', reject_always = 'N' }
 
---- The request's options as the agent sent them, each a table (anything
---- else in the list is skipped; it cannot be answered).
+--- The request's options: the core sends only those it can answer (a text
+--- id, not seen before in the request), in the agent's order. Anything else
+--- is skipped here too: an answer names its option by id.
 local function options_of(item)
   local opts = type(item.payload) == 'table' and item.payload.options
   local out = {}
   if type(opts) == 'table' then
     for _, o in ipairs(opts) do
-      if type(o) == 'table' then
+      if type(o) == 'table' and type(o.optionId) == 'string' then
         out[#out + 1] = o
       end
     end
@@ -259,7 +260,8 @@ local function hook()
 end
 
 --- Sends the answer for `item` (option index `i`, or nil = cancelled) and
---- moves the queue on.
+--- moves the queue on. An answer the core refuses leaves the request
+--- queued (the agent still waits for it), with the error shown.
 local function answer(item, i)
   local opt = i and options_of(item)[i]
   if i and not opt then
@@ -267,13 +269,10 @@ local function answer(item, i)
   end
   local core = require('acp.core')
   if core.is_loaded() then
-    local id = opt and opt.optionId
-    if opt and type(id) ~= 'string' then
-      id = text.line(id, '')
-    end
-    local ok, err = pcall(core.answer_permission, item.view.thread, item.request, id)
+    local ok, err = pcall(core.answer_permission, item.view.thread, item.request, opt and opt.optionId)
     if not ok then
-      vim.notify('acp.nvim: ' .. require('acp.text').error(err), vim.log.levels.WARN)
+      vim.notify('acp.nvim: the answer was not sent: ' .. text.error(err), vim.log.levels.ERROR)
+      return
     end
   end
   for n, it in ipairs(M.queue) do
