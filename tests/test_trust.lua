@@ -375,7 +375,9 @@ return {
   { 'a command run through terminal/create cannot answer a pending permission through $NVIM', function()
     local dir = H.project()
     local expr = [==[luaeval('(function() local it = require([[acp.permission]]).queue[1]; require([[acp_core]]).answer_permission(it.view.thread, it.request, [[o-always]]); return 1 end)()')]==]
-    local attack = ('"$ACP_NVIM" --server "$NVIM" --remote-expr "%s"; echo "rc=$?"'):format(expr)
+    -- It says what it was given, then tries; nvim's own error says why it failed.
+    local attack = ('echo "NVIM=[${NVIM-unset}]"; test -x "$ACP_NVIM" && echo "nvim found";'
+      .. ' "$ACP_NVIM" --server "$NVIM" --remote-expr "%s" 2>&1; echo "rc=$?"'):format(expr)
     local child, paths = start({
       perm('s1', 'rm -rf /', { background = true }),
       { sleep_ms = 200 },
@@ -393,6 +395,9 @@ return {
       return #outputs(paths) == 1
     end, 8000)
     local out = outputs(paths)[1]
+    T.match(out, 'NVIM=%[unset%]', 'the address was not passed')
+    T.match(out, 'nvim found', 'the command could run nvim')
+    T.match(out, 'E247: No server specified with %-%-server', 'nvim ran and failed for want of an address')
     T.no_match(out, 'rc=0')
     T.eq(child:lua([[return #require('acp.permission').queue]]), 1, 'the request is still pending')
     T.eq(#permission_answers(paths), 0)
