@@ -35,6 +35,9 @@ pub struct Policy {
     pub protected: Vec<String>,
     /// Whole-file reads larger than this are refused (parts still work).
     pub read_max_bytes: u64,
+    /// Output kept of each terminal (its tail) when the agent sets no
+    /// smaller `outputByteLimit`.
+    pub terminal_output_max_bytes: usize,
 }
 
 /// When a `terminal/create` asks the user first.
@@ -61,6 +64,7 @@ impl Default for Policy {
             terminal_confirm: TerminalConfirm::default(),
             protected: vec![".git".into()],
             read_max_bytes: crate::fs::DEFAULT_READ_REFUSE_BYTES,
+            terminal_output_max_bytes: crate::terminal::DEFAULT_OUTPUT_CAP,
         }
     }
 }
@@ -138,9 +142,16 @@ impl EditorState {
     pub fn new(cwd: PathBuf, policy: Policy) -> Self {
         let mut dirs = vec![cwd];
         dirs.extend(policy.roots.iter().cloned());
+        let mut terminals = Terminals::default();
+        terminals.set_output_cap(
+            policy
+                .terminal_output_max_bytes
+                .clamp(1, crate::terminal::MAX_OUTPUT_LIMIT),
+        );
         Self {
             roots: Roots::new(&dirs),
             policy,
+            terminals: Mutex::new(terminals),
             ..Default::default()
         }
     }

@@ -78,6 +78,24 @@ return {
     T.eq(r[3].result.truncated, true)
   end },
 
+  { 'terminal.output_max_bytes caps the kept output without outputByteLimit; the agent\'s own limit applies instead; bad values fail setup', function()
+    local child, _, r = start(project(), {
+      create({ command = 'printf 0123456789abcdefghij' }),
+      call('wait_for_exit', 'term-1'),
+      call('output', 'term-1'),
+      create({ command = 'printf 0123456789abcdefghij', outputByteLimit = 15 }),
+      call('wait_for_exit', 'term-2'),
+      call('output', 'term-2'),
+    }, { terminal = { output_max_bytes = 8 } })
+    T.eq({ r[3].result.output, r[3].result.truncated }, { 'cdefghij', true })
+    T.eq({ r[6].result.output, r[6].result.truncated }, { '56789abcdefghij', true })
+    for _, bad in ipairs({ 0, 1.5, 64 * 1024 * 1024 + 1, '1M' }) do
+      local res = child:lua([[return { pcall(require('acp.config').setup, { terminal = { output_max_bytes = ... } }) }]], { bad })
+      T.eq(res[1], false, vim.inspect(bad))
+      T.match(res[2], '`terminal%.output_max_bytes` must be a whole number of bytes from 1 to 64 MiB')
+    end
+  end },
+
   { 'kill ends the whole process group; the exit reports the signal', function()
     local dir = project()
     local marker = dir .. '/pids'

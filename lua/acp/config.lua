@@ -107,6 +107,9 @@ M.defaults = {
     shell = 'sh',
     -- SIGTERM, then SIGKILL after this many ms (kill and release).
     kill_grace_ms = 2000,
+    -- The most output kept of each command (bytes, its tail) when the
+    -- agent sets no `outputByteLimit` of its own; at most 64 MiB.
+    output_max_bytes = 1024 * 1024,
     -- When a `terminal/create` is shown to you before it runs:
     -- 'unrequested' (unless you allowed a permission request of the same
     -- turn that covers it), 'always', or 'never'.
@@ -339,6 +342,11 @@ local function validate(user, defaults, path)
     elseif p == 'chat.markdown' then
       if value ~= 'acp_markdown' and value ~= 'markdown' then
         fail(p, "must be 'acp_markdown' or 'markdown'")
+      end
+    elseif p == 'terminal.output_max_bytes' then
+      -- The core's ceiling for any terminal's kept output (MAX_OUTPUT_LIMIT).
+      if type(value) ~= 'number' or value ~= math.floor(value) or value < 1 or value > 64 * 1024 * 1024 then
+        fail(p, 'must be a whole number of bytes from 1 to 64 MiB (67108864)')
       end
     elseif p == 'terminal.env_deny' then
       check_type(p, value, 'table')

@@ -202,6 +202,7 @@ local function agent_spec(name)
       save_unmodified = o.fs.save_unmodified,
       shell = o.terminal.shell,
       terminal_confirm = o.terminal.confirm,
+      terminal_output_max_bytes = o.terminal.output_max_bytes,
       protected = o.fs.protected,
       read_max_bytes = o.fs.read_max_bytes,
       auto_allow = o.permissions.auto_allow,

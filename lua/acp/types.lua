@@ -398,6 +398,7 @@
 ---@field terminal_confirm? 'unrequested'|'always'|'never'
 ---@field protected? string[] names no agent write may touch in a path (`*`/`?`)
 ---@field read_max_bytes? integer whole-file reads above this are refused
+---@field terminal_output_max_bytes? integer output kept per terminal without the agent's `outputByteLimit`
 
 --- A request the user's policy answers "allow once" without asking.
 ---@class acp.AutoAllowRule
