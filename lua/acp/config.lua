@@ -202,7 +202,9 @@ M.defaults = {
     -- Requests answered "allow once" without asking: rules of a tool kind
     -- and a pattern over the command (or title) you would read in the
     -- float, e.g. { { kind = 'read' }, { kind = 'execute', pattern = 'git status*' } }
-    -- (`*` any text, `?` one character; a bare 'read' is { kind = 'read' }).
+    -- (`*` any text, `?` one character; in `execute` rules neither matches
+    -- ; & | ` $ ( ) < > or a line break, so 'git status*' never covers
+    -- 'git status; rm -rf /'; a bare 'read' is { kind = 'read' }).
     -- The kind is the one the card had before the request: a request
     -- cannot change it. An "always" option is never picked for you. The
     -- card notes every automatic answer. Empty by default.

@@ -201,7 +201,7 @@
 ---@field type 'permission'
 ---@field thread integer
 ---@field request integer
----@field payload acp.PermissionRequest The agent's `session/request_permission` params.
+---@field payload acp.PermissionRequest The agent's `session/request_permission` params, with only the options the core can answer (ids that are text, each once) and the card's recorded kind.
 
 ---@class acp.PermissionRequest
 ---@field sessionId? string
