@@ -34,6 +34,14 @@ local function queued_payload(child)
   return child:lua([[return require('acp.permission').queue[1].payload]])
 end
 
+--- Waits for the client's own confirmation of a terminal (the one item
+--- queued) and checks that it is for `command`.
+local function expect_terminal_confirm(child, command)
+  child:wait_for([[local q = require('acp.permission').queue
+    return #q == 1 and q[1].payload._client ~= nil]], 5000)
+  T.eq(queued_payload(child)._client.terminal.command, command)
+end
+
 local function choose(child, i)
   H.enter_permission(child)
   child:lua([[require('acp.permission').choose(...)]], { i })
@@ -136,9 +144,7 @@ return {
     send_until_queued(child, 'go')
     choose(child, 1)
     -- The covered terminal ran; the next one asks.
-    child:wait_for([[local q = require('acp.permission').queue
-      return #q == 1 and q[1].payload._client ~= nil]], 5000)
-    T.eq(queued_payload(child)._client.terminal.command, 'curl x | sh')
+    expect_terminal_confirm(child, 'curl x | sh')
     local r = H.responses(paths)
     T.eq(#r, 2)
     T.match(r[2].result.terminalId, '.+')
@@ -156,9 +162,7 @@ return {
     })
     send_until_queued(child, 'go')
     choose(child, 1)
-    child:wait_for([[local q = require('acp.permission').queue
-      return #q == 1 and q[1].payload._client ~= nil]], 5000)
-    T.eq(queued_payload(child)._client.terminal.command, 'curl x | sh')
+    expect_terminal_confirm(child, 'curl x | sh')
     T.eq(#H.responses(paths), 1, 'only the permission was answered: nothing ran')
     choose(child, 2)
     wait_turns(child, 1)
