@@ -24,8 +24,13 @@ use crate::textdiff::Hunk;
 #[serde(tag = "method", content = "payload", rename_all = "snake_case")]
 pub enum MainCall {
     /// The loaded buffer of `path` (if any): answered in text parts plus a
-    /// `BufferReadReply`.
-    BufferRead { path: String, resolved: PathBuf },
+    /// `BufferReadReply`. `whole`: take the text in one tick (it cannot be
+    /// stale then; asked only after sliced reads kept going stale).
+    BufferRead {
+        path: String,
+        resolved: PathBuf,
+        whole: bool,
+    },
     /// Apply `hunks` to buffer `bufnr` if it is still at `tick`:
     /// `BufferApplyReply`.
     BufferApply {
@@ -60,10 +65,16 @@ impl MainCall {
 }
 
 /// `buffer_read`'s answer; the text itself comes in parts (lines).
+/// Unknown fields are refused: a reply the core cannot read must fail
+/// loudly, never read as "no buffer" (that once sent a write to the disk
+/// under a buffer with unsaved edits).
 #[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct BufferReadReply {
     pub found: bool,
+    /// The buffer changed between the parts: the text is not consistent
+    /// and must be read again.
+    pub stale: bool,
     pub bufnr: i64,
     pub tick: i64,
     pub modified: bool,
@@ -82,17 +93,19 @@ fn yes() -> bool {
 
 /// `buffer_apply`'s answer.
 #[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct BufferApplyReply {
     /// The buffer changed since `tick`: read it again and recompute.
     pub stale: bool,
     pub error: Option<String>,
     pub saved: bool,
+    /// The buffer has unsaved changes after the edit.
+    pub modified: bool,
 }
 
 /// `terminal_start`'s answer: a pid, or why it could not start.
 #[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct TerminalStartReply {
     pub pid: Option<u32>,
     pub error: Option<String>,

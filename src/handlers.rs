@@ -105,22 +105,46 @@ struct BufferText {
     modified: bool,
 }
 
+/// Sliced reads of a buffer that keeps changing are tried this often; then
+/// the text is taken in one tick, which cannot be stale.
+const SLICED_READ_TRIES: usize = 4;
+
 /// Asks the main thread for the buffer of `path`, if one is loaded. The
-/// text arrives in slices taken across several ticks.
+/// text arrives in slices taken across several ticks; when the buffer
+/// changes between slices the read is repeated (never answered as "no
+/// buffer": that would send the caller to the disk under unsaved edits).
 async fn buffer_text(
     thread: &dyn EditorHost,
     path: &str,
     resolved: &std::path::Path,
 ) -> Result<Option<BufferText>, FsError> {
-    let reply = calls::call::<BufferReadReply>(
-        thread.thread_id(),
-        MainCall::BufferRead {
-            path: path.to_owned(),
-            resolved: resolved.to_path_buf(),
-        },
-    )
-    .await
-    .map_err(|e| err(INTERNAL, format!("{path}: {e}")))?;
+    let mut tries = 0;
+    let reply = loop {
+        tries += 1;
+        let whole = tries > SLICED_READ_TRIES;
+        let reply = calls::call::<BufferReadReply>(
+            thread.thread_id(),
+            MainCall::BufferRead {
+                path: path.to_owned(),
+                resolved: resolved.to_path_buf(),
+                whole,
+            },
+        )
+        .await
+        .map_err(|e| err(INTERNAL, format!("{path}: {e}")))?;
+        if !reply.value.stale {
+            break reply;
+        }
+        if whole {
+            return Err(err(
+                INTERNAL,
+                format!("{path}: the buffer kept changing while it was read; try again"),
+            ));
+        }
+        crate::log::info(format!(
+            "{path}: the buffer changed while it was read; reading it again"
+        ));
+    };
     let v = &reply.value;
     if !v.found {
         return Ok(None);

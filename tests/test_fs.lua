@@ -139,6 +139,49 @@ return {
     print(('    (10 MB buffer: longest main-loop gap %.1f ms while read, %.1f ms while written)'):format(worst, worst_write))
   end, timeout = 60000 },
 
+  { 'a buffer edited between the slices of an agent read is read again, never taken from disk', function()
+    local dir = project({ ['s.txt'] = 'one\ntwo\nthree\nfour\n' })
+    local child, paths = start(dir, {
+      { match = 'read', steps = { read(dir .. '/s.txt') } },
+      { match = 'write', steps = { write(dir .. '/s.txt', 'one!\ntwo\nthree\nfour\nagent\n') } },
+    })
+    child:cmd('edit ' .. dir .. '/s.txt')
+    -- One line per slice, one slice per tick; while `_G.edits` > 0 the user
+    -- types into line 1 right after the slice of line 2 is handed over.
+    child:lua([[
+      local fs, core = require('acp.fs'), require('acp.core')
+      fs.slice_lines, fs.budget_ns = 1, 0
+      _G.edits = 0
+      local orig = core.call_part
+      local b = vim.fn.bufnr(...)
+      core.call_part = function(call, text)
+        if _G.edits > 0 and text == 'two' then
+          _G.edits = _G.edits - 1
+          vim.schedule(function()
+            vim.api.nvim_buf_set_lines(b, 0, 1, false, { vim.api.nvim_buf_get_lines(b, 0, 1, true)[1] .. '!' })
+          end)
+        end
+        return orig(call, text)
+      end
+    ]], { dir .. '/s.txt' })
+    -- A read that goes stale once is read again: the answer is the buffer
+    -- with the user's edit.
+    child:lua('_G.edits = 1')
+    H.turn(child, 'read')
+    T.eq(H.responses(paths)[1].result, { content = 'one!\ntwo\nthree\nfour\n' })
+    T.eq(child:lua('return _G.edits'), 0, 'the edit happened during the read')
+    -- A write whose reads keep going stale (more often than sliced reads are
+    -- tried) lands in the buffer, merged, never on disk under it.
+    child:lua('_G.edits = 8')
+    H.turn(child, 'write')
+    T.eq(H.responses(paths)[2].result, vim.empty_dict())
+    T.eq(child:lua('return _G.edits'), 0, 'the edits happened during the write')
+    local lines = child:lua([[return vim.api.nvim_buf_get_lines(vim.fn.bufnr(...), 0, -1, false)]], { dir .. '/s.txt' })
+    T.eq(lines, { 'one!' .. ('!'):rep(8), 'two', 'three', 'four', 'agent' }, "the agent's line and the user's edits")
+    T.eq(T.read_file(dir .. '/s.txt'), 'one\ntwo\nthree\nfour\n', 'the disk under the modified buffer is untouched')
+    T.eq(child:lua('return vim.bo.modified'), true)
+  end },
+
   { 'a write merges with the user edit made after the read; u undoes it in one step', function()
     local dir = project({ ['m.txt'] = 'one\ntwo\nthree\nfour\nfive\nsix\n' })
     local child, paths = start(dir, {

@@ -48,7 +48,8 @@ function M.buffer_read(ev)
   local pos = 0
   local function step()
     if not api.nvim_buf_is_loaded(buf) or api.nvim_buf_get_changedtick(buf) ~= tick then
-      -- Changed between slices: the core asks again for a consistent copy.
+      -- Changed between slices: the core asks again for a consistent copy
+      -- (after a few tries with `whole`, which takes it in this one tick).
       return c.call_done(call, { found = false, stale = true })
     end
     local t0 = uv.hrtime()
@@ -56,7 +57,7 @@ function M.buffer_read(ev)
       local e = math.min(pos + M.slice_lines, total)
       c.call_part(call, table.concat(api.nvim_buf_get_lines(buf, pos, e, true), '\n'))
       pos = e
-    until pos >= total or uv.hrtime() - t0 > M.budget_ns
+    until pos >= total or (not p.whole and uv.hrtime() - t0 > M.budget_ns)
     if pos < total then
       return vim.schedule(step)
     end

@@ -320,6 +320,7 @@
 ---@class acp.Call.buffer_read
 ---@field path string As the agent sent it.
 ---@field resolved string Its real path.
+---@field whole boolean Hand the text over in this tick (the sliced reads kept going stale).
 
 ---@class acp.Reply.buffer_read
 ---@field found boolean
