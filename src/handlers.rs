@@ -557,16 +557,16 @@ async fn terminal_wait(thread: &dyn EditorHost, id: &str) -> Result<Value, FsErr
 fn terminal_kill(thread: &dyn EditorHost, id: &str) -> Result<Value, FsError> {
     let terms = thread.editor().terminals.lock();
     let t = terms.get(&id).map_err(|m| err(INVALID_PARAMS, m))?;
-    if t.exit.is_none() {
-        if let Some(pid) = t.pid {
-            calls::notify(
-                thread.thread_id(),
-                MainCall::TerminalKill {
-                    id: id.to_owned(),
-                    pid,
-                },
-            );
-        }
+    // Also once the command exited: what it left running in its process
+    // group (background children, double forks) ends with the kill.
+    if let Some(pid) = t.pid {
+        calls::notify(
+            thread.thread_id(),
+            MainCall::TerminalKill {
+                id: id.to_owned(),
+                pid,
+            },
+        );
     }
     Ok(json!({}))
 }
@@ -582,16 +582,15 @@ fn terminal_release(thread: &dyn EditorHost, id: &str) -> Result<Value, FsError>
         .lock()
         .release(&id, killed)
         .map_err(|m| err(INVALID_PARAMS, m))?;
-    if t.exit.is_none() {
-        if let Some(pid) = t.pid {
-            calls::notify(
-                thread.thread_id(),
-                MainCall::TerminalKill {
-                    id: id.to_owned(),
-                    pid,
-                },
-            );
-        }
+    // The command and whatever it left running in its process group.
+    if let Some(pid) = t.pid {
+        calls::notify(
+            thread.thread_id(),
+            MainCall::TerminalKill {
+                id: id.to_owned(),
+                pid,
+            },
+        );
     }
     Ok(json!({}))
 }

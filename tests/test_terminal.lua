@@ -30,6 +30,41 @@ local function alive(pid)
   return H.pid_alive(pid)
 end
 
+--- Pids of the running processes of group `pgid` (from /proc).
+local function group_of(pgid)
+  local out = {}
+  for name in vim.fs.dir('/proc') do
+    local stat = tonumber(name) and T.read_file('/proc/' .. name .. '/stat')
+    local rest = stat and stat:match('^.*%)%s+(.*)$')
+    if rest then
+      local f = vim.split(rest, ' ', { trimempty = true })
+      if tonumber(f[3]) == pgid and f[1] ~= 'Z' and f[1] ~= 'X' then
+        out[#out + 1] = tonumber(name)
+      end
+    end
+  end
+  return out
+end
+
+-- A double fork: the command's shell starts a shell in the background and
+-- exits; that shell starts `sleep 300` only once the first one was reaped,
+-- then exits too. The grandchild is an orphan nobody waits for, still in
+-- the terminal's process group. `marker` gets the leader's pid (the group
+-- id), then the grandchild's.
+local function double_fork(marker)
+  return ("echo $$ > %s; sh -c 'sleep 0.3; sleep 300 & echo $! >> %s' &"):format(marker, marker)
+end
+
+--- The leader's and the grandchild's pids, once both are known; asserts
+--- the grandchild runs with its parent gone.
+local function double_forked(marker)
+  T.wait(function()
+    return #vim.tbl_keys({ (T.read_file(marker) or ''):match('(%d+)%s+(%d+)') }) == 2
+  end, 5000, 'the grandchild started')
+  local leader, grandchild = T.read_file(marker):match('(%d+)%s+(%d+)')
+  return tonumber(leader), tonumber(grandchild)
+end
+
 return {
   { 'a shell line runs through sh; output in order; exit code', function()
     local _, _, r = start(project(), {
@@ -209,6 +244,88 @@ return {
     T.match(text, '```console\n  README%.md\n  src\n  ```\n  exit code 0 · b1')
     child:cmd('AcpTerminal b1')
     T.eq(child:lua([[return vim.api.nvim_buf_get_lines(0, 0, 2, false)]]), { 'README.md', 'src' })
+  end },
+
+  { 'a double-forked grandchild ends with terminal/release', function()
+    local dir = project()
+    local marker = dir .. '/pids'
+    start(dir, {
+      create({ command = double_fork(marker) }),
+      call('wait_for_exit', 'term-1'),
+      { sleep_ms = 700 },
+      call('release', 'term-1'),
+    })
+    local leader, grandchild = double_forked(marker)
+    T.wait(function()
+      return not alive(grandchild)
+    end, 2000, 'the grandchild is gone after release')
+    T.wait(function()
+      return #group_of(leader) == 0
+    end, 2000, 'no process of the group is left')
+  end },
+
+  { 'a double-forked grandchild ends with terminal/kill, after its command exited', function()
+    local dir = project()
+    local marker = dir .. '/pids'
+    local _, _, r = start(dir, {
+      create({ command = double_fork(marker) }),
+      call('wait_for_exit', 'term-1'),
+      { sleep_ms = 700 },
+      call('kill', 'term-1'),
+      call('wait_for_exit', 'term-1'),
+    })
+    -- The command itself exited 0 before the kill: its status stays.
+    T.eq(r[2].result, { exitCode = 0 })
+    T.eq(r[3].result, vim.empty_dict())
+    T.eq(r[4].result, { exitCode = 0 })
+    local _, grandchild = double_forked(marker)
+    T.wait(function()
+      return not alive(grandchild)
+    end, 2000, 'the grandchild is gone after kill')
+  end },
+
+  { 'a double-forked grandchild ends with :qa!', function()
+    local dir = project()
+    local marker = dir .. '/pids'
+    local child = H.start({ cwd = dir, config = { terminal = { confirm = 'never' } }, turns = { { match = 'go', steps = {
+      create({ command = double_fork(marker) }),
+      call('wait_for_exit', 'term-1'),
+      { hang = true },
+    } } } })
+    H.open(child)
+    child:lua([[require('acp').send('go')]])
+    local leader, grandchild = double_forked(marker)
+    -- Its command and the middle shell have been reaped by now.
+    vim.wait(300)
+    T.truthy(alive(grandchild), 'the grandchild runs before :qa!')
+    T.eq(alive(leader), false)
+    child:stop()
+    T.wait(function()
+      return not alive(grandchild)
+    end, 2000, 'the grandchild is gone after :qa!')
+    T.wait(function()
+      return #group_of(leader) == 0
+    end, 2000, 'no process of the group is left')
+  end },
+
+  { 'a group is forgotten once only its anchor is left: no process of it stays', function()
+    local dir = project()
+    local marker = dir .. '/pid'
+    local child, _, r = start(dir, {
+      -- A background child that ends by itself after its shell.
+      create({ command = ('echo $$ > %s; sleep 0.4 &'):format(marker) }),
+      call('wait_for_exit', 'term-1'),
+      create({ command = 'true' }),
+      call('wait_for_exit', 'term-2'),
+    })
+    T.eq({ r[2].result, r[4].result }, { { exitCode = 0 }, { exitCode = 0 } })
+    local leader = tonumber(T.read_file(marker))
+    -- While the background child runs, the group has it and the anchor.
+    T.truthy(#group_of(leader) >= 1)
+    T.wait(function()
+      return #group_of(leader) == 0
+    end, 3000, 'the anchor ends with the rest of its group')
+    child:wait_for([[return next(require('acp.terminal').groups) == nil]], 3000)
   end },
 
   { 'running terminals are killed when Neovim quits', function()

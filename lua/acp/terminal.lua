@@ -1,7 +1,9 @@
 --- Client terminals (`terminal/*`) as processes started with `vim.uv.spawn`.
 --- Each runs in its own process group (a new session), and every group a
---- terminal started stays registered until it is empty, so a session's end
---- and Neovim's exit kill background children too. Output is read through
+--- terminal started stays registered until it is empty, so a release, a
+--- kill, a session's end and Neovim's exit end background children too,
+--- double forks included: an anchor process (see `WRAP`) holds the group's
+--- id for as long as the group is registered. Output is read through
 --- pipes and handed to the core on the main loop in batches, in order
 --- (Neovim's job callbacks would queue a flood in memory). Commands get
 --- the user's environment without Neovim's own variables and the
@@ -15,11 +17,13 @@ local M = {}
 --- Running processes: key "thread:id" -> { pid, handle, thread, id }
 M.jobs = {}
 --- Every process group a terminal started, while it is known to be ours:
---- pgid -> { thread, reaped, members }. A group is signalled only while
---- its leader is not reaped (our unreaped child keeps its pid), or while a
---- member recorded when the leader was reaped still runs with the same
---- start time (a live member keeps the group id from being reused). A
---- stored pid alone could name another process once it is reused.
+--- pgid -> { thread, reaped, members, anchor, sock }. A group is signalled
+--- only while its leader is not reaped (our unreaped child keeps its pid),
+--- while its anchor runs (a process of the group whose pid and start time
+--- we know, alive until `sock` closes), or while a member recorded when
+--- the leader was reaped still runs with the same start time (a live
+--- member keeps the group id from being reused). A stored pid alone could
+--- name another process once it is reused.
 M.groups = {}
 --- Open output buffers: key "thread:id" -> bufnr
 M.buffers = {}
@@ -63,9 +67,13 @@ local function stat_of(pid)
   return fields
 end
 
---- The running processes of group `pgid`: { pid, start } each.
-local function members_of(pgid)
+--- The running processes of the groups in `pgids` (a set), in one pass
+--- over /proc: pgid -> list of { pid, start }.
+local function members_by_group(pgids)
   local out = {}
+  for pgid in pairs(pgids) do
+    out[pgid] = {}
+  end
   local dir = uv.fs_scandir('/proc')
   while dir do
     local name = uv.fs_scandir_next(dir)
@@ -74,11 +82,28 @@ local function members_of(pgid)
     end
     local pid = tonumber(name)
     local f = pid and stat_of(pid)
-    if f and tonumber(f[3]) == pgid then
-      out[#out + 1] = { pid = pid, start = f[20] }
+    local list = f and out[tonumber(f[3])]
+    if list then
+      list[#list + 1] = { pid = pid, start = f[20] }
     end
   end
   return out
+end
+
+--- The running processes of group `pgid`: { pid, start } each.
+local function members_of(pgid)
+  return members_by_group({ [pgid] = true })[pgid]
+end
+
+--- Whether process `p` ({ pid, start }) still runs.
+local function still_running(p)
+  local f = stat_of(p.pid)
+  return f ~= nil and f[20] == p.start
+end
+
+--- Whether the anchor of group `g` is known and runs.
+local function anchored(g)
+  return g.anchor ~= nil and still_running(g.anchor)
 end
 
 --- True while group `pgid` is known to be ours and not empty.
@@ -90,13 +115,105 @@ local function group_alive(pgid)
   if not g.reaped then
     return uv.kill(-pgid, 0) == 0
   end
+  if anchored(g) then
+    return true
+  end
   for _, m in ipairs(g.members) do
-    local f = stat_of(m.pid)
-    if f and f[20] == m.start then
+    if still_running(m) then
       return true
     end
   end
   return false
+end
+
+--- `list` ({ pid, start } each) without the anchor of `g`.
+local function without_anchor(g, list)
+  local out = {}
+  for _, m in ipairs(list) do
+    if not (g.anchor and m.pid == g.anchor.pid) then
+      out[#out + 1] = m
+    end
+  end
+  return out
+end
+
+--- Forgets group `pgid`: closing its socket ends its anchor.
+local function forget(pgid)
+  local g = M.groups[pgid]
+  if not g then
+    return
+  end
+  M.groups[pgid] = nil
+  if g.sock and not g.sock:is_closing() then
+    g.sock:close()
+  end
+end
+
+--- True while group `pgid` is ours and has a running process other than
+--- its anchor (a zombie leader does not count).
+local function busy(pgid)
+  local g = M.groups[pgid]
+  if not (g and group_alive(pgid)) then
+    return false
+  end
+  return #without_anchor(g, members_of(pgid)) > 0
+end
+
+-- Groups whose leader was reaped are looked at again after a while, and
+-- then less and less often: a group left with only its anchor is
+-- forgotten (which ends the anchor); otherwise its members are recorded
+-- again while the anchor shows that the group is still the same.
+local watch_timer
+local WATCH_FIRST_MS, WATCH_MAX_MS = 200, 5000
+
+local function watch_groups()
+  local pgids = {}
+  for pgid, g in pairs(M.groups) do
+    if g.reaped then
+      pgids[pgid] = true
+    end
+  end
+  if next(pgids) == nil then
+    return false
+  end
+  local found = members_by_group(pgids)
+  for pgid in pairs(pgids) do
+    local g = M.groups[pgid]
+    -- The scan counts only if the anchor ran throughout it.
+    if g and anchored(g) then
+      local others = without_anchor(g, found[pgid])
+      if #others == 0 then
+        forget(pgid)
+      else
+        g.members = others
+      end
+    elseif g and not group_alive(pgid) then
+      forget(pgid)
+    end
+  end
+  for _, g in pairs(M.groups) do
+    if g.reaped then
+      return true
+    end
+  end
+  return false
+end
+
+--- (Re)starts looking at reaped groups, first soon. Safe in a libuv callback.
+local function watch_soon()
+  if not watch_timer then
+    watch_timer = uv.new_timer()
+  end
+  local delay = WATCH_FIRST_MS
+  local function tick()
+    local ok, more = pcall(watch_groups)
+    if ok and more then
+      delay = math.min(delay * 2, WATCH_MAX_MS)
+      watch_timer:start(delay, 0, tick)
+    end
+  end
+  watch_timer:stop()
+  watch_timer:start(delay, 0, tick)
 end
 
 --- The leader of group `pgid` was reaped: what is left of the group is
@@ -107,10 +224,13 @@ local function reaped(pgid)
     return
   end
   g.reaped = true
-  g.members = members_of(pgid)
+  g.members = without_anchor(g, members_of(pgid))
   if #g.members == 0 then
-    M.groups[pgid] = nil
+    -- Nothing left but the anchor, if that.
+    forget(pgid)
+    return
   end
+  watch_soon()
 end
 
 --- Signals group `pgid` if it is known to be ours.
@@ -118,6 +238,74 @@ local function signal(pgid, sig)
   if group_alive(pgid) then
     uv.kill(-pgid, sig)
   end
+end
+
+-- The anchor ---------------------------------------------------------------
+
+-- Every command runs through this: `sh -c WRAP sh argv...`. Its first line
+-- starts the anchor and tells its pid on fd 3 (a socket whose other end
+-- Neovim holds), then the shell becomes the command itself (same pid, so
+-- the leader, the exit status and the output are the command's). The
+-- anchor is started by a subshell that exits at once: it is no child of
+-- the command (a command that waits for all its children still ends). It
+-- ignores the signals a group is asked to stop with, writes nowhere, and
+-- waits for the end of the socket: Neovim closes it once the group is
+-- empty or killed, or by exiting (even when it crashes). While it runs,
+-- the group id cannot be given to another group, so the whole group can
+-- be signalled safely after its leader and the processes recorded with it
+-- are gone: a double-forked grandchild stays in the group and ends with it.
+local WRAP = "( ( trap '' HUP INT QUIT TERM; exec <&3 >/dev/null 2>&1 3>&-; read _ ) & echo $! >&3 ); exec \"$@\" 3>&-"
+
+--- Where the program `name` would be found (execvp's rules, with the
+--- command's own PATH and cwd), or nil: the wrapper cannot report a
+--- missing program the way a failed spawn does.
+local function find_program(name, env, cwd)
+  local function runnable(path)
+    local st = uv.fs_stat(path)
+    return st ~= nil and st.type ~= 'directory' and uv.fs_access(path, 'X') == true
+  end
+  if type(name) ~= 'string' or name == '' then
+    return nil
+  end
+  if name:find('/', 1, true) then
+    local path = name:sub(1, 1) == '/' and name or ((cwd or uv.cwd()) .. '/' .. name)
+    return runnable(path) and path or nil
+  end
+  for dir in ((env.PATH or '/usr/local/bin:/usr/bin:/bin') .. ':'):gmatch('([^:]*):') do
+    if dir == '' then
+      dir = cwd or uv.cwd()
+    elseif dir:sub(1, 1) ~= '/' then
+      dir = (cwd or uv.cwd()) .. '/' .. dir
+    end
+    if runnable(dir .. '/' .. name) then
+      return dir .. '/' .. name
+    end
+  end
+  return nil
+end
+
+--- Reads the anchor's pid from the socket of group `pgid`. Safe in a
+--- libuv callback.
+local function read_anchor(pgid, sock)
+  local got = ''
+  sock:read_start(function(_, data)
+    local g = M.groups[pgid]
+    if data and g and not g.anchor then
+      got = got .. data
+      local pid = tonumber(got:match('^(%d+)\n'))
+      local f = pid and stat_of(pid)
+      -- Still in the group: the anchor and no other process.
+      if f and tonumber(f[3]) == pgid then
+        g.anchor = { pid = pid, start = f[20] }
+      end
+    elseif not data then
+      -- The anchor ended (or never started): the socket is of no more use.
+      sock:read_stop()
+      if not sock:is_closing() then
+        sock:close()
+      end
+    end
+  end)
 end
 
 -- Environment ---------------------------------------------------------------
@@ -197,7 +385,7 @@ end
 local function prune()
   for pgid in pairs(M.groups) do
     if not group_alive(pgid) then
-      M.groups[pgid] = nil
+      forget(pgid)
     end
   end
 end
@@ -217,14 +405,18 @@ local function hook_exit()
 end
 
 --- SIGTERM to group `pgid`, SIGKILL after the grace period if any process
---- of it is left.
+--- of it is left; then the group is forgotten (its anchor ends).
 local function terminate(pgid)
   if not group_alive(pgid) then
+    forget(pgid)
     return
   end
   uv.kill(-pgid, 'sigterm')
   vim.defer_fn(function()
-    signal(pgid, 'sigkill')
+    if busy(pgid) then
+      signal(pgid, 'sigkill')
+    end
+    forget(pgid)
   end, config.options.terminal.kill_grace_ms)
 end
 
@@ -330,18 +522,15 @@ function M.start(ev)
     end
   end
 
-  local rest = {}
+  local env = M.env(p.env)
+  local program = find_program(argv[1], env, p.cwd)
+  -- `sh -c WRAP sh argv...` (see WRAP); a name that exec would take for
+  -- an option is given as the path found.
+  local rest = { '-c', WRAP, 'sh', (tostring(argv[1]):sub(1, 1) == '-') and program or argv[1] }
   for i = 2, #argv do
     rest[#rest + 1] = argv[i]
   end
-  local ok, h, spawned = pcall(uv.spawn, argv[1], {
-    args = rest,
-    env = env_list(M.env(p.env)),
-    cwd = p.cwd,
-    stdio = { nil, stdout, stderr },
-    -- A new session: the process leads its own group.
-    detached = true,
-  }, function(exit_code, sig)
+  local function on_exit(exit_code, sig)
     exited, code = true, job_code(exit_code, sig)
     reaped(pid)
     wake(false)
@@ -350,10 +539,23 @@ function M.start(ev)
       timer:close()
       wake(true)
     end)
-  end)
+  end
+  local sock = uv.new_pipe(false)
+  local ok, h, spawned = true, nil, 'ENOENT: no such file or directory'
+  if program then
+    ok, h, spawned = pcall(uv.spawn, '/bin/sh', {
+      args = rest,
+      env = env_list(env),
+      cwd = p.cwd,
+      -- fd 3: the anchor's socket.
+      stdio = { nil, stdout, stderr, sock },
+      -- A new session: the process leads its own group.
+      detached = true,
+    }, on_exit)
+  end
   handle, pid = ok and h or nil, spawned
   if not handle then
-    for _, pipe in ipairs(pipes) do
+    for _, pipe in ipairs({ stdout, stderr, sock }) do
       pipe:close()
     end
     local why = ok and tostring(spawned) or tostring(h)
@@ -364,7 +566,8 @@ function M.start(ev)
   end
   M.jobs[k] = { pid = pid, handle = handle, thread = thread, id = id }
   prune()
-  M.groups[pid] = { thread = thread, reaped = false, members = {} }
+  M.groups[pid] = { thread = thread, reaped = false, members = {}, sock = sock }
+  read_anchor(pid, sock)
   hook_exit()
   read_start()
   c.call_done(ev.call, { pid = pid })
@@ -402,12 +605,15 @@ function M.kill_all()
   local deadline = uv.hrtime() + 200 * 1e6
   while #live > 0 and uv.hrtime() < deadline do
     uv.sleep(10)
-    live = vim.tbl_filter(group_alive, live)
+    live = vim.tbl_filter(busy, live)
   end
   for _, pgid in ipairs(live) do
     signal(pgid, 'sigkill')
   end
-  M.groups = {}
+  -- Every anchor ends with its socket (they would at Neovim's exit too).
+  for pgid in pairs(M.groups) do
+    forget(pgid)
+  end
 end
 
 --- Live output for an open terminal buffer.
