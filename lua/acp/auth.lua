@@ -79,7 +79,16 @@ function M.sign_in(view, method)
     return M.terminal(view, method)
   elseif kind == 'env_var' then
     local vars = M.env_vars(method)
-    local where = type(method.link) == 'string' and (' (get it at ' .. method.link .. ')') or ''
+    local where = ''
+    if type(method.link) == 'string' then
+      -- The agent's link: one line, and its real host named when text
+      -- before `@` (`https://accounts.google.com@evil.example/`) dresses
+      -- it up as another site.
+      local esc = require('acp.escape')
+      local parts = esc.url(method.link)
+      local warn = parts and parts.userinfo and (', a page on ' .. esc.url_target(method.link)) or ''
+      where = (' (get it at %s%s)'):format(esc.line(method.link, 400), warn)
+    end
     notify(
       ('%s signs in with the environment variable %s%s: set it in agents.%s.env or in your shell, then :AcpNew'):format(
         view.agent,

@@ -833,10 +833,6 @@ function ChatView:mode_name()
   return require('acp.controls').mode_name(self)
 end
 
-local function escape(s)
-  return (tostring(s):gsub('%%', '%%%%'))
-end
-
 --- ` ACP  agent · state · [mode] · model · effort · usage · title`.
 function ChatView:_update_winbar()
   if not self:is_visible() then
@@ -850,17 +846,21 @@ function ChatView:_update_winbar()
     parts[2] = 'cancelling…'
   end
   local mode = controls.mode_name(self)
+  -- Names and the title come from the agent: each is one line, capped,
+  -- with `%` doubled (a `%{…}` would run when the bar is drawn).
+  local esc = require('acp.escape')
+  for i, p in ipairs(parts) do
+    parts[i] = esc.statusline(p, 60)
+  end
   if mode then
-    parts[#parts + 1] = '[' .. mode .. ']'
+    parts[#parts + 1] = '[' .. esc.statusline(mode, 60) .. ']'
   end
   local extra = { controls.model_name(self), controls.effort_name(self), controls.usage_text(self), self.info.title }
   for i = 1, 4 do
+  local max = { 60, 60, 60, esc.max }
     if extra[i] then
-      parts[#parts + 1] = extra[i]
+      parts[#parts + 1] = esc.statusline(extra[i], max[i])
     end
-  end
-  for i, p in ipairs(parts) do
-    parts[i] = escape(p)
   end
   vim.wo[self.win].winbar = '%#AcpTitle# ACP %* ' .. table.concat(parts, ' · ')
 end

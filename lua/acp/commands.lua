@@ -11,11 +11,14 @@ function M.items(view, base)
   local items = {}
   for _, c in ipairs(view.info.commands or {}) do
     if type(c) == 'table' and type(c.name) == 'string' and vim.startswith(c.name, base) then
-      local hint = type(c.input) == 'table' and c.input.hint or nil
+      -- Any JSON may stand where the protocol says string: shown as text
+      -- (a table here made every `/` typed raise an error).
+      local text = require('acp.text')
+      local hint = type(c.input) == 'table' and text.of(c.input.hint) or nil
       items[#items + 1] = {
         word = '/' .. c.name .. ' ',
         abbr = '/' .. c.name,
-        menu = c.description or '',
+        menu = text.line(c.description, ''),
         info = hint and ('input: ' .. hint) or nil,
       }
     end

@@ -548,13 +548,14 @@ function M.resolve_mention(view, token, caps)
     end
     return M.buffer_source_text(view, buf)
   end
-  local path = token
-  if path:sub(1, 1) == '~' then
-    path = vim.fn.expand(path)
-  elseif path:sub(1, 1) ~= '/' then
+  -- The token is text the agent may have chosen (a file it created, a
+  -- slash command it announced): only a leading `~/` is expanded, never
+  -- with expand(), which runs backtick commands; `$VAR` stays literal.
+  local path = require('acp.escape').home(token)
+  if path:sub(1, 1) ~= '/' then
     path = (view.root or vim.fn.getcwd()) .. '/' .. path
   end
-  path = vim.fs.normalize(path)
+  path = vim.fs.normalize(path, { expand_env = false })
   if not (loaded_buffer(path) or vim.uv.fs_stat(path)) then
     return nil
   end
@@ -720,7 +721,9 @@ function M.add_command(o)
     end
     item, err = M.capture_range(o.line1, o.line2, root)
   elseif o.args ~= '' then
-    local path = vim.fs.normalize(vim.fn.fnamemodify(vim.fn.expand(o.args), ':p'))
+    -- A completed file name can be any text (an agent's file): `%`, `#` and
+    -- `~` only, never expand() (backticks run commands).
+    local path = vim.fs.normalize(vim.fn.fnamemodify(require('acp.escape').arg_path(o.args), ':p'), { expand_env = false })
     local stat = vim.uv.fs_stat(path)
     if not stat then
       return notify(o.args .. ': no such file or directory')

@@ -88,12 +88,13 @@ function M.set_option(view, option, value)
 end
 
 local function format_choice(c)
-  local s = tostring(c.name)
-  if c.description then
-    s = s .. ': ' .. c.description
+  local of = require('acp.text').of
+  local s = of(c.name) or '?'
+  if c.description ~= nil and c.description ~= vim.NIL then
+    s = s .. ': ' .. of(c.description)
   end
-  if c.group then
-    s = s .. ' [' .. c.group .. ']'
+  if c.group ~= nil and c.group ~= vim.NIL then
+    s = s .. ' [' .. of(c.group) .. ']'
   end
   return s
 end
@@ -112,7 +113,7 @@ function M.choose_value(view, option, value)
       end
       return set(v)
     end
-    return vim.ui.select({ true, false }, {
+    return require('acp.escape').select({ true, false }, {
       prompt = option.name or option.id,
       format_item = function(v)
         return (v and 'on' or 'off') .. (v == option.currentValue and '  (current)' or '')
@@ -141,7 +142,7 @@ function M.choose_value(view, option, value)
       vim.log.levels.WARN
     )
   end
-  vim.ui.select(choices, {
+  require('acp.escape').select(choices, {
     prompt = option.name or option.id,
     format_item = function(c)
       return format_choice(c) .. (c.value == option.currentValue and '  (current)' or '')
@@ -170,10 +171,11 @@ function M.config(view, id, value)
     end, options)
     return notify(('unknown config option %q (options: %s)'):format(id, table.concat(ids, ', ')), vim.log.levels.WARN)
   end
-  vim.ui.select(options, {
+  require('acp.escape').select(options, {
     prompt = 'Config option',
     format_item = function(o)
-      return ('%s: %s'):format(o.name or o.id, M.current_label(o) or '?')
+      local of = require('acp.text').of
+      return ('%s: %s'):format(of(o.name) or of(o.id) or '?', M.current_label(o) or '?')
     end,
   }, function(o)
     if o then
@@ -220,10 +222,11 @@ function M.model(view, id)
     end, list)
     return notify(('unknown model %q (models: %s)'):format(id, table.concat(ids, ', ')), vim.log.levels.WARN)
   end
-  vim.ui.select(list, {
+  require('acp.escape').select(list, {
     prompt = 'model',
     format_item = function(m)
-      return (m.name or m.modelId) .. (m.description and (': ' .. m.description) or '')
+      local of = require('acp.text').of
+      return (of(m.name) or of(m.modelId) or '?') .. (m.description and (': ' .. (of(m.description) or '')) or '')
         .. (m.modelId == models.currentModelId and '  (current)' or '')
     end,
   }, function(m)

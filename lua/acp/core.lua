@@ -38,7 +38,7 @@ local function read_file(path)
 end
 
 local function absolute(path, base)
-  path = vim.fn.expand(path)
+  path = require('acp.escape').home(path)
   if path:sub(1, 1) ~= '/' then
     path = base .. '/' .. path
   end

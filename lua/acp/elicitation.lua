@@ -121,11 +121,15 @@ function M.lines(item)
     lines[#lines + 1] = '# ' .. l
   end
   if p.mode == 'url' then
-    local host = tostring(p.url):match('^%a[%w+.-]*://([^/?#]+)') or '?'
+    -- The real host: `https://accounts.google.com@evil.example/` is a page
+    -- on evil.example (the text before `@` is userinfo, which browsers skip).
+    local esc = require('acp.escape')
+    local parts = esc.url(p.url)
+    local host = parts and parts.host ~= '' and esc.line(parts.host) or '?'
     lines[#lines + 1] = '# Opens a page on ' .. host
     lines[#lines + 1] = '# <CR> open in your browser · <C-x> decline · <C-c> cancel'
     lines[#lines + 1] = 'host: ' .. host
-    lines[#lines + 1] = 'url: ' .. tostring(p.url)
+    lines[#lines + 1] = 'url: ' .. esc.line(p.url, 4000)
     return lines
   end
   local title = schema_of(item).title
@@ -138,6 +142,12 @@ function M.lines(item)
   end
   return lines
 end
+    if parts and parts.userinfo then
+      lines[#lines + 1] = ('# ⚠ NOT a page on %s: the text before "@" is no host; the page is on %s'):format(
+        esc.line(parts.userinfo, 80),
+        host
+      )
+    end
 
 --- The values typed in the float's buffer, by field key.
 function M.read(buf)

@@ -40,15 +40,23 @@ local function clean(s)
   return s
 end
 
---- `s` cleaned and cut to `max` display cells, "…" included when cut.
---- Multibyte text is cut between characters.
-local function fit(s, max)
-  local width = vim.fn.strdisplaywidth
+--- `s` cleaned and cut to `max` display cells, "…" included when cut
+--- (at the start when `keep_end`: a path keeps its file name). Multibyte
+--- text is cut between characters.
+local function fit(s, max, keep_end)
+  -- Not strdisplaywidth: it counts 'breakindent' and 'showbreak' of the
+  -- current window.
+  local width = vim.api.nvim_strwidth
   -- A display cell takes at most 4 bytes of a valid character: looking at
-  -- more of a 30 MB string is wasted work (a partial last character goes).
+  -- more of a 30 MB string is wasted work (a partial character goes).
   local cut = false
-  if #s > max * 4 + 8 then
-    s = s:sub(1, max * 4 + 8):gsub('[\192-\255][\128-\191]*$', '')
+  local limit = max * 4 + 8
+  if #s > limit then
+    if keep_end then
+      s = s:sub(-limit):gsub('^[\128-\191]+', '')
+    else
+      s = s:sub(1, limit):gsub('[\192-\255][\128-\191]*$', '')
+    end
     cut = true
   end
   s = clean(s)
@@ -59,8 +67,22 @@ local function fit(s, max)
   if room <= 0 then
     return max > 0 and ELLIPSIS or ''
   end
-  -- The most characters of `s` that fit in `room` cells.
-  local lo, hi = 0, vim.fn.strchars(s)
+  local n = vim.fn.strchars(s)
+  if keep_end then
+    -- The fewest leading characters to drop so that the rest fits.
+    local lo, hi = 0, n
+    while lo < hi do
+      local mid = math.floor((lo + hi) / 2)
+      if width(vim.fn.strcharpart(s, mid)) <= room then
+        hi = mid
+      else
+        lo = mid + 1
+      end
+    end
+    return ELLIPSIS .. vim.fn.strcharpart(s, lo)
+  end
+  -- The most characters that fit in `room` cells.
+  local lo, hi = 0, n
   while lo < hi do
     local mid = math.floor((lo + hi + 1) / 2)
     if width(vim.fn.strcharpart(s, 0, mid)) <= room then
@@ -74,15 +96,17 @@ end
 
 --- `s` (any value) as one display line of at most `max` cells (default
 --- `M.max`): for picker rows, prompts, float titles and notifications.
-function M.line(s, max)
-  return fit(str(s), max or M.max)
+--- `keep_end` cuts the start instead (paths).
+function M.line(s, max, keep_end)
+  return fit(str(s), max or M.max, keep_end)
 end
 
 --- `s` (any value) for a 'statusline'-like option ('winbar', 'tabline',
 --- 'titlestring', or a value a statusline shows): one line of at most
---- `max` cells (default `M.max`) with every `%` doubled.
-function M.statusline(s, max)
-  return (M.line(s, max):gsub('%%', '%%%%'))
+--- `max` cells (default `M.max`) with every `%` doubled. `keep_end` cuts
+--- the start instead (paths).
+function M.statusline(s, max, keep_end)
+  return (M.line(s, max, keep_end):gsub('%%', '%%%%'))
 end
 
 --- `path` for an Ex command line (`:edit`, `:split`…): every character the

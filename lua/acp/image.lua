@@ -83,7 +83,8 @@ function M.attach_file(path)
   if not path or vim.trim(path) == '' then
     return notify(':AcpImage needs the path of a PNG, JPEG, GIF or WebP file')
   end
-  local full = vim.fs.normalize(vim.fn.fnamemodify(vim.fn.expand(path), ':p'))
+  -- Literal but for `%`, `#` and `~` (expand() would run backticks).
+  local full = vim.fs.normalize(vim.fn.fnamemodify(require('acp.escape').arg_path(path), ':p'), { expand_env = false })
   local stat = vim.uv.fs_stat(full)
   if not stat or stat.type ~= 'file' then
     return notify(path .. ': no such file')

@@ -181,7 +181,8 @@ local function agent_spec(name)
   local o = config.options
   local roots = {}
   for _, r in ipairs(o.roots) do
-    roots[#roots + 1] = (vim.fn.fnamemodify(vim.fn.expand(r), ':p'):gsub('(.)/$', '%1'))
+    -- `~` and `$VAR` (vim.fs.normalize), never expand(): no backticks run.
+    roots[#roots + 1] = (vim.fn.fnamemodify(vim.fs.normalize(r), ':p'):gsub('(.)/$', '%1'))
   end
   return {
     name = name,
@@ -235,7 +236,7 @@ function M.open(agent, opts)
   end
   if M.root_too_wide(spec.cwd) and not M.wide_roots_allowed[spec.cwd] then
     local yes = ('Open the chat in %s (the agent may read and change everything under it)'):format(spec.cwd)
-    vim.ui.select({ yes, 'Cancel' }, {
+    require('acp.escape').select({ yes, 'Cancel' }, {
       prompt = ('acp.nvim: no project found; the root would be %s'):format(spec.cwd),
     }, function(choice)
       if choice == yes then
@@ -302,18 +303,28 @@ end
 ---@return acp.Status
 local function status_of(view)
   local controls = require('acp.controls')
+  -- Statusline-safe: the strings come from the agent and end up in
+  -- statuslines (one line, capped, `%` doubled).
+  local esc = require('acp.escape')
+  local function safe(v, max)
+    return v ~= nil and v ~= vim.NIL and esc.statusline(v, max) or nil
+  end
+  local usage = controls.usage(view)
+  if usage.cost then
+    usage.cost.currency = esc.statusline(usage.cost.currency, 12)
+  end
   return {
-    agent = view.agent,
-    agent_name = view.agent_name,
+    agent = safe(view.agent, 60),
+    agent_name = safe(view.agent_name, 60),
     thread = view.thread,
     tab = view.tab,
     state = view.state,
-    session_id = view.info.session,
-    title = view.info.title,
-    mode = controls.mode_name(view),
-    model = controls.model_name(view),
-    effort = controls.effort_name(view),
-    usage = controls.usage(view),
+    session_id = safe(view.info.session, 80),
+    title = safe(view.info.title),
+    mode = safe(controls.mode_name(view), 60),
+    model = safe(controls.model_name(view), 60),
+    effort = safe(controls.effort_name(view), 60),
+    usage = usage,
     turns = view.turns_ended,
     queued = #view.queue,
   }
@@ -617,10 +628,11 @@ local function choose_from_agent(what, items, id, apply, view, core)
     )
     return
   end
-  vim.ui.select(items, {
+  require('acp.escape').select(items, {
     prompt = what[1],
     format_item = function(it)
-      return (it.name or it.id) .. (it.description and (': ' .. it.description) or '')
+      local of = require('acp.text').of
+      return (of(it.name) or of(it.id) or '?') .. (it.description and (': ' .. (of(it.description) or '')) or '')
     end,
   }, function(it)
     if it then

@@ -118,7 +118,7 @@ function M.list()
 end
 
 local function label(view, current)
-  local title = view.info.title and (' · ' .. view.info.title) or ''
+  local title = view.info.title and (' · ' .. require('acp.escape').line(view.info.title, 120)) or ''
   return ('%d: %s%s · %s%s'):format(view.thread, view.agent, title, view.state, view == current and ' (this tab)' or '')
 end
 
@@ -159,7 +159,7 @@ function M.pick(id)
     vim.notify('acp.nvim: no chat yet (:AcpChat opens one)')
     return
   end
-  vim.ui.select(list, {
+  require('acp.escape').select(list, {
     prompt = 'Chats',
     format_item = function(view)
       return label(view, current)
@@ -227,7 +227,9 @@ function M.tabline()
   local current = api.nvim_get_current_tabpage()
   for i, tab in ipairs(api.nvim_list_tabpages()) do
     local hl = tab == current and '%#TabLineSel#' or '%#TabLine#'
-    local label = M.tab_label(tab):gsub('%%', '%%%%')
+    -- Buffer names and titles can be the agent's: one line, capped, `%`
+    -- doubled (a `%{…}` would run when the tabline is drawn).
+    local label = require('acp.escape').statusline(M.tab_label(tab), 60)
     parts[#parts + 1] = ('%s%%%dT %s '):format(hl, i, label)
   end
   return table.concat(parts) .. '%#TabLineFill#%T'

@@ -28,7 +28,8 @@ M.views = {}
 function M.roots(view)
   local out = { view.root }
   for _, r in ipairs(require('acp.config').options.roots or {}) do
-    local dir = vim.fs.normalize(vim.fn.fnamemodify(vim.fn.expand(r), ':p'))
+    -- `~` and `$VAR` (vim.fs.normalize), never expand(): no backticks run.
+    local dir = vim.fs.normalize(vim.fn.fnamemodify(vim.fs.normalize(r), ':p'))
     if dir ~= view.root then
       out[#out + 1] = dir
     end

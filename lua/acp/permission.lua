@@ -544,7 +544,7 @@ end
 local function answer_from_list(item)
   local opts = options_of(item)
   local title = text.line(tool_of(item).title) or text.line(tool_of(item).toolCallId, 'tool call')
-  vim.ui.select(opts, {
+  require('acp.escape').select(opts, {
     prompt = ('%s asks for permission: %s'):format(agent_name(item), title),
     format_item = function(o)
       return text.line(o.name) or text.line(o.optionId, '?')

@@ -165,7 +165,7 @@ function M.command(view, args)
   for i = 1, #view.queue do
     idx[i] = i
   end
-  vim.ui.select(idx, {
+  require('acp.escape').select(idx, {
     prompt = 'Queued message',
     format_item = function(i)
       return ('%d: %s'):format(i, first_line(view.queue[i].text))
@@ -174,7 +174,7 @@ function M.command(view, args)
     if not i then
       return
     end
-    vim.ui.select({ 'edit', 'drop' }, { prompt = 'Queued message ' .. i }, function(action)
+    require('acp.escape').select({ 'edit', 'drop' }, { prompt = 'Queued message ' .. i }, function(action)
       if action then
         M[action](view, i)
       end

@@ -6,7 +6,8 @@ local api = vim.api
 local M = {}
 
 local function title(view)
-  return 'ACP: ' .. (view.info.title or (view.agent .. ' chat ' .. view.thread))
+  -- The quickfix window's statusline shows it: one line, capped.
+  return 'ACP: ' .. require('acp.escape').line(view.info.title or (view.agent .. ' chat ' .. view.thread))
 end
 
 --- The list's number in the quickfix stack, or nil if it fell off.

@@ -64,7 +64,9 @@ function M.open_diff(path, old_text, new_text, opts)
     map(b, ']h', ']c', 'Next hunk')
     map(b, '[h', '[c', 'Previous hunk')
   end
-  vim.wo.winbar = ('%%#AcpTitle# Review %%* %s · ]c/[c hunks · q close%s'):format(path, opts.hint or '')
+  -- The path is the agent's: escaped, or a `%{…}` in it would run.
+  local esc = require('acp.escape')
+  vim.wo.winbar = ('%%#AcpTitle# Review %%* %s · ]c/[c hunks · q close%s'):format(esc.statusline(path, nil, true), esc.statusline(opts.hint or ''))
   first_hunk()
   return tab, left, right
 end
@@ -275,7 +277,7 @@ function M.show_file(state, idx)
   vim.wo[left_win].winbar = ('%%#AcpTitle# Review %d/%d %%* %s · ]c/[c hunks · r revert / k keep hunk · R revert file · A accept all · ]f/[f files · q'):format(
     idx,
     #state.files,
-    f.new_file and (f.path .. ' (new)') or f.unknown and (f.path .. ' (before unknown)') or f.path
+    require('acp.escape').statusline(f.new_file and (f.path .. ' (new)') or f.unknown and (f.path .. ' (before unknown)') or f.path, nil, true)
   )
   first_hunk()
   return left, file_buf

@@ -69,7 +69,10 @@ function M.format(view, s)
   local time = type(s.updatedAt) == 'string' and s.updatedAt:gsub('T', ' '):gsub('%.%d+', ''):gsub('Z$', '') or ''
   local cwd = type(s.cwd) == 'string' and vim.fn.fnamemodify(s.cwd, ':~') or ''
   local here = s.sessionId == view.info.session and ' (this chat)' or ''
-  return ('%s%s  %s  %s'):format(title or s.sessionId, here, time, cwd)
+  -- The agent's text: one line (a title with newlines would show as
+  -- several rows of the list), capped so that time and folder stay visible.
+  local esc = require('acp.escape')
+  return ('%s%s  %s  %s'):format(esc.line(title or s.sessionId, 120), here, esc.line(time, 40), esc.line(cwd, 120))
 end
 
 --- Opens `session_id` in the chat (a fresh transcript for its history).
@@ -81,7 +84,7 @@ function M.open(view, session_id)
 end
 
 local function confirm(prompt, yes)
-  vim.ui.select({ 'No', 'Yes' }, { prompt = prompt }, function(choice)
+  require('acp.escape').select({ 'No', 'Yes' }, { prompt = prompt }, function(choice)
     if choice == 'Yes' then
       yes()
     end
@@ -91,7 +94,7 @@ end
 --- Closes or deletes a listed session (after the user confirmed).
 function M.act(view, s, action)
   local method = 'session/' .. action
-  local label = s.title or s.sessionId
+  local label = require('acp.escape').line(s.title or s.sessionId, 120)
   confirm(('%s session %q?'):format(action == 'close' and 'Close' or 'Delete', label), function()
     require('acp.controls').request(view, method, { sessionId = s.sessionId }, function(ev)
       if ev.error then
@@ -120,7 +123,7 @@ function M.pick(view)
     if #sessions == 0 then
       return notify(('%s has no sessions for %s'):format(view.agent, view.root))
     end
-    vim.ui.select(sessions, {
+    require('acp.escape').select(sessions, {
       prompt = 'Session',
       format_item = function(s)
         return M.format(view, s)
@@ -144,7 +147,7 @@ function M.pick(view)
       elseif #actions == 0 then
         return notify(('%s cannot open sessions'):format(view.agent), vim.log.levels.WARN)
       end
-      vim.ui.select(actions, { prompt = M.format(view, s) }, function(action)
+      require('acp.escape').select(actions, { prompt = M.format(view, s) }, function(action)
         if action == 'resume' then
           M.open(view, s.sessionId)
         elseif action then

@@ -722,7 +722,9 @@ function M.complete(lead)
 end
 
 local function find_conflict(arg)
-  local want = arg ~= '' and (uv.fs_realpath(vim.fn.fnamemodify(vim.fn.expand(arg), ':p')) or arg) or nil
+  -- The completion offers the agent's paths: literal but for `%`, `#`
+  -- and `~` (expand() would run backticks).
+  local want = arg ~= '' and (uv.fs_realpath(vim.fn.fnamemodify(require('acp.escape').arg_path(arg), ':p')) or arg) or nil
   local found
   for buf, c in pairs(M.conflicts) do
     if api.nvim_buf_is_valid(buf) and not c.large and (not want or c.path == want) then

@@ -63,7 +63,8 @@ function M.save(view, core, path)
     vim.notify('acp.nvim: :AcpTraceSave needs a file name', vim.log.levels.WARN)
     return nil
   end
-  path = vim.fn.fnamemodify(vim.fn.expand(path), ':p')
+  -- Literal but for `%`, `#` and `~` (expand() would run backticks).
+  path = vim.fn.fnamemodify(require('acp.escape').arg_path(path), ':p')
   local ok, n = pcall(core.trace_save, view.thread, path)
   if not ok then
     vim.notify('acp.nvim: ' .. tostring(n):gsub('^runtime error: ', ''), vim.log.levels.ERROR)
