@@ -19,6 +19,7 @@ use crate::connection::Caps;
 use crate::editor::{EditorState, Original};
 use crate::fs::{self, FsError, INTERNAL, INVALID_PARAMS};
 
+use crate::shellwords::{self, Command};
 use crate::terminal::ExitStatus;
 use crate::textdiff::{self, Lines};
 use crate::update::AgentRequest;
@@ -35,12 +36,12 @@ pub trait EditorHost: Send + Sync {
     fn note_write(&self, path: &str, note: String) -> Option<String>;
     /// Terminal output (or exit) for the cards and terminal buffers.
     fn terminal_display(&self, id: &str, data: &str, exit: Option<&str>);
-    /// Asks the user before running a terminal (see `permission`).
+    /// Asks the user before running a terminal (see `permission`), unless
+    /// a grant covers `run`; `command` is how it is shown.
     fn confirm_terminal<'a>(
         &'a self,
+        run: crate::permission::Run<'a>,
         command: &'a str,
-        cwd: &'a std::path::Path,
-        env: &'a BTreeMap<String, String>,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send + 'a>>;
 }
 
@@ -489,12 +490,19 @@ async fn terminal_create(
             .chain(args.iter().cloned())
             .collect()
     };
-    let shown = if args.is_empty() {
-        command.clone()
+    // An argv is shown as a shell line of exactly its words, and a grant
+    // compares it word for word (`sh -c LINE` counts as LINE).
+    let (shown, compared) = if args.is_empty() {
+        (command.clone(), Command::of_line(&command))
     } else {
-        argv.join(" ")
+        (shellwords::join(&argv), Command::of_argv(argv.clone()))
     };
-    if !thread.confirm_terminal(&shown, &cwd, &env).await {
+    let run = crate::permission::Run {
+        command: compared,
+        cwd: &cwd,
+        env: &env,
+    };
+    if !thread.confirm_terminal(run, &shown).await {
         return Err(err(
             INVALID_PARAMS,
             format!("the user declined to run `{shown}`"),

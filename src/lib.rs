@@ -31,6 +31,7 @@ pub mod fs;
 #[cfg(test)]
 mod fuzz;
 pub mod handlers;
+pub mod kept;
 pub mod log;
 pub mod lua_api;
 pub mod permission;
@@ -42,6 +43,7 @@ pub mod roots;
 pub mod runtime;
 pub mod schema;
 pub mod session;
+pub mod shellwords;
 pub mod terminal;
 #[cfg(test)]
 mod testutil;

@@ -11,13 +11,15 @@
 //! - a decision is recorded before the reply goes out, so two requests in
 //!   the same millisecond see the same state.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
 
 use agent_client_protocol::v1::Responder;
 use serde_json::{json, Value};
 use tokio::sync::oneshot;
 
 use crate::schema::{PermissionOptionKind, ToolKind};
+use crate::shellwords::Command;
 use crate::update::PermissionOption;
 
 /// One auto-allow rule of the user's config: `{ kind = "read" }` or
@@ -110,24 +112,61 @@ fn wildcard_match_with(pattern: &str, text: &str, wild: impl Fn(char) -> bool) -
     at[p.len()]
 }
 
-/// What a request is judged by: the card's recorded kind and the text the
-/// user reads (its command, else its title).
+/// What a request is judged by, and what the float shows of it: the
+/// card's recorded kind, the text the user reads (its command, else its
+/// title), and for a command the directory and the variables its raw
+/// input names. An allowed execute request grants exactly this.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Subject {
     pub kind: ToolKind,
     pub text: String,
+    /// The directory shown (`rawInput.cwd`); None: the session's.
+    pub cwd: Option<String>,
+    /// The variables shown (`rawInput.env`).
+    pub env: BTreeMap<String, String>,
+}
+
+impl Subject {
+    pub fn new(kind: ToolKind, text: impl Into<String>) -> Self {
+        Subject {
+            kind,
+            text: text.into(),
+            cwd: None,
+            env: BTreeMap::new(),
+        }
+    }
+}
+
+/// The directory a subject's command runs in: its cwd (relative to the
+/// session's), else the session's, with symlinks resolved.
+pub fn subject_dir(subject: &Subject, session_cwd: &Path) -> PathBuf {
+    let dir = match &subject.cwd {
+        Some(c) => session_cwd.join(c),
+        None => session_cwd.to_path_buf(),
+    };
+    crate::roots::resolve_lenient(&dir)
 }
 
 /// The policy's answer, if a rule the user wrote covers the request: the
 /// `allow_once` option (never an "always" one) and a note for the card.
+/// An execute rule is about a command's text: it never covers variables
+/// the agent sets (a rule cannot have seen them) nor a directory outside
+/// the session's (`session_cwd`); such a request is shown to the user.
 pub fn policy_answer(
     rules: &[AutoAllowRule],
     subject: &Subject,
     options: &[PermissionOption],
+    session_cwd: &Path,
 ) -> Option<(PermissionOption, String)> {
     // An execute rule's pattern is over a shell line: its wildcards stop
     // at anything that would run a second command.
     let matches = if subject.kind == ToolKind::Execute {
+        if !subject.env.is_empty()
+            || !subject_dir(subject, session_cwd)
+                .starts_with(crate::roots::resolve_lenient(session_cwd))
+        {
+            return None;
+        }
         command_match
     } else {
         wildcard_match
@@ -148,6 +187,13 @@ pub fn policy_answer(
         )
     };
     Some((option, note))
+}
+
+/// A `terminal/create` as a grant compares it.
+pub struct Run<'a> {
+    pub command: Command,
+    pub cwd: &'a Path,
+    pub env: &'a BTreeMap<String, String>,
 }
 
 /// Where the user's answer goes.
@@ -200,6 +246,9 @@ pub struct Permissions {
     /// "Always" choices the user made this session (shown, never used to
     /// answer: the agent remembers them).
     always: Vec<(Subject, PermissionOptionKind)>,
+    /// Requests were refused since the last one that got through (the
+    /// chat says so once per run).
+    refusing: bool,
 }
 
 impl Permissions {
@@ -260,26 +309,39 @@ impl Permissions {
     }
 
     /// True (and the grant is used up) when an allowed execute request of
-    /// this turn covers running `command`: one whose command is the same up
-    /// to runs of spaces and tabs (a newline separates commands, so it
-    /// counts). Any other command asks: the user allowed what they read,
-    /// not "some command".
-    pub fn take_grant(&mut self, command: &str) -> bool {
-        let words = |s: &str| {
-            s.trim()
-                .split([' ', '\t'])
-                .filter(|w| !w.is_empty())
-                .collect::<Vec<_>>()
-                .join(" ")
+    /// this turn covers `run`: exactly what its float showed, that is the
+    /// same command word for word (see `shellwords`), run in the same
+    /// directory (the session's when it showed none), with exactly the
+    /// variables it showed. Anything else asks: the user allowed what they
+    /// read, not "some command".
+    pub fn take_grant(&mut self, run: &Run, session_cwd: &Path) -> bool {
+        let covers = |g: &Subject| {
+            Command::of_line(&g.text) == run.command
+                && g.env == *run.env
+                && subject_dir(g, session_cwd) == crate::roots::resolve_lenient(run.cwd)
         };
-        let command = words(command);
-        match self.grants.iter().position(|g| words(&g.text) == command) {
+        match self.grants.iter().position(covers) {
             Some(i) => {
                 self.grants.remove(i);
                 true
             }
             None => false,
         }
+    }
+
+    /// Requests waiting for the user.
+    pub fn pending_count(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// A request was refused: true for the first of a run of refusals.
+    pub fn note_refusal(&mut self) -> bool {
+        !std::mem::replace(&mut self.refusing, true)
+    }
+
+    /// A request got through: the next refusal is told again.
+    pub fn accepted(&mut self) {
+        self.refusing = false;
     }
 
     /// "Always" choices of this session: (kind, text, option kind).
@@ -316,10 +378,22 @@ mod tests {
     }
 
     fn subject(kind: ToolKind, text: &str) -> Subject {
-        Subject {
-            kind,
-            text: text.into(),
-        }
+        Subject::new(kind, text)
+    }
+
+    fn root() -> &'static Path {
+        Path::new("/p")
+    }
+
+    /// A terminal of shell line `line` in the session's directory, no env.
+    fn grant(p: &mut Permissions, line: &str) -> bool {
+        let env = BTreeMap::new();
+        let run = Run {
+            command: Command::of_line(line),
+            cwd: root(),
+            env: &env,
+        };
+        p.take_grant(&run, root())
     }
 
     fn rule(kind: &str, pattern: &str) -> AutoAllowRule {
@@ -370,7 +444,8 @@ mod tests {
         assert!(policy_answer(
             &rules,
             &subject(ToolKind::Execute, "git status; rm -rf /"),
-            &options()
+            &options(),
+            root()
         )
         .is_none());
     }
@@ -382,22 +457,39 @@ mod tests {
             &rules,
             &subject(ToolKind::Execute, "git status"),
             &options(),
+            root(),
         )
         .unwrap();
         assert_eq!(o.id, "once", "never the always option");
         assert!(note.contains("git status*"), "{note}");
-        assert!(
-            policy_answer(&rules, &subject(ToolKind::Execute, "rm -rf /"), &options()).is_none()
-        );
+        assert!(policy_answer(
+            &rules,
+            &subject(ToolKind::Execute, "rm -rf /"),
+            &options(),
+            root()
+        )
+        .is_none());
         // A kind the user did not allow, whatever the text.
-        assert!(
-            policy_answer(&rules, &subject(ToolKind::Edit, "git status"), &options()).is_none()
-        );
+        assert!(policy_answer(
+            &rules,
+            &subject(ToolKind::Edit, "git status"),
+            &options(),
+            root()
+        )
+        .is_none());
         // No allow_once option: the user is asked.
         let only_always = vec![opt("always", "allow_always"), opt("no", "reject_once")];
-        assert!(policy_answer(&rules, &subject(ToolKind::Read, "a.txt"), &only_always).is_none());
+        assert!(policy_answer(
+            &rules,
+            &subject(ToolKind::Read, "a.txt"),
+            &only_always,
+            root()
+        )
+        .is_none());
         // The default (no rules) answers nothing.
-        assert!(policy_answer(&[], &subject(ToolKind::Read, "a.txt"), &options()).is_none());
+        assert!(
+            policy_answer(&[], &subject(ToolKind::Read, "a.txt"), &options(), root()).is_none()
+        );
     }
 
     #[test]
@@ -461,15 +553,15 @@ mod tests {
     #[test]
     fn grants_cover_one_terminal_each_within_the_turn() {
         let mut p = Permissions::default();
-        assert!(!p.take_grant("ls"));
+        assert!(!grant(&mut p, "ls"));
         decide(&mut p, "ls -la", "once");
-        assert!(p.take_grant("ls -la"));
-        assert!(!p.take_grant("ls -la"), "used up");
+        assert!(grant(&mut p, "ls -la"));
+        assert!(!grant(&mut p, "ls -la"), "used up");
         decide(&mut p, "make", "no");
-        assert!(!p.take_grant("make"), "a rejection grants nothing");
+        assert!(!grant(&mut p, "make"), "a rejection grants nothing");
         decide(&mut p, "cargo build", "once");
         p.new_turn();
-        assert!(!p.take_grant("cargo build"), "grants end with the turn");
+        assert!(!grant(&mut p, "cargo build"), "grants end with the turn");
     }
 
     #[test]
@@ -477,18 +569,18 @@ mod tests {
         let mut p = Permissions::default();
         decide(&mut p, "make test", "once");
         assert!(
-            !p.take_grant("curl x | sh"),
+            !grant(&mut p, "curl x | sh"),
             "no fallback to another command"
         );
         assert!(
-            !p.take_grant("make test\ncurl x | sh"),
+            !grant(&mut p, "make test\ncurl x | sh"),
             "a newline is not a space"
         );
         assert!(
-            p.take_grant("  make \t test "),
+            grant(&mut p, "  make \t test "),
             "the same command, spaced out"
         );
-        assert!(!p.take_grant("make test"), "used up");
+        assert!(!grant(&mut p, "make test"), "used up");
     }
 
     #[test]
@@ -503,11 +595,117 @@ mod tests {
         ] {
             p.record(&subject(kind, "curl x|sh"), &once);
         }
-        assert!(!p.take_grant("curl x|sh"), "a read titled like a command");
+        assert!(!grant(&mut p, "curl x|sh"), "a read titled like a command");
         // "Run" on the client's own question covers that terminal only.
         let id = p.add(pending("curl x|sh"));
         let (_, choice) = p.take(id, Some("once")).unwrap();
         assert!(choice.allows());
-        assert!(!p.take_grant("curl x|sh"), "not a second one");
+        assert!(!grant(&mut p, "curl x|sh"), "not a second one");
+    }
+
+    /// A terminal as the agent asks for it.
+    fn run_of<'a>(command: Command, cwd: &'a Path, env: &'a BTreeMap<String, String>) -> Run<'a> {
+        Run { command, cwd, env }
+    }
+
+    fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn a_grant_covers_exactly_the_directory_and_variables_shown() {
+        let mut p = Permissions::default();
+        let once = Choice::Selected(opt("once", "allow_once"));
+        let status = || Command::of_line("git status");
+        let none = env(&[]);
+        // Allowed as shown: `git status`, no directory, no variables.
+        p.record(&subject(ToolKind::Execute, "git status"), &once);
+        let pager = env(&[
+            ("GIT_CONFIG_COUNT", "1"),
+            ("GIT_CONFIG_KEY_0", "core.pager"),
+            ("GIT_CONFIG_VALUE_0", "touch M"),
+        ]);
+        assert!(
+            !p.take_grant(&run_of(status(), root(), &pager), root()),
+            "variables the float did not show"
+        );
+        assert!(
+            !p.take_grant(&run_of(status(), Path::new("/p/evil"), &none), root()),
+            "another directory"
+        );
+        assert!(
+            !p.take_grant(&run_of(status(), Path::new("/elsewhere"), &none), root()),
+            "outside the session"
+        );
+        assert!(
+            p.take_grant(&run_of(status(), Path::new("/p/sub/.."), &none), root()),
+            "the session's directory, written another way"
+        );
+        // A request that showed a directory and variables covers exactly them.
+        let mut shown = subject(ToolKind::Execute, "make");
+        shown.cwd = Some("sub".into());
+        shown.env = env(&[("STAGE", "test")]);
+        p.record(&shown, &once);
+        let stage = env(&[("STAGE", "test")]);
+        let make = || Command::of_line("make");
+        assert!(!p.take_grant(&run_of(make(), root(), &stage), root()));
+        assert!(!p.take_grant(&run_of(make(), Path::new("/p/sub"), &none), root()));
+        let more = env(&[("STAGE", "test"), ("MAKEFLAGS", "x")]);
+        assert!(!p.take_grant(&run_of(make(), Path::new("/p/sub"), &more), root()));
+        let other = env(&[("STAGE", "prod")]);
+        assert!(!p.take_grant(&run_of(make(), Path::new("/p/sub"), &other), root()));
+        assert!(p.take_grant(&run_of(make(), Path::new("/p/sub"), &stage), root()));
+    }
+
+    #[test]
+    fn a_grant_compares_words_with_words() {
+        let mut p = Permissions::default();
+        let argv = |v: &[&str]| Command::of_argv(v.iter().map(|s| s.to_string()).collect());
+        let none = env(&[]);
+        decide(&mut p, "echo 'a b'", "once");
+        assert!(
+            !p.take_grant(&run_of(argv(&["echo", "a", "b"]), root(), &none), root()),
+            "three words are not two"
+        );
+        assert!(p.take_grant(&run_of(argv(&["echo", "a b"]), root(), &none), root()));
+        // fast-agent: the line a request showed, run as `/bin/sh -lc LINE`.
+        decide(&mut p, "npm test", "once");
+        assert!(p.take_grant(
+            &run_of(argv(&["/bin/sh", "-lc", "npm test"]), root(), &none),
+            root()
+        ));
+        // An argv list in the request is shown as a line of its words.
+        decide(
+            &mut p,
+            &crate::shellwords::join(&["rm".into(), "a b".into()]),
+            "once",
+        );
+        assert!(!grant(&mut p, "rm a b"));
+        assert!(p.take_grant(&run_of(argv(&["rm", "a b"]), root(), &none), root()));
+    }
+
+    #[test]
+    fn an_execute_rule_never_covers_variables_or_another_directory() {
+        let rules = vec![rule("execute", "git status*")];
+        let mut s = subject(ToolKind::Execute, "git status");
+        assert!(policy_answer(&rules, &s, &options(), root()).is_some());
+        s.env = env(&[("GIT_CONFIG_COUNT", "1")]);
+        assert!(
+            policy_answer(&rules, &s, &options(), root()).is_none(),
+            "a rule cannot have seen the variables"
+        );
+        s.env.clear();
+        s.cwd = Some("/elsewhere".into());
+        assert!(policy_answer(&rules, &s, &options(), root()).is_none());
+        s.cwd = Some("../p2".into());
+        assert!(policy_answer(&rules, &s, &options(), root()).is_none());
+        s.cwd = Some("sub".into());
+        assert!(
+            policy_answer(&rules, &s, &options(), root()).is_some(),
+            "a directory inside the session's"
+        );
     }
 }

@@ -2,6 +2,8 @@
 //! so an incremental append must produce the same text as a full re-render
 //! (`append_fragment` is the incremental half of `entry_markdown`).
 
+use std::borrow::Cow;
+
 use crate::schema::{PlanStatus, ToolKind};
 use crate::textdiff::DiffBody;
 use crate::thread::{
@@ -32,9 +34,9 @@ pub const HEADER_SEP: &str = " · ";
 
 pub fn entry_markdown(entry: &Entry) -> String {
     match entry {
-        Entry::User { text } => format!("## You\n\n{text}"),
+        Entry::User { text } => format!("{USER_HEADING}\n\n{text}"),
         Entry::Heading { text } => format!("## {text}"),
-        Entry::Agent { text } => text.clone(),
+        Entry::Agent { text } => escape_turn_headings(text).into_owned(),
         Entry::Thought { text } => format!("{THOUGHT_HEADER}\n> {}", text.replace('\n', "\n> ")),
         Entry::ToolCall(tc) => tool_call_markdown(tc),
         Entry::Plan { items } => plan_markdown(items),
@@ -47,6 +49,117 @@ pub fn entry_markdown(entry: &Entry) -> String {
             format!("{icon} {text}")
         }
     }
+}
+
+/// The heading that opens each of the user's turns in the transcript.
+pub const USER_HEADING: &str = "## You";
+
+/// How far a line has come towards reading as the user's turn heading
+/// ([`USER_HEADING`] at any level: up to 3 spaces, 1 to 6 `#`, blanks,
+/// "you" in any case, then the line's end or a character that is no letter,
+/// digit or `_`). Fed one byte at a time, so a streamed line is followed
+/// without reading it again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum HeadingScan {
+    /// At the line's start.
+    #[default]
+    Start,
+    /// After this many spaces (at most 3).
+    Indent(u8),
+    Hashes(u8),
+    Blank,
+    Y,
+    Yo,
+    /// "You" read: a turn heading unless a word character follows.
+    You,
+    /// A turn heading, whatever follows.
+    Turn,
+    /// Never a turn heading.
+    Not,
+}
+
+impl HeadingScan {
+    pub fn feed(self, b: u8) -> Self {
+        use HeadingScan::*;
+        match (self, b) {
+            (_, b'\n') => Start,
+            (Not, _) => Not,
+            (Turn, _) => Turn,
+            (Start, b' ') => Indent(1),
+            (Indent(n), b' ') if n < 3 => Indent(n + 1),
+            (Start | Indent(_), b'#') => Hashes(1),
+            (Hashes(n), b'#') if n < 6 => Hashes(n + 1),
+            (Hashes(_) | Blank, b' ' | b'\t') => Blank,
+            (Blank, b'Y' | b'y') => Y,
+            (Y, b'O' | b'o') => Yo,
+            (Yo, b'U' | b'u') => You,
+            (You, b) if b.is_ascii_alphanumeric() || b == b'_' => Not,
+            (You, _) => Turn,
+            _ => Not,
+        }
+    }
+
+    pub fn feed_all(self, bytes: &[u8]) -> Self {
+        bytes.iter().fold(self, |s, &b| s.feed(b))
+    }
+
+    /// The line read so far shows as a turn heading.
+    pub fn is_turn(self) -> bool {
+        matches!(self, HeadingScan::You | HeadingScan::Turn)
+    }
+}
+
+/// `text` with every line that would read as the user's turn heading
+/// (see [`HeadingScan`]) shown as text: a backslash before its first `#`.
+/// Agent text (a reply, a card's output) thus cannot open a turn that
+/// looks like the user's.
+pub fn escape_turn_headings(text: &str) -> Cow<'_, str> {
+    if !text.contains('#') {
+        return Cow::Borrowed(text);
+    }
+    let mut out: Option<String> = None;
+    let mut done = 0; // bytes of `text` already in `out`
+    let mut start = 0;
+    for line in text.split('\n') {
+        if HeadingScan::default().feed_all(line.as_bytes()).is_turn() {
+            let hash = start + line.find('#').unwrap_or(0);
+            let o = out.get_or_insert_with(|| String::with_capacity(text.len() + 8));
+            o.push_str(&text[done..hash]);
+            o.push('\\');
+            done = hash;
+        }
+        start += line.len() + 1;
+    }
+    match out {
+        None => Cow::Borrowed(text),
+        Some(mut o) => {
+            o.push_str(&text[done..]);
+            Cow::Owned(o)
+        }
+    }
+}
+
+/// What appending `chunk` to agent text whose last line is scanned as
+/// `before` adds to its rendering: the chunk with its complete or partial
+/// new lines escaped as [`escape_turn_headings`] does, the scan of the new
+/// last line, and whether the line the chunk continues changed between
+/// shown as text and shown escaped (then the entry must be rendered again:
+/// its start was already shown).
+pub fn agent_fragment(before: HeadingScan, chunk: &str) -> (String, HeadingScan, bool) {
+    let bytes = chunk.as_bytes();
+    let first_nl = chunk.find('\n');
+    let continued = before.feed_all(&bytes[..first_nl.unwrap_or(bytes.len())]);
+    let flipped = continued.is_turn() != before.is_turn();
+    let Some(nl) = first_nl else {
+        return (chunk.to_owned(), continued, flipped);
+    };
+    let rest = &chunk[nl + 1..];
+    let escaped = escape_turn_headings(rest);
+    let after = HeadingScan::default().feed_all(rest.rsplit('\n').next().unwrap_or("").as_bytes());
+    let mut out = String::with_capacity(chunk.len() + 2);
+    out.push_str(&chunk[..=nl]);
+    out.push_str(&escaped);
+    (out, after, flipped)
 }
 
 /// What appending `text` to an entry of `kind` adds to its rendering.
@@ -135,6 +248,12 @@ pub fn tool_call_rendering(tc: &ToolCall) -> (String, Vec<(usize, usize)>) {
     for note in &tc.notes {
         out.push_str(&format!("\n  ✎ {note}"));
     }
+    // The agent's text in the card (output, diff lines) cannot show as the
+    // user's turn heading either (a fence it closes would let it).
+    let out = match escape_turn_headings(&out) {
+        Cow::Borrowed(_) => out,
+        Cow::Owned(o) => o,
+    };
     (out, diff_rows)
 }
 
@@ -262,6 +381,9 @@ mod tests {
             ],
             raw_input: None,
             command: None,
+            cwd: None,
+            env: Default::default(),
+            asked: false,
             raw_output: None,
             notes: vec![],
             client_state: Some(crate::thread::ClientState::WaitingForYou),

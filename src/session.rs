@@ -12,8 +12,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use std::collections::BTreeMap;
-
 use agent_client_protocol::v1::schema::{
     AuthenticateRequest, CancelNotification, ContentBlock, LoadSessionRequest, McpServer,
     NewSessionRequest, PromptRequest, ResumeSessionRequest, SetSessionModeRequest,
@@ -73,6 +71,14 @@ pub struct ThreadHandle {
 }
 
 /// Requests the view may send through `ThreadHandle::request`.
+/// JSON-RPC codes of refused permission requests.
+const INVALID_PARAMS: i32 = -32602;
+const INTERNAL_ERROR: i32 = -32603;
+
+/// The most permission requests of one chat that wait for the user; more
+/// are refused at once (an agent cannot bury the editor in floats).
+pub const MAX_PENDING_PERMISSIONS: usize = 64;
+
 const VIEW_METHODS: &[&str] = &[
     "session/set_config_option",
     "session/set_model",
@@ -156,14 +162,42 @@ fn options_json(options: &[PermissionOption]) -> Value {
 /// A permission request as the view shows it. The view answers an option
 /// by its id, so it gets only the options the core kept (an option with a
 /// repeated or non-text id would answer as another one, or not at all).
-/// The kind is the card's recorded kind, which the policy judged, not the
-/// one the request claims.
-fn shown_request(mut raw: Value, kind: &ToolKind, options: &[PermissionOption]) -> Value {
+/// The kind and title are the card's as recorded, which the policy judged,
+/// not the ones the request claims. An execute request carries in
+/// `_client.grant` exactly what allowing it grants (the command, its
+/// directory, its variables): the float shows that, nothing else. The
+/// agent's own `_client`, if any, is dropped (it is not the core's word).
+fn shown_request(
+    mut raw: Value,
+    subject: &Subject,
+    title: &str,
+    options: &[PermissionOption],
+    session_cwd: &std::path::Path,
+) -> Value {
+    if !raw.is_object() {
+        raw = json!({});
+    }
+    if !raw.get("toolCall").is_some_and(Value::is_object) {
+        raw["toolCall"] = json!({});
+    }
     if let Some(call) = raw.get_mut("toolCall").and_then(Value::as_object_mut) {
-        call.insert("kind".into(), json!(kind.as_str()));
+        call.insert("kind".into(), json!(subject.kind.as_str()));
+        call.insert("title".into(), json!(title));
     }
     if let Some(params) = raw.as_object_mut() {
         params.insert("options".into(), options_json(options));
+        params.remove("_client");
+        if subject.kind == ToolKind::Execute {
+            let cwd = permission::subject_dir(subject, session_cwd);
+            params.insert(
+                "_client".into(),
+                json!({"grant": {
+                    "command": subject.text,
+                    "cwd": cwd.to_string_lossy(),
+                    "env": subject.env,
+                }}),
+            );
+        }
     }
     raw
 }
@@ -271,19 +305,38 @@ impl ThreadHandle {
         self.current.lock().as_ref().map(|(_, s)| s.clone())
     }
 
-    /// The card's recorded kind and the text the user reads (its command,
-    /// else its title): what a permission is judged by.
-    fn subject_of(m: &Thread, tool_id: &str) -> Subject {
+    /// The card's recorded kind, the text the user reads (its command,
+    /// else its title) with the directory and variables its raw input
+    /// names: what a permission is judged by and what it grants. Also the
+    /// card's title.
+    fn subject_of(m: &Thread, tool_id: &str) -> (Subject, String) {
         match m.tool_call(tool_id) {
-            Some(tc) => Subject {
-                kind: tc.kind.clone(),
-                text: tc.command.clone().unwrap_or_else(|| tc.title.clone()),
-            },
-            None => Subject {
-                kind: ToolKind::Other,
-                text: String::new(),
-            },
+            Some(tc) => (
+                Subject {
+                    kind: tc.kind.clone(),
+                    text: tc.command.clone().unwrap_or_else(|| tc.title.clone()),
+                    cwd: tc.cwd.clone(),
+                    env: tc.env.clone(),
+                },
+                tc.title.clone(),
+            ),
+            None => (Subject::new(ToolKind::Other, ""), String::new()),
         }
+    }
+
+    /// Refuses a permission request the chat cannot take (too many
+    /// options, too many pending requests): the agent gets the error, the
+    /// chat one line per run of refusals.
+    fn refuse_permission(&self, responder: Responder<Value>, code: i32, message: String) {
+        let _ =
+            responder.respond_with_error(agent_client_protocol::Error::new(code, message.clone()));
+        if self.permissions.lock().note_refusal() {
+            self.notice(
+                NoticeLevel::Warn,
+                format!("a permission request of the agent was refused: {message} (later ones are refused the same way until a request gets through; see the log)"),
+            );
+        }
+        log::warn(format!("permission request refused: {message}"));
     }
 
     fn request_permission(
@@ -292,15 +345,34 @@ impl ThreadHandle {
         raw: Value,
         responder: Responder<Value>,
     ) {
+        if request.options_sent > crate::update::MAX_PERMISSION_OPTIONS {
+            let message = format!(
+                "a permission request may offer at most {} options, this one offers {}",
+                crate::update::MAX_PERMISSION_OPTIONS,
+                request.options_sent
+            );
+            return self.refuse_permission(responder, INVALID_PARAMS, message);
+        }
+        if self.permissions.lock().pending_count() >= MAX_PENDING_PERMISSIONS {
+            let message = format!(
+                "too many pending permission requests (at most {MAX_PENDING_PERMISSIONS} wait for the user)"
+            );
+            return self.refuse_permission(responder, INTERNAL_ERROR, message);
+        }
+        self.permissions.lock().accepted();
         let tool_id = request.tool_call.id.clone();
         // The request may announce the call or add to it, but the kind the
-        // card was first given stays (see `thread::merge_tool_call`).
-        let subject = self.with_model_value(|m| {
+        // card was first given stays (see `thread::merge_tool_call`), and
+        // so do the title and command once a request was shown.
+        let (subject, title) = self.with_model_value(|m| {
             let ev = m.permission_requested(&request.tool_call, &request.dropped);
             (ev, Self::subject_of(m, &tool_id))
         });
         let rules = &self.editor.policy.auto_allow;
-        if let Some((option, note)) = permission::policy_answer(rules, &subject, &request.options) {
+        let session_cwd = &self.spec.cwd;
+        if let Some((option, note)) =
+            permission::policy_answer(rules, &subject, &request.options, session_cwd)
+        {
             let choice = Choice::Selected(option);
             // Recorded before the reply goes out.
             self.permissions.lock().record(&subject, &choice);
@@ -308,7 +380,7 @@ impl ThreadHandle {
             self.with_model(|m| m.permission_answered(&tool_id, None, Some(note)));
             return;
         }
-        let payload = shown_request(raw, &subject.kind, &request.options);
+        let payload = shown_request(raw, &subject, &title, &request.options, session_cwd);
         let request_id = self.permissions.lock().add(Pending {
             reply: ReplyTo::Agent(responder),
             tool_id,
@@ -325,16 +397,14 @@ impl ThreadHandle {
     /// Asks the user before running a terminal the agent did not get a
     /// permission for in this turn (config `terminal.confirm`). Resolves to
     /// true when it may run.
-    pub async fn confirm_terminal(
-        &self,
-        command: &str,
-        cwd: &std::path::Path,
-        env: &BTreeMap<String, String>,
-    ) -> bool {
+    pub async fn confirm_terminal(&self, run: permission::Run<'_>, command: &str) -> bool {
+        let (cwd, env) = (run.cwd, run.env);
         let ask = match self.editor.policy.terminal_confirm {
             TerminalConfirm::Never => false,
             TerminalConfirm::Always => true,
-            TerminalConfirm::Unrequested => !self.permissions.lock().take_grant(command),
+            TerminalConfirm::Unrequested => {
+                !self.permissions.lock().take_grant(&run, &self.spec.cwd)
+            }
         };
         if !ask {
             return true;
@@ -356,10 +426,7 @@ impl ThreadHandle {
         let request_id = self.permissions.lock().add(Pending {
             reply: ReplyTo::Terminal(tx),
             tool_id: tool_id.clone(),
-            subject: Subject {
-                kind: ToolKind::Execute,
-                text: command.to_owned(),
-            },
+            subject: Subject::new(ToolKind::Execute, command),
             options: options.clone(),
         });
         let payload = json!({
@@ -1046,11 +1113,10 @@ impl crate::handlers::EditorHost for ThreadHandle {
 
     fn confirm_terminal<'a>(
         &'a self,
+        run: permission::Run<'a>,
         command: &'a str,
-        cwd: &'a std::path::Path,
-        env: &'a BTreeMap<String, String>,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send + 'a>> {
-        Box::pin(ThreadHandle::confirm_terminal(self, command, cwd, env))
+        Box::pin(ThreadHandle::confirm_terminal(self, run, command))
     }
 }
 
@@ -1250,6 +1316,7 @@ impl Registry {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
 
     #[test]
     fn the_view_gets_the_recorded_kind_and_the_options_the_core_answers() {
@@ -1262,13 +1329,40 @@ mod tests {
             ]
         });
         let request = crate::update::parse_permission_request(&raw);
-        let shown = shown_request(raw, &ToolKind::Other, &request.options);
+        let subject = Subject::new(ToolKind::Other, "curl x|sh");
+        let cwd = std::path::Path::new("/p");
+        let shown = shown_request(raw, &subject, "curl x|sh", &request.options, cwd);
         assert_eq!(shown["toolCall"]["kind"], "other");
         assert_eq!(shown["toolCall"]["title"], "curl x|sh");
         assert_eq!(
             shown["options"],
             json!([{"optionId": "x", "name": "Allow", "kind": "allow_once"}])
         );
+        assert!(shown.get("_client").is_none(), "no grant but for execute");
+    }
+
+    #[test]
+    fn the_view_of_an_execute_request_shows_exactly_what_it_grants() {
+        // The agent's own `_client` and title are not what the core grants.
+        let raw = json!({
+            "toolCall": {"toolCallId": "t", "kind": "execute", "title": "npm test"},
+            "options": [{"optionId": "y", "name": "Allow", "kind": "allow_once"}],
+            "_client": {"terminal": {"command": "npm test", "cwd": "/p", "env": {}}}
+        });
+        let request = crate::update::parse_permission_request(&raw);
+        let mut subject = Subject::new(ToolKind::Execute, "curl x | sh");
+        subject.cwd = Some("sub".into());
+        subject.env = BTreeMap::from([("A".to_owned(), "1".to_owned())]);
+        let cwd = std::path::Path::new("/p");
+        let shown = shown_request(raw, &subject, "Run the tests", &request.options, cwd);
+        assert_eq!(shown["toolCall"]["title"], "Run the tests");
+        assert_eq!(
+            shown["_client"],
+            json!({"grant": {"command": "curl x | sh", "cwd": "/p/sub", "env": {"A": "1"}}})
+        );
+        // A request that is not even an object still gets a view.
+        let shown = shown_request(json!(7), &subject, "t", &[], cwd);
+        assert_eq!(shown["toolCall"]["kind"], "execute");
     }
 
     #[test]

@@ -246,6 +246,13 @@ pub struct ToolCall {
     pub raw_input: Option<String>,
     /// The command the tool runs, as text (policies match on it).
     pub command: Option<String>,
+    /// The directory and the variables its raw input names for the
+    /// command (what a grant covers besides the command).
+    pub cwd: Option<String>,
+    pub env: std::collections::BTreeMap<String, String>,
+    /// A permission was asked about this call: the title and command the
+    /// user was shown stay (later updates change status and content only).
+    pub asked: bool,
     /// Output the agent reports only in `rawOutput` (codex-acp's
     /// `aggregated_output`, claude-code-acp's content blocks), with its exit.
     pub raw_output: Option<RawOutput>,
@@ -266,6 +273,9 @@ impl ToolCall {
             content: Vec::new(),
             raw_input: None,
             command: None,
+            cwd: None,
+            env: Default::default(),
+            asked: false,
             raw_output: None,
             notes: Vec::new(),
             client_state: None,
@@ -449,6 +459,10 @@ pub struct Thread {
     /// `messageId` of the last chunk: chunks of another message start a new
     /// entry even when the kind is the same.
     last_message_id: Option<String>,
+    /// The last agent entry's index, text length and the scan of its last
+    /// line (see `render::agent_fragment`): a streamed line is never read
+    /// again to know whether it shows as the user's turn heading.
+    agent_tail: Option<(usize, usize, render::HeadingScan)>,
 }
 
 impl Thread {
@@ -470,6 +484,7 @@ impl Thread {
             replaying: false,
             open_turns: Vec::new(),
             last_message_id: None,
+            agent_tail: None,
         }
     }
 
@@ -794,6 +809,7 @@ impl Thread {
         };
         self.tool_call_with(&patch, false, &mut out, |tc| {
             tc.client_state = Some(ClientState::WaitingForYou);
+            tc.asked = true;
             if let Some(kind) = claimed.filter(|k| *k != tc.kind) {
                 let note = format!(
                     "the agent changed this call's kind to `{kind}` (kept `{}`)",
@@ -990,6 +1006,9 @@ impl Thread {
         }
         let last = self.entries.len().checked_sub(1);
         if let Some(index) = last.filter(|&i| self.entries[i].kind() == kind && same_message) {
+            if kind == EntryKind::Agent {
+                return self.append_agent(index, &text, out);
+            }
             let fragment = render::append_fragment(kind, &text);
             match &mut self.entries[index] {
                 Entry::User { text: t } | Entry::Agent { text: t } | Entry::Thought { text: t } => {
@@ -1017,6 +1036,34 @@ impl Thread {
             _ => Entry::Agent { text },
         };
         self.push(entry, out);
+    }
+
+    /// Appends `chunk` to agent entry `index`. A line of the agent's that
+    /// reads as the user's turn heading is shown escaped
+    /// (`render::escape_turn_headings`); when the line a chunk continues
+    /// changes between the two, the entry is rendered again.
+    fn append_agent(&mut self, index: usize, chunk: &str, out: &mut Vec<ThreadEvent>) {
+        let Entry::Agent { text } = &mut self.entries[index] else {
+            unreachable!("kind checked by the caller")
+        };
+        let before = match self.agent_tail {
+            Some((i, len, scan)) if i == index && len == text.len() => scan,
+            _ => {
+                let line = text.rsplit('\n').next().unwrap_or("");
+                render::HeadingScan::default().feed_all(line.as_bytes())
+            }
+        };
+        let (fragment, after, flipped) = render::agent_fragment(before, chunk);
+        text.push_str(chunk);
+        self.agent_tail = Some((index, text.len(), after));
+        if flipped {
+            self.replace(index, out);
+        } else {
+            out.push(ThreadEvent::Appended {
+                index,
+                text: fragment,
+            });
+        }
     }
 
     /// The newest card with this id in the current session (ids are scoped
@@ -1296,11 +1343,28 @@ const GENERIC_TITLES: &[&str] = &[
 /// "no change"), unknown kinds become `other`, and a known kind is never
 /// changed behind the user's back.
 pub fn merge_tool_call(tc: &mut ToolCall, update: &ToolCallPatch) {
-    if let Some(title) = &update.title {
-        let generic = GENERIC_TITLES.contains(&title.as_str());
-        if tc.title.is_empty() || !generic || GENERIC_TITLES.contains(&tc.title.as_str()) {
-            tc.title = title.clone();
+    // Once the user was asked about the call, what they read stays: a
+    // second `tool_call` (or an update, or another request) with the same
+    // id changes its status and content, never its title or command.
+    let retitles = |t: &String| {
+        *t != tc.title
+            && (tc.title.is_empty()
+                || !GENERIC_TITLES.contains(&t.as_str())
+                || GENERIC_TITLES.contains(&tc.title.as_str()))
+    };
+    let shown_changes = update.title.as_ref().is_some_and(retitles)
+        || (update.raw_input.is_some()
+            && (update.command != tc.command
+                || update.cwd != tc.cwd
+                || update.env.clone().unwrap_or_default() != tc.env));
+    if tc.asked && shown_changes {
+        let note = "the agent changed this call's title or command after you were asked (kept what you were shown)".to_owned();
+        if !tc.notes.contains(&note) {
+            tc.notes.push(note);
         }
+    }
+    if let Some(title) = update.title.as_ref().filter(|t| !tc.asked && retitles(t)) {
+        tc.title = title.clone();
     }
     if let Some(kind) = &update.kind {
         // The kind is what the user judges a call by (and what a policy
@@ -1326,11 +1390,13 @@ pub fn merge_tool_call(tc: &mut ToolCall, update: &ToolCallPatch) {
     if let Some(content) = &update.content {
         tc.content = content.clone();
     }
-    if let Some(raw) = &update.raw_input {
+    // A new raw input replaces the command, its cwd and its env together:
+    // what the card shows is one raw input, never a mix of two.
+    if let Some(raw) = update.raw_input.as_ref().filter(|_| !tc.asked) {
         tc.raw_input = Some(raw.clone());
-    }
-    if let Some(command) = &update.command {
-        tc.command = Some(command.clone());
+        tc.command = update.command.clone();
+        tc.cwd = update.cwd.clone();
+        tc.env = update.env.clone().unwrap_or_default();
     }
     if let Some(output) = &update.raw_output {
         tc.raw_output = Some(output.clone());

@@ -6,6 +6,8 @@
 //! Also the parsers of input values (content blocks, resource URIs, a tool's
 //! raw input and raw output) that the model stores as text.
 
+use std::collections::BTreeMap;
+
 use agent_client_protocol::v1::schema as v1s;
 use serde_json::Value;
 
@@ -58,8 +60,14 @@ pub struct ToolCallPatch {
     pub content: Option<Vec<ToolContent>>,
     /// One-line summary of `rawInput` as the card shows it.
     pub raw_input: Option<String>,
-    /// The command the tool runs (`rawInput.command`/`cmd`), as text.
+    /// The command the tool runs (`rawInput.command`/`cmd`), as text (an
+    /// argv list is joined as a shell line of exactly those words).
     pub command: Option<String>,
+    /// `rawInput.cwd`: the directory the command runs in, as sent.
+    pub cwd: Option<String>,
+    /// `rawInput.env`: variables the command gets (an object, or a list of
+    /// `{name, value}`).
+    pub env: Option<BTreeMap<String, String>>,
     pub raw_output: Option<RawOutput>,
     /// `_meta` (the adapters' display terminals live here).
     pub meta: Option<Value>,
@@ -83,7 +91,14 @@ pub struct PermissionRequest {
     pub options: Vec<PermissionOption>,
     /// A note per dropped option, for the card.
     pub dropped: Vec<String>,
+    /// How many options the agent sent (more than `MAX_PERMISSION_OPTIONS`:
+    /// none are parsed, and the request is refused).
+    pub options_sent: usize,
 }
+
+/// The most options a permission request may carry (a float of them is
+/// still readable); a request with more is refused with -32602.
+pub const MAX_PERMISSION_OPTIONS: usize = 16;
 
 /// A request from the agent to this client, typed. fs and terminal params
 /// use the protocol crate's types (a malformed one is answered -32602 with
@@ -323,6 +338,8 @@ pub fn parse_tool_call(v: &Value) -> Option<ToolCallPatch> {
             .map(|c| c.iter().filter_map(tool_content).collect()),
         raw_input: raw.map(one_line_summary),
         command: raw.and_then(command_text),
+        cwd: raw.and_then(|r| str_field(r, "cwd")),
+        env: raw.and_then(|r| field(r, "env")).map(env_of),
         raw_output: field(v, "rawOutput").and_then(raw_output),
         meta: field(v, "_meta").cloned(),
     })
@@ -334,11 +351,16 @@ pub fn parse_permission_request(params: &Value) -> PermissionRequest {
         .unwrap_or_default();
     let mut options: Vec<PermissionOption> = Vec::new();
     let mut dropped = Vec::new();
-    for o in field(params, "options")
+    let sent = field(params, "options")
         .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
+        .map_or(&[][..], Vec::as_slice);
+    let options_sent = sent.len();
+    let sent = if options_sent > MAX_PERMISSION_OPTIONS {
+        &[][..]
+    } else {
+        sent
+    };
+    for o in sent {
         let name = field(o, "name").map(|v| match v {
             Value::String(s) => s.clone(),
             other => other.to_string(),
@@ -369,6 +391,7 @@ pub fn parse_permission_request(params: &Value) -> PermissionRequest {
         tool_call,
         options,
         dropped,
+        options_sent,
     }
 }
 
@@ -423,24 +446,49 @@ fn tool_content(item: &Value) -> Option<ToolContent> {
 }
 
 /// The command of a tool's raw input (`command` or `cmd`, a string or an
-/// argv list), for policies that match on what the user reads.
+/// argv list; anything else as JSON), for policies that match on what the
+/// user reads. A list is
+/// joined as a shell line whose words are exactly its items, so a grant
+/// compares it word for word.
 fn command_text(raw: &Value) -> Option<String> {
     ["command", "cmd"]
         .iter()
         .find_map(|k| field(raw, k))
         .and_then(|v| match v {
             Value::String(s) => Some(s.clone()),
-            Value::Array(a) => Some(
-                a.iter()
+            Value::Array(a) => Some(crate::shellwords::join(
+                &a.iter()
                     .map(|x| match x {
                         Value::String(s) => s.clone(),
                         other => other.to_string(),
                     })
-                    .collect::<Vec<_>>()
-                    .join(" "),
-            ),
-            _ => None,
+                    .collect::<Vec<_>>(),
+            )),
+            // Not a command anyone can run, but what the agent sent: shown
+            // (and granted) as its JSON text, never replaced by the title.
+            other => Some(other.to_string()),
         })
+}
+
+/// `rawInput.env` as name -> value: an object, or a list of `{name,
+/// value}` (as in `terminal/create`). Values that are not text are shown
+/// as JSON; list items without a text name are skipped.
+fn env_of(v: &Value) -> BTreeMap<String, String> {
+    let text = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    match v {
+        Value::Object(m) => m.iter().map(|(k, v)| (k.clone(), text(v))).collect(),
+        Value::Array(a) => a
+            .iter()
+            .filter_map(|item| {
+                let name = str_field(item, "name")?;
+                Some((name, item.get("value").map(text).unwrap_or_default()))
+            })
+            .collect(),
+        other => BTreeMap::from([("env".to_owned(), text(other))]),
+    }
 }
 
 /// Reads the shapes real agents send in `rawOutput`: a string, a list of

@@ -38,7 +38,7 @@ end
 --- queued) and checks that it is for `command`.
 local function expect_terminal_confirm(child, command)
   child:wait_for([[local q = require('acp.permission').queue
-    return #q == 1 and q[1].payload._client ~= nil]], 5000)
+    return #q == 1 and q[1].payload._client ~= nil and q[1].payload._client.terminal ~= nil]], 5000)
   T.eq(queued_payload(child)._client.terminal.command, command)
 end
 
@@ -50,6 +50,20 @@ end
 
 local function wait_turns(child, n)
   child:wait_for(([[return require('acp').current().turns_ended >= %d]]):format(n), 5000)
+end
+
+local function float_lines(child)
+  child:wait_for([[return require('acp.permission').win ~= nil]])
+  return child:lua([[return vim.api.nvim_buf_get_lines(require('acp.permission').buf, 0, -1, false)]])
+end
+
+--- A chat in project `dir` whose "go" turn runs `steps`; "go" is sent
+--- without waiting.
+local function start_in(dir, steps, config)
+  local child, paths = H.start({ cwd = dir, turns = { { match = 'go', steps = steps } }, config = config })
+  H.open(child)
+  child:lua([[assert(require('acp').send('go'))]])
+  return child, paths
 end
 
 return {
@@ -203,5 +217,125 @@ return {
     choose(child, 3)
     wait_turns(child, 1)
     T.eq(H.responses(paths)[1].result.outcome.optionId, 'o-reject')
+  end },
+
+  -- Grants cover exactly what was shown ------------------------------------------
+
+  { 'an allowed git status with variables the request did not show asks again, also under a git status* rule', function()
+    local dir = H.project()
+    vim.fn.delete(dir .. '/.git', 'rf')
+    vim.fn.system({ 'git', 'init', '-q', dir })
+    T.skip_unless(vim.v.shell_error == 0, 'needs git')
+    local marker = dir .. '/MARKER'
+    -- Git runs core.fsmonitor as a shell command during `git status`.
+    local env = {
+      { name = 'GIT_CONFIG_COUNT', value = '1' },
+      { name = 'GIT_CONFIG_KEY_0', value = 'core.fsmonitor' },
+      { name = 'GIT_CONFIG_VALUE_0', value = 'touch ' .. marker .. '; false' },
+    }
+    local child, paths = start_in(dir, {
+      perm('g1', 'git status'),
+      H.req('terminal/create', { command = 'git status', env = env }),
+      -- Exactly what the rule allowed: runs without asking.
+      H.req('terminal/create', { command = 'git status' }),
+      H.req('terminal/wait_for_exit', { terminalId = 'term-1' }),
+    }, { permissions = { auto_allow = { { kind = 'execute', pattern = 'git status*' } } } })
+    expect_terminal_confirm(child, 'git status')
+    T.eq(H.responses(paths)[1].result.outcome.optionId, 'o-allow', 'the rule answered the request')
+    T.eq(queued_payload(child)._client.terminal.env.GIT_CONFIG_VALUE_0, 'touch ' .. marker .. '; false')
+    T.eq(#H.responses(paths), 1, 'the terminal with variables did not run unasked')
+    choose(child, 2)
+    wait_turns(child, 1)
+    local r = H.responses(paths)
+    T.match(r[2].error.message, 'declined to run `git status`')
+    T.match(r[3].result.terminalId, 'term%-1')
+    T.eq(r[4].result.exitCode, 0)
+    T.eq(vim.uv.fs_stat(marker), nil, 'the pager/fsmonitor command never ran')
+  end },
+
+  { 'an allowed command asks again in another directory than the float showed', function()
+    local dir = H.project()
+    local marker = dir .. '/MARKER'
+    T.write_file(dir .. '/build.sh', 'echo fine\n')
+    T.write_file(dir .. '/sub/build.sh', 'touch ' .. marker .. '\n')
+    local child, paths = start_in(dir, {
+      perm('b1', 'sh build.sh'),
+      -- The agent's own build.sh, in a directory the float did not show.
+      H.req('terminal/create', { command = 'sh build.sh', cwd = dir .. '/sub' }),
+      -- The directory shown: covered.
+      H.req('terminal/create', { command = 'sh build.sh', cwd = dir }),
+      H.req('terminal/wait_for_exit', { terminalId = 'term-1' }),
+    })
+    child:wait_for([[return #require('acp.permission').queue == 1]], 5000)
+    local grant = queued_payload(child)._client.grant
+    T.eq(grant, { command = 'sh build.sh', cwd = dir, env = {} }, 'the float is given what allowing grants')
+    T.contains(float_lines(child), '  in ' .. dir)
+    choose(child, 1)
+    expect_terminal_confirm(child, 'sh build.sh')
+    T.eq(queued_payload(child)._client.terminal.cwd, dir .. '/sub')
+    T.eq(#H.responses(paths), 1, 'nothing ran in sub/')
+    choose(child, 2)
+    wait_turns(child, 1)
+    local r = H.responses(paths)
+    T.match(r[2].error.message, 'declined')
+    T.match(r[3].result.terminalId, 'term%-1')
+    T.eq(r[4].result.exitCode, 0)
+    T.eq(vim.uv.fs_stat(marker), nil)
+  end },
+
+  { 'the float shows the command the answer grants, not the title or a _client the agent sent', function()
+    local dir = H.project()
+    local marker = dir .. '/MARKER'
+    local child, paths = start_in(dir, {
+      { update = { sessionUpdate = 'tool_call', toolCallId = 'c1', title = 'Run the tests', kind = 'execute',
+        rawInput = { command = 'touch ' .. marker } } },
+      -- The request names another command in its title and in a `_client`
+      -- of its own, but no raw input: the card's command is what it grants.
+      H.req('session/request_permission', {
+        toolCall = { toolCallId = 'c1', title = 'npm test' },
+        options = OPTIONS,
+        _client = { terminal = { command = 'npm test', cwd = dir, env = vim.empty_dict() } },
+      }),
+      H.req('terminal/create', { command = 'npm test' }),
+    })
+    child:wait_for([[return #require('acp.permission').queue == 1]], 5000)
+    local p = queued_payload(child)
+    T.eq(p._client, { grant = { command = 'touch ' .. marker, cwd = dir, env = {} } })
+    local text = table.concat(float_lines(child), '\n')
+    T.contains(text, '$ touch ' .. marker, 'the float shows what allowing grants')
+    T.no_match(text, '%$ npm test')
+    choose(child, 3)
+    -- Rejected: the title's command asks like any other.
+    expect_terminal_confirm(child, 'npm test')
+    choose(child, 2)
+    wait_turns(child, 1)
+    T.eq(H.responses(paths)[1].result.outcome.optionId, 'o-reject')
+    T.eq(vim.uv.fs_stat(marker), nil)
+  end },
+
+  { 'a second tool_call with the same id keeps the title and command the user was asked about', function()
+    local child, paths = start_in(H.project(), {
+      { update = { sessionUpdate = 'tool_call', toolCallId = 'd1', title = 'List files', kind = 'execute',
+        rawInput = { command = 'ls' } } },
+      H.req('session/request_permission', {
+        toolCall = { toolCallId = 'd1' }, options = OPTIONS,
+      }, { background = true }),
+      -- (Updates take a faster path than requests: let the request land.)
+      { sleep_ms = 300 },
+      { update = { sessionUpdate = 'tool_call', toolCallId = 'd1', title = 'Remove everything', kind = 'execute',
+        status = 'in_progress', rawInput = { command = 'rm -rf ~' } } },
+      { sleep_ms = 200 },
+    })
+    child:wait_for([[return #require('acp.permission').queue == 1]], 5000)
+    child:wait_for([[return table.concat(require('acp').current():lines(), '\n'):find('kept what you were shown', 1, true) ~= nil]], 5000)
+    local text = H.transcript_text(child)
+    T.contains(text, 'List files')
+    T.no_match(text, 'Remove everything')
+    T.no_match(text, 'rm %-rf')
+    T.contains(text, 'kept what you were shown')
+    T.eq(queued_payload(child)._client.grant.command, 'ls')
+    choose(child, 1)
+    wait_turns(child, 1)
+    T.eq(H.responses(paths)[1].result.outcome.optionId, 'o-allow')
   end },
 }
