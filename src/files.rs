@@ -30,6 +30,28 @@ fn is_skipped_dir(entry: &DirEntry) -> bool {
         && SKIPPED_DIRS.iter().any(|d| entry.file_name() == *d)
 }
 
+/// Only regular files are offered: a FIFO, socket or device would block or
+/// never end when the mention is read. A symlink is offered only when it
+/// leads to a regular file inside the root (`real_root`, canonical): a link
+/// an agent planted towards `~/.ssh/id_rsa` is not.
+fn listable(entry: &DirEntry, real_root: &Path) -> bool {
+    let Some(t) = entry.file_type() else {
+        return false;
+    };
+    if t.is_file() {
+        return true;
+    }
+    if !t.is_symlink() {
+        return false;
+    }
+    match std::fs::canonicalize(entry.path()) {
+        Ok(real) => {
+            real.starts_with(real_root) && std::fs::metadata(&real).is_ok_and(|m| m.is_file())
+        }
+        Err(_) => false,
+    }
+}
+
 /// Collects one walker thread's paths and hands them over when the thread's
 /// visitor is dropped (at the end of the walk): no lock per file.
 struct Collector<'a> {
@@ -50,6 +72,8 @@ pub fn walk(root: &Path, max: usize) -> Result<Listing, String> {
     if !meta.is_dir() {
         return Err(format!("{}: not a directory", root.display()));
     }
+    let real_root = std::fs::canonicalize(root).map_err(|e| format!("{}: {e}", root.display()))?;
+    let real_root = &real_root;
     let mut builder = WalkBuilder::new(root);
     builder
         .hidden(false)
@@ -72,7 +96,7 @@ pub fn walk(root: &Path, max: usize) -> Result<Listing, String> {
             let Ok(entry) = entry else {
                 return WalkState::Continue;
             };
-            if entry.file_type().is_none_or(|t| t.is_dir()) {
+            if !listable(&entry, &real_root) {
                 return WalkState::Continue;
             }
             let Some(rel) = entry.path().strip_prefix(root).ok().and_then(Path::to_str) else {
@@ -228,6 +252,28 @@ mod tests {
             ]
         );
         assert!(!listing.truncated);
+    }
+
+    #[test]
+    fn only_regular_files_and_links_to_files_inside_the_root_are_listed() {
+        let t = TempDir::new("special");
+        let outside = TempDir::new("special-outside");
+        t.write("a.txt", "a");
+        t.write("sub/b.txt", "b");
+        outside.write("secret.txt", "s");
+        let fifo = std::ffi::CString::new(t.path().join("pipe").to_str().unwrap()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        let sock = std::os::unix::net::UnixListener::bind(t.path().join("sock")).unwrap();
+        use std::os::unix::fs::symlink;
+        symlink(outside.path().join("secret.txt"), t.path().join("leak.txt")).unwrap();
+        symlink(outside.path(), t.path().join("leakdir")).unwrap();
+        symlink(t.path().join("sub/b.txt"), t.path().join("alias.txt")).unwrap();
+        symlink(t.path().join("sub"), t.path().join("subdir-link")).unwrap();
+        symlink(t.path().join("nothing"), t.path().join("dangling")).unwrap();
+        symlink(t.path().join("pipe"), t.path().join("pipe-link")).unwrap();
+        let listing = walk(&t.path(), 100).unwrap();
+        assert_eq!(listing.paths, vec!["a.txt", "alias.txt", "sub/b.txt"]);
+        drop(sock);
     }
 
     #[test]

@@ -154,11 +154,12 @@ return {
     -- The card's claim: R refuses and says why.
     child:wait_for([[return require('acp.review').last.idx == 2]], 2000)
     T.match(child:lua('return vim.wo.winbar'), 'keep%.txt %(before unknown%)')
+    -- Outside the roots, the file is not even opened (acp.open).
     child:feed('R')
-    child:wait_for([[return vim.v.errmsg ~= '' or vim.fn.execute('messages'):find('not known') ~= nil]], 2000)
-    T.match(child:messages(), vim.pesc(claimed) .. ' before the change is not known')
+    child:wait_for([[return vim.v.errmsg ~= '' or vim.fn.execute('messages'):find('nothing to revert') ~= nil]], 2000)
+    T.match(child:messages(), vim.pesc(claimed) .. " is not opened %(outside the session's roots%): nothing to revert")
     T.eq(T.read_file(claimed), 'precious\n', 'the claimed file still exists, unchanged')
-    T.eq(child:lua([[return vim.bo[vim.fn.bufnr(...)].modified]], { claimed }), false, 'its buffer is untouched')
+    T.eq(child:lua([[return vim.fn.bufnr(...)]], { claimed }), -1, 'no buffer was made for it')
   end },
 
   { 'a snippet Edit card (oldText/newText fragments) is undone in the file for review: R restores the file, never the snippet', function()

@@ -83,7 +83,7 @@ local function collect_locations(view, touched)
       local items = {}
       for _, loc in ipairs(card and card.locations or {}) do
         local line = loc.line or 1 -- 1-based from the core
-        items[#items + 1] = { filename = loc.path, lnum = line, text = ('[%s] %s'):format(card.kind, card.title) }
+        items[#items + 1] = require('acp.quickfix').location_item(view, loc.path, line, ('[%s] %s'):format(card.kind, card.title))
         newest = { path = loc.path, line = line, index = index }
       end
       view.qf_entries[index] = items

@@ -41,6 +41,7 @@ local text = require('acp.text')
 ---@field capabilities? acp.AgentCapabilities From the `agent` event ({} when the agent sent none); nil until it came.
 ---@field agent_waiters { fn: fun(), timer: uv.uv_timer_t }[] Callbacks of `when_agent`.
 ---@field sync_roots? string[] The session's roots, as the buffer sync checks them (acp.sync).
+---@field open_roots? string[] The session's roots (real paths), as agent paths are checked before opening (acp.open).
 ---@field review_accepted_entries? integer Entries before this index were accepted in review ("accept all").
 ---@field context table[] Pending context items of the next prompt (acp.context).
 ---@field qf_entries table<integer, table[]> Entry index -> its quickfix items.
@@ -105,7 +106,7 @@ function ChatView.new(opts)
   self.info = {}
   self.agent_name, self.agent_info, self.capabilities = nil, nil, nil
   self.agent_waiters = {}
-  self.sync_roots = nil
+  self.sync_roots, self.open_roots = nil, nil
   self.review_accepted_entries = nil
   self.context = {}
   self.qf_entries, self.qf_dirty, self.qf_id = {}, false, nil

@@ -388,14 +388,11 @@ local function selection_source(item)
   }
 end
 
+--- At most `limit` bytes of a regular file, opened non-blocking and
+--- checked on the descriptor (acp.open.read_regular): a FIFO is never
+--- waited on.
 local function read_file(path, limit)
-  local f, err = io.open(path, 'rb')
-  if not f then
-    return nil, err
-  end
-  local data = f:read(limit) or ''
-  f:close()
-  return data
+  return require('acp.open').read_regular(path, limit)
 end
 
 --- A file (or the loaded buffer showing it) as a source. Reads the file only
@@ -426,6 +423,10 @@ function M.file_source(view, path, caps)
   local uri, name = vim.uri_from_fname(path), M.relpath(root, path)
   if stat.type == 'directory' then
     return { uri = uri, name = name .. '/', size = nil, mime = 'inode/directory' }
+  elseif stat.type ~= 'file' then
+    -- Opening a FIFO for reading waits for a writer; a device may never end.
+    local what = ({ fifo = 'a named pipe (FIFO)', socket = 'a socket', char = 'a character device', block = 'a block device' })[stat.type]
+    return nil, ('%s: %s, not a regular file'):format(name, what or stat.type)
   end
   local ft = vim.filetype.match({ filename = path }) or ''
   local res = { uri = uri, name = name, mime = M.mime_type(ft), size = stat.size, ft = ft }

@@ -29,23 +29,41 @@ function M.target(view)
   end
 end
 
+--- Paths already refused (and said so), per chat: the agent may name the
+--- same one in every update.
+local refused = setmetatable({}, { __mode = 'k' })
+
 local function show(view, path, line)
   local win = M.target(view)
   if not win then
     return
   end
-  api.nvim_win_call(win, function()
-    if vim.fn.fnamemodify(api.nvim_buf_get_name(0), ':p') ~= vim.fn.fnamemodify(path, ':p') then
-      local ok = pcall(vim.cmd, 'keepalt keepjumps edit ' .. vim.fn.fnameescape(path))
-      if not ok then
-        return
-      end
+  -- The agent's path is checked (no URL-like name such as term://, no
+  -- FIFO or device, inside the roots); a file it is about to create, in
+  -- an existing directory, opens empty as before.
+  local open = require('acp.open')
+  local real, why = open.check_for(view, path, true)
+  if not real then
+    refused[view] = refused[view] or {}
+    if not refused[view][path] then
+      refused[view][path] = true
+      open.refused(path, why .. ' (follow mode)')
     end
+    return
+  end
+  local ok = true
+  if api.nvim_buf_get_name(api.nvim_win_get_buf(win)) ~= real then
+    ok = open.show(view, win, real, { new_ok = true }) ~= nil
+  end
+  if not ok then
+    return
+  end
+  api.nvim_win_call(win, function()
     local last = api.nvim_buf_line_count(0)
     pcall(api.nvim_win_set_cursor, win, { math.min(math.max(line, 1), last), 0 })
     vim.cmd('normal! zz')
   end)
-  M.last = { path = path, line = line, win = win }
+  M.last = { path = real, line = line, win = win }
 end
 
 --- A new location from the agent (path, 1-based line).

@@ -96,12 +96,11 @@ function M.attach_file(path)
       size_text(options().image_max_bytes)
     ))
   end
-  local f, err = io.open(full, 'rb')
-  if not f then
+  -- Non-blocking and checked on the descriptor: never waits on a FIFO.
+  local data, err = require('acp.open').read_regular(full)
+  if not data then
     return notify(('%s: %s'):format(path, tostring(err)))
   end
-  local data = f:read('*a') or ''
-  f:close()
   M.attach(data, vim.fn.fnamemodify(full, ':t'), vim.uri_from_fname(full))
 end
 

@@ -243,11 +243,51 @@ local function finish(job, ok, why)
   end
 end
 
+--- `rel`, a path from a registry entry, under `dir`; or nil and why. An
+--- absolute path or a `..` component would reach outside the agent's
+--- install folder (a `cmd` of `../../x` replaced and chmodded a file
+--- there), so both are refused.
+local function inside(dir, rel, what)
+  if type(rel) ~= 'string' or rel == '' then
+    return nil, ("the entry's %s is missing"):format(what)
+  end
+  if rel:find('[%z\1-\31\127\\]') then
+    return nil, ("the entry's %s (%s) holds control characters or backslashes"):format(what, vim.fn.strtrans(rel))
+  end
+  local parts = {}
+  for part in rel:gmatch('[^/]+') do
+    if part == '..' then
+      parts = nil
+      break
+    elseif part ~= '.' then
+      parts[#parts + 1] = part
+    end
+  end
+  if rel:sub(1, 1) == '/' or rel:sub(1, 1) == '~' or not parts then
+    return nil, ("the entry's %s (%s) leaves the install folder (an absolute path or `..`)"):format(what, rel)
+  end
+  if #parts == 0 then
+    return nil, ("the entry's %s (%s) names no file"):format(what, rel)
+  end
+  return dir .. '/' .. table.concat(parts, '/')
+end
+
+--- True when the real path of `path` is inside the real path of `dir`
+--- (a symlink from an archive that leads out is not).
+local function really_inside(dir, path)
+  local real, root = uv.fs_realpath(path), uv.fs_realpath(dir)
+  return real ~= nil and root ~= nil and real:sub(1, #root + 1) == root .. '/'
+end
+
 local function npm_bin(dir, name, bin)
   local pkg_dir = dir .. '/node_modules/' .. name
   local pkg = read_json(pkg_dir .. '/package.json') or {}
   if bin and bin:find('/') then
-    return { cmd = vim.fn.exepath('node'), args = { pkg_dir .. '/' .. bin } }
+    local script, why = inside(pkg_dir, bin, 'bin')
+    if not script then
+      return nil, why
+    end
+    return { cmd = vim.fn.exepath('node'), args = { script } }
   end
   local bins = pkg.bin
   if type(bins) == 'string' then
@@ -258,8 +298,12 @@ local function npm_bin(dir, name, bin)
     local names = vim.tbl_keys(bins)
     pick = #names == 1 and names[1] or pick
   end
-  if type(bins) == 'table' and bins[pick] and uv.fs_stat(dir .. '/node_modules/.bin/' .. pick) then
-    return { cmd = dir .. '/node_modules/.bin/' .. pick, args = {} }
+  local cmd, why = inside(dir .. '/node_modules/.bin', pick, 'bin')
+  if not cmd then
+    return nil, why
+  end
+  if type(bins) == 'table' and bins[pick] and uv.fs_stat(cmd) then
+    return { cmd = cmd, args = {} }
   end
 end
 
@@ -279,9 +323,9 @@ function installers.npx(job, entry)
     if not ok then
       return finish(job, false, why)
     end
-    local run = npm_bin(job.dir, name, d.bin)
+    local run, bad = npm_bin(job.dir, name, d.bin)
     if not run then
-      return finish(job, false, ('%s has no command to run (package.json `bin`)'):format(name))
+      return finish(job, false, bad or ('%s has no command to run (package.json `bin`)'):format(name))
     end
     vim.list_extend(run.args, d.args or {})
     job.result = { id = entry.id, version = entry.version, method = 'npx', package = d.package, cmd = run.cmd, args = run.args, env = d.env or {} }
@@ -298,7 +342,10 @@ function installers.uvx(job, entry)
     if not ok then
       return finish(job, false, why)
     end
-    local script = venv .. '/bin/' .. (d.bin or name:gsub('%[.*$', ''))
+    local script, bad = inside(venv .. '/bin', d.bin or (name:gsub('%[.*$', '')), 'bin')
+    if not script then
+      return finish(job, false, bad)
+    end
     if not uv.fs_stat(script) then
       return finish(job, false, 'the package installed no command ' .. script)
     end
@@ -339,7 +386,19 @@ end
 function installers.binary(job, entry)
   local target = entry.distribution.binary[M.platform()]
   local url = target.archive
-  local file = job.dir .. '/' .. (url:match('[^/]+$') or 'archive')
+  if type(url) ~= 'string' or url == '' then
+    return finish(job, false, "the entry's archive is missing")
+  end
+  -- Every path the entry names stays inside the install folder.
+  local file, bad = inside(job.dir, url:match('[^/]+$') or 'archive', 'archive name')
+  if not file then
+    return finish(job, false, bad)
+  end
+  local cmd
+  cmd, bad = inside(job.dir, target.cmd, 'cmd')
+  if not cmd then
+    return finish(job, false, bad)
+  end
   local function extract()
     local argv
     if file:match('%.zip$') then
@@ -351,9 +410,13 @@ function installers.binary(job, entry)
       if not ok then
         return finish(job, false, why)
       end
-      local cmd = vim.fs.normalize(job.dir .. '/' .. target.cmd)
-      if not uv.fs_stat(cmd) then
+      local st = uv.fs_stat(cmd)
+      if not st then
         return finish(job, false, 'the archive has no ' .. target.cmd)
+      end
+      -- A symlink in the archive may lead out of the folder: never chmod there.
+      if st.type ~= 'file' or not really_inside(job.dir, cmd) then
+        return finish(job, false, ("the entry's cmd (%s) is not a file inside the install folder"):format(target.cmd))
       end
       uv.fs_chmod(cmd, tonumber('755', 8))
       job.result = { id = entry.id, version = entry.version, method = 'binary', archive = url, cmd = cmd, args = target.args or {}, env = target.env or {} }
@@ -363,7 +426,8 @@ function installers.binary(job, entry)
       step(job, 'extracting', argv, nil, done)
     else
       -- A bare executable.
-      uv.fs_rename(file, vim.fs.normalize(job.dir .. '/' .. target.cmd))
+      vim.fn.mkdir(vim.fs.dirname(cmd), 'p')
+      uv.fs_rename(file, cmd)
       done(true)
     end
   end
@@ -434,6 +498,11 @@ function M.install(id, on_done)
   if running[id] then
     vim.notify(('acp.nvim: %s is already being installed'):format(id), vim.log.levels.WARN)
     return running[id]
+  end
+  -- The id names the install folder: no `/`, no `..`.
+  if type(entry.id) ~= 'string' or not entry.id:match('^[%w][%w._-]*$') then
+    vim.notify(('acp.nvim: registry id %q cannot name an install folder (letters, digits, `.`, `_`, `-`)'):format(tostring(entry.id)), vim.log.levels.ERROR)
+    return nil
   end
   local method = M.method(entry)
   if not method then

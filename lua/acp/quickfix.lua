@@ -26,13 +26,28 @@ local function create(view)
   end
 end
 
+--- A quickfix item for a path the agent named: `filename` only for a
+--- checked path (a regular file inside the roots, or one not created yet),
+--- so that `:cc`/<CR> in the list never opens a `term://` name (which runs
+--- a command) or a FIFO (which freezes Neovim); any other path stays in
+--- the text, with no file to jump to.
+function M.location_item(view, path, lnum, text)
+  local open = require('acp.open')
+  local real, why = open.check_for(view, path, true)
+  if real then
+    return { filename = real, lnum = lnum, text = text }
+  end
+  return { lnum = lnum, valid = 0, refused = true,
+    text = ('%s · not opened: %s (%s)'):format(text, open.display(path), why) }
+end
+
 --- Items: tool-call locations in transcript order (cached per card by
 --- acp.activity as cards change), then the files the agent wrote.
 function M.items(view)
   local core = require('acp.core')
   local items, seen = {}, {}
   local function add(item)
-    local k = item.filename .. ':' .. item.lnum .. ':' .. item.text
+    local k = (item.filename or '') .. ':' .. item.lnum .. ':' .. item.text
     if not seen[k] then
       seen[k] = true
       items[#items + 1] = item
@@ -46,11 +61,8 @@ function M.items(view)
     end
   end
   for _, w in ipairs(core.writes(view.thread)) do
-    add({
-      filename = w.path,
-      lnum = 1,
-      text = w.created and 'created by the agent' or ((w.target == 'agent' and 'changed on disk by the agent' or 'written by the agent') .. (w.saved and '' or ' (unsaved)')),
-    })
+    add(M.location_item(view, w.path, 1,
+      w.created and 'created by the agent' or ((w.target == 'agent' and 'changed on disk by the agent' or 'written by the agent') .. (w.saved and '' or ' (unsaved)'))))
   end
   return items
 end
@@ -66,13 +78,24 @@ function M.update(view)
     create(view)
   end
   vim.fn.setqflist({}, 'r', { id = view.qf_id, items = items, title = title(view) })
+  return items
 end
 
 function M.open(view)
-  M.update(view)
+  local items = M.update(view) or {}
   if not (view.qf_id and nr_of(view.qf_id)) then
     vim.notify('acp.nvim: no locations yet in this chat')
     return
+  end
+  local refused = {}
+  for _, item in ipairs(items) do
+    if item.refused then
+      refused[#refused + 1] = item.text:match(' · not opened: (.*)$')
+    end
+  end
+  if #refused > 0 then
+    vim.notify(('acp.nvim: %d location%s in this list %s not opened (no file to jump to): %s'):format(
+      #refused, #refused == 1 and '' or 's', #refused == 1 and 'is' or 'are', table.concat(refused, '; ')), vim.log.levels.WARN)
   end
   vim.cmd(('silent %dchistory'):format(nr_of(view.qf_id)))
   vim.cmd('botright copen')

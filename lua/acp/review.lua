@@ -181,15 +181,33 @@ function M.changed_files(view)
     i = i + 1
   end
   for _, path in ipairs(order) do
-    local original = M.before_cards(current_text(path), by_path[path])
+    -- A card's path is the agent's: a FIFO, a URL-like name or a file
+    -- outside the roots is not read (its original is then unknown).
+    local ok = require('acp.open').check_for(view, path, true)
+    local original = M.before_cards(ok and current_text(ok) or nil, by_path[path])
     files[#files + 1] = { path = path, original = original, new_file = false, unknown = original == nil }
   end
   return files
 end
 
-local function file_window(path)
-  vim.cmd('edit ' .. vim.fn.fnameescape(path))
-  return api.nvim_get_current_buf()
+--- Shows the file in the current window: the buffer of the checked path
+--- (see acp.open: no `term://` or other URL-like name, no FIFO or device,
+--- inside the roots), or a scratch buffer saying why it is not opened.
+local function file_window(state, f)
+  local open = require('acp.open')
+  local buf, why = open.show(state.view, api.nvim_get_current_win(), f.path, { new_ok = true })
+  if buf then
+    f.refused = nil
+    return buf
+  end
+  f.refused = why
+  buf = scratch(('acp://review/%d/%s (not opened)'):format(state.id, f.path), ('acp.nvim: not opening %s: %s'):format(open.display(f.path), why))
+  api.nvim_win_set_buf(0, buf)
+  return buf
+end
+
+local function refused_note(f)
+  vim.notify(('acp.nvim: %s is not opened (%s): nothing to revert'):format(require('acp.open').display(f.path), f.refused), vim.log.levels.WARN)
 end
 
 --- Shows file `idx` of the review: the pre-session text | the file.
@@ -211,10 +229,13 @@ function M.show_file(state, idx)
   vim.cmd('diffthis')
   local left_win = api.nvim_get_current_win()
   vim.cmd('rightbelow vsplit')
-  local file_buf = file_window(f.path)
+  local file_buf = file_window(state, f)
   vim.cmd('diffthis')
   api.nvim_set_current_win(left_win)
   local function revert_hunk()
+    if f.refused then
+      return refused_note(f)
+    end
     -- Put the original hunk under the cursor into the file.
     api.nvim_set_current_win(left_win)
     local ok, err = pcall(vim.cmd, 'diffput')
@@ -233,6 +254,9 @@ function M.show_file(state, idx)
     end
   end
   local function revert_file()
+    if f.refused then
+      return refused_note(f)
+    end
     if f.unknown then
       vim.notify(
         ('acp.nvim: the text of %s before the change is not known (no record of it, and the agent\'s cards do not tell); revert it by hand'):format(f.path),

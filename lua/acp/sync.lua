@@ -59,7 +59,10 @@ local function read_file(path)
     -- Opening a FIFO would wait for a writer.
     return nil, 'not a file', stat_key(pre)
   end
-  local fd = pre and uv.fs_open(path, 'r', 0)
+  -- Non-blocking: a FIFO swapped in after the stat cannot hang the open
+  -- (the descriptor's type is checked below).
+  local c = uv.constants or {}
+  local fd = pre and uv.fs_open(path, (c.O_RDONLY or 0) + (c.O_NONBLOCK or 0) + (c.O_NOCTTY or 0), 0)
   if not fd then
     return nil, 'gone'
   end
