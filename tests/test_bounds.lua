@@ -429,4 +429,59 @@ return {
       return true
     end, math.max(1, 3000 - (T.now_ms() - t0)), 'every agent and terminal process is gone 3 s after :qa!')
   end },
+
+  { 'a flood of 2,000 permission requests and one with 5,000 options: Neovim answers within 2 s, the excess is refused, :qa! exits', function()
+    local three = {
+      { optionId = 'o-allow', name = 'Allow', kind = 'allow_once' },
+      { optionId = 'o-reject', name = 'Reject', kind = 'reject_once' },
+    }
+    local many = {}
+    for i = 1, 5000 do
+      many[i] = { optionId = 'o' .. i, name = 'Option ' .. i, kind = i % 2 == 0 and 'allow_once' or 'reject_once' }
+    end
+    local steps = { H.req('session/request_permission', {
+      toolCall = { toolCallId = 'big', title = 'many options', kind = 'execute' }, options = many,
+    }, { background = true }) }
+    for i = 1, 2000 do
+      steps[#steps + 1] = H.req('session/request_permission', {
+        toolCall = { toolCallId = 'p' .. i, title = 'ls ' .. i, kind = 'execute', rawInput = { command = 'ls ' .. i } },
+        options = three,
+      }, { background = true })
+    end
+    steps[#steps + 1] = { message = 'all sent' }
+    steps[#steps + 1] = { hang = true }
+    local child, paths = H.start({ cwd = H.project(), turns = { { match = 'go', steps = steps } } })
+    H.open(child)
+    child:cmd('stopinsert')
+    child:lua([[require('acp').send('go')]])
+    local worst, errors = 0, {}
+    T.wait(function()
+      local t0 = T.now_ms()
+      T.eq(child:lua('return 1'), 1)
+      worst = math.max(worst, T.now_ms() - t0)
+      errors = vim.tbl_filter(function(r)
+        return r.error ~= nil
+      end, H.responses(paths))
+      return #errors == 1 + 2000 - 64
+    end, 20000, 'every request past the caps was refused', 50)
+    io.stdout:write(('    (worst answer of Neovim during the flood: %d ms)\n'):format(worst))
+    T.truthy(worst < 2000, ('Neovim answered within %d ms'):format(worst))
+    local codes = {}
+    for _, r in ipairs(errors) do
+      codes[r.error.code] = (codes[r.error.code] or 0) + 1
+    end
+    T.eq(codes, { [-32602] = 1, [-32603] = 2000 - 64 })
+    T.match(errors[1].error.message, 'at most 16 options, this one offers 5000')
+    T.match(errors[#errors].error.message, 'too many pending permission requests')
+    T.eq(child:lua([[return #require('acp.permission').queue]]), 64, 'the requests kept wait for the user')
+    local text = H.transcript_text(child)
+    T.match(text, 'at most 16 options')
+    T.match(text, 'too many pending permission requests')
+    local _, notes = text:gsub('was refused', '')
+    T.eq(notes, 2, 'one line per run of refusals, not one per request')
+    local t0 = T.now_ms()
+    T.eq(child:stop(5000), 0, ':qa! exits cleanly')
+    T.falsy(child.killed, 'not killed')
+    io.stdout:write(('    (:qa! took %d ms)\n'):format(T.now_ms() - t0))
+  end, timeout = 60000 },
 }
