@@ -4,6 +4,8 @@
 use std::io::{BufRead, Write};
 use std::path::Path;
 
+use crate::roots::Roots;
+
 /// A failure the agent gets as a JSON-RPC error: code and message.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FsError {
@@ -87,6 +89,20 @@ pub fn read_text_bounded(
     limit: Option<u32>,
     limits: &ReadLimits,
 ) -> Result<TextRead, FsError> {
+    read_text_confined(path, line, limit, limits, None)
+}
+
+/// [`read_text_bounded`], and with `confine`, the file actually opened must
+/// lie inside those roots: its real path is taken from the open descriptor
+/// (see [`opened_path`]), so a symlink swapped into the path after the roots
+/// were checked cannot lead the read outside them.
+pub fn read_text_confined(
+    path: &Path,
+    line: Option<u32>,
+    limit: Option<u32>,
+    limits: &ReadLimits,
+    confine: Option<&Roots>,
+) -> Result<TextRead, FsError> {
     let shown = path.display();
     let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => {
@@ -111,6 +127,9 @@ pub fn read_text_bounded(
         ));
     }
     let file = open_regular(path)?;
+    if let Some(roots) = confine {
+        check_opened(&file, path, roots)?;
+    }
     let cap = if part {
         limits.part_bytes
     } else {
@@ -272,6 +291,72 @@ fn open_regular(path: &Path) -> Result<std::fs::File, FsError> {
     Ok(file)
 }
 
+/// The real path of an open file or directory, from its descriptor: what
+/// was opened, whatever the path it was opened by has become since.
+/// Linux: `/proc/self/fd/N`; macOS: `fcntl(F_GETPATH)`.
+pub fn opened_path(file: &std::fs::File) -> std::io::Result<std::path::PathBuf> {
+    use std::os::unix::io::AsRawFd;
+    let fd = file.as_raw_fd();
+    #[cfg(target_os = "linux")]
+    {
+        std::fs::read_link(format!("/proc/self/fd/{fd}"))
+    }
+    #[cfg(target_os = "macos")]
+    {
+        use std::os::unix::ffi::OsStringExt;
+        let mut buf = vec![0u8; libc::PATH_MAX as usize + 1];
+        if unsafe { libc::fcntl(fd, libc::F_GETPATH, buf.as_mut_ptr()) } == -1 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let len = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+        buf.truncate(len);
+        Ok(std::path::PathBuf::from(std::ffi::OsString::from_vec(buf)))
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "macos")))]
+    {
+        let _ = fd;
+        Err(std::io::Error::from(std::io::ErrorKind::Unsupported))
+    }
+}
+
+/// Refuses an opened file (or directory) whose real path is outside
+/// `roots`. Without a descriptor path (no `/proc`), the path's real path is
+/// used only when it still names the very file opened (same device and
+/// inode); otherwise the file is refused.
+fn check_opened(file: &std::fs::File, path: &Path, roots: &Roots) -> Result<(), FsError> {
+    use std::os::unix::fs::MetadataExt;
+    let shown = path.display();
+    let real = match opened_path(file) {
+        Ok(p) => p,
+        Err(_) => {
+            let opened = file
+                .metadata()
+                .map_err(|e| FsError::new(INTERNAL, format!("{shown}: {e}")))?;
+            let real = std::fs::canonicalize(path)
+                .map_err(|e| FsError::new(INTERNAL, format!("{shown}: {e}")))?;
+            match std::fs::metadata(&real) {
+                Ok(m) if m.dev() == opened.dev() && m.ino() == opened.ino() => real,
+                _ => {
+                    return Err(FsError::new(
+                        INVALID_PARAMS,
+                        format!("{shown}: the path changed while it was opened; try again"),
+                    ))
+                }
+            }
+        }
+    };
+    if roots.contains(&real) {
+        return Ok(());
+    }
+    Err(FsError::new(
+        INVALID_PARAMS,
+        format!(
+            "{shown}: outside the session's roots (what was opened is {}: a symlink was swapped in); the user's configuration does not allow it",
+            real.display()
+        ),
+    ))
+}
+
 /// `3.0 GiB`, `32 MiB`, `512 B`.
 fn human_bytes(n: u64) -> String {
     const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
@@ -320,40 +405,96 @@ pub fn slice_lines(text: &str, line: Option<u32>, limit: Option<u32>) -> String 
 /// directory, renamed over the target. Missing parent directories are
 /// created; an existing file keeps its permission bits.
 pub fn write_atomic(path: &Path, content: &str) -> Result<(), FsError> {
+    write_atomic_confined(path, content, None)
+}
+
+/// [`write_atomic`], done relative to the opened parent directory (`openat`,
+/// `renameat`): with `confine`, that directory's real path, taken from its
+/// descriptor, must lie inside those roots, so a symlink swapped in for a
+/// directory of the path after the roots were checked cannot lead the
+/// write outside them. The file itself is never followed if it became a
+/// symlink: the link is replaced.
+pub fn write_atomic_confined(
+    path: &Path,
+    content: &str,
+    confine: Option<&Roots>,
+) -> Result<(), FsError> {
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::io::{AsRawFd, FromRawFd};
     let shown = path.display();
     let dir = path
         .parent()
         .ok_or_else(|| FsError::new(INVALID_PARAMS, format!("{shown}: no parent directory")))?;
+    let name = path
+        .file_name()
+        .ok_or_else(|| FsError::new(INVALID_PARAMS, format!("{shown}: no file name")))?;
     std::fs::create_dir_all(dir)
         .map_err(|e| FsError::new(INTERNAL, format!("{}: cannot create: {e}", dir.display())))?;
-    if path.is_dir() {
+    let dir_file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_NOCTTY)
+        .open(dir)
+        .map_err(|e| FsError::new(INTERNAL, format!("{}: {e}", dir.display())))?;
+    if let Some(roots) = confine {
+        check_opened(&dir_file, dir, roots)?;
+    }
+    let dfd = dir_file.as_raw_fd();
+    let io_err = |e: std::io::Error| FsError::new(INTERNAL, format!("{shown}: write failed: {e}"));
+    let c_name = CString::new(name.as_bytes())
+        .map_err(|_| FsError::new(INVALID_PARAMS, format!("{shown}: NUL in the name")))?;
+    // The target as it is in the opened directory (a symlink not followed).
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    let exists =
+        unsafe { libc::fstatat(dfd, c_name.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) } == 0;
+    let kind = st.st_mode & libc::S_IFMT;
+    if exists && kind == libc::S_IFDIR {
         return Err(FsError::new(
             INVALID_PARAMS,
             format!("{shown}: is a directory, not a file"),
         ));
     }
-    let mode = std::fs::metadata(path).ok().map(|m| m.permissions());
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let mode = (exists && kind == libc::S_IFREG).then_some(st.st_mode & 0o7777);
     let nonce = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default()
         .subsec_nanos();
-    let tmp = dir.join(format!(".{name}.acp-{}-{nonce}.tmp", std::process::id()));
+    let tmp = format!(
+        ".{}.acp-{}-{nonce}.tmp",
+        name.to_string_lossy(),
+        std::process::id()
+    );
+    let c_tmp = CString::new(tmp).map_err(|_| io_err(std::io::ErrorKind::InvalidInput.into()))?;
+    let fd = unsafe {
+        libc::openat(
+            dfd,
+            c_tmp.as_ptr(),
+            libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            0o666 as libc::c_uint,
+        )
+    };
+    if fd < 0 {
+        return Err(io_err(std::io::Error::last_os_error()));
+    }
+    let mut f = unsafe { std::fs::File::from_raw_fd(fd) };
     let result = (|| -> std::io::Result<()> {
-        let mut f = std::fs::File::create(&tmp)?;
         f.write_all(content.as_bytes())?;
-        if let Some(perm) = &mode {
-            f.set_permissions(perm.clone())?;
+        if let Some(m) = mode {
+            if unsafe { libc::fchmod(fd, m as libc::mode_t) } != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
         }
         f.sync_all()?;
-        std::fs::rename(&tmp, path)
+        if unsafe { libc::renameat(dfd, c_tmp.as_ptr(), dfd, c_name.as_ptr()) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(())
     })();
+    drop(f);
     result.map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        FsError::new(INTERNAL, format!("{shown}: write failed: {e}"))
+        unsafe { libc::unlinkat(dfd, c_tmp.as_ptr(), 0) };
+        io_err(e)
     })
 }
 
@@ -736,5 +877,122 @@ mod tests {
             names.iter().all(|n| !n.to_string_lossy().ends_with(".tmp")),
             "{names:?}"
         );
+    }
+
+    /// A root whose directory `d` is swapped, in a background thread, for a
+    /// symlink to a directory outside (holding a file of the same name) and
+    /// back, as fast as it can. Returns the root, the outside directory and
+    /// a stop flag with the swapper's handle.
+    fn swapping_root(
+        name: &str,
+    ) -> (
+        TempDir,
+        TempDir,
+        std::sync::Arc<std::sync::atomic::AtomicBool>,
+        std::thread::JoinHandle<u64>,
+    ) {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let root = TempDir::new(&format!("{name}-root"));
+        let out = TempDir::new(&format!("{name}-outside"));
+        root.write("d/f.txt", "inside\n");
+        out.write("d/f.txt", "OUTSIDE SECRET\n");
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let (r, o, s) = (
+            root.path().to_path_buf(),
+            out.path().to_path_buf(),
+            stop.clone(),
+        );
+        let swapper = std::thread::spawn(move || {
+            let mut swaps = 0u64;
+            while !s.load(Ordering::Relaxed) {
+                let _ = std::fs::rename(r.join("d"), r.join("d.real"));
+                let _ = std::os::unix::fs::symlink(o.join("d"), r.join("d"));
+                let _ = std::fs::remove_file(r.join("d"));
+                let _ = std::fs::rename(r.join("d.real"), r.join("d"));
+                swaps += 1;
+            }
+            swaps
+        });
+        (root, out, stop, swapper)
+    }
+
+    /// Reads through a path whose directory is swapped for a symlink out of
+    /// the root while the read runs: the roots are checked, then the file
+    /// is read as the handler does. Unconfined (the check-then-open of
+    /// before), some reads return the outside file (printed, not asserted:
+    /// it is a race); confined to the roots, none ever does.
+    /// `cargo test --release -p acp-nvim symlink_swapped -- --nocapture`
+    #[test]
+    fn a_symlink_swapped_in_during_a_read_never_leads_outside() {
+        use std::sync::atomic::Ordering;
+        const TRIES: usize = 3000;
+        let limits = ReadLimits::default();
+        let mut escaped = [0usize; 2];
+        let mut served = [0usize; 2];
+        for (k, confined) in [false, true].into_iter().enumerate() {
+            let (root, _out, stop, swapper) =
+                swapping_root(if confined { "race-c" } else { "race-u" });
+            let roots = Roots::new(&[root.path().to_path_buf()]);
+            let path = root.path().join("d/f.txt");
+            for _ in 0..TRIES {
+                let Ok(resolved) = roots.check(path.to_str().unwrap(), false) else {
+                    continue;
+                };
+                let read = if confined {
+                    read_text_confined(&resolved, None, None, &limits, Some(&roots))
+                } else {
+                    read_text_bounded(&resolved, None, None, &limits)
+                };
+                if let Ok(r) = read {
+                    served[k] += 1;
+                    if r.content != "inside\n" {
+                        escaped[k] += 1;
+                    }
+                }
+            }
+            stop.store(true, Ordering::Relaxed);
+            let swaps = swapper.join().unwrap();
+            eprintln!(
+                "{}: {TRIES} tries, {swaps} swaps, {} reads served, {} returned the outside file",
+                if confined {
+                    "confined"
+                } else {
+                    "check-then-open"
+                },
+                served[k],
+                escaped[k]
+            );
+        }
+        assert!(served[1] > 0, "some confined reads went through");
+        assert_eq!(escaped[1], 0, "a confined read returned the outside file");
+    }
+
+    /// The same race for writes: a write whose directory is swapped for a
+    /// symlink out of the root never lands outside when confined.
+    #[test]
+    fn a_symlink_swapped_in_during_a_write_never_leads_outside() {
+        use std::sync::atomic::Ordering;
+        const TRIES: usize = 1500;
+        let (root, out, stop, swapper) = swapping_root("race-w");
+        let roots = Roots::new(&[root.path().to_path_buf()]);
+        let path = root.path().join("d/new.txt");
+        let mut written = 0;
+        for _ in 0..TRIES {
+            let Ok(resolved) = roots.check(path.to_str().unwrap(), false) else {
+                continue;
+            };
+            if write_atomic_confined(&resolved, "agent text\n", Some(&roots)).is_ok() {
+                written += 1;
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        let swaps = swapper.join().unwrap();
+        let outside: Vec<_> = std::fs::read_dir(out.path().join("d"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        eprintln!("confined writes: {TRIES} tries, {swaps} swaps, {written} written, outside holds {outside:?}");
+        assert!(written > 0, "some confined writes went through");
+        assert_eq!(outside, vec!["f.txt".to_string()], "a write landed outside");
     }
 }

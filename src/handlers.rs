@@ -191,7 +191,9 @@ async fn read_text_file(
         }
         None => {
             // stat first: non-regular files are refused unopened, and a
-            // part is read without loading the whole file.
+            // part is read without loading the whole file. The file opened
+            // is checked against the roots again (a symlink swapped in since
+            // the check above cannot lead outside).
             let (p, limits) = (
                 resolved.clone(),
                 fs::ReadLimits {
@@ -199,8 +201,9 @@ async fn read_text_file(
                     ..fs::ReadLimits::default()
                 },
             );
+            let confine = (!ed.policy.allow_read_outside).then(|| ed.roots.clone());
             let read = tokio::task::spawn_blocking(move || {
-                fs::read_text_bounded(&p, line, limit, &limits)
+                fs::read_text_confined(&p, line, limit, &limits, confine.as_ref())
             })
             .await
             .map_err(|e| err(INTERNAL, e.to_string()))??;
@@ -225,6 +228,7 @@ async fn read_text_file(
 async fn disk_original(
     resolved: &std::path::Path,
     read_max_bytes: u64,
+    confine: Option<crate::roots::Roots>,
 ) -> Result<Original, FsError> {
     let p = resolved.to_path_buf();
     tokio::task::spawn_blocking(move || {
@@ -241,15 +245,23 @@ async fn disk_original(
             whole_file_bytes: read_max_bytes,
             ..fs::ReadLimits::default()
         };
-        Ok(match fs::read_text_bounded(&p, None, None, &limits) {
-            Ok(r) => Original::Text(Arc::new(r.content)),
-            Err(e) if e.code == fs::RESOURCE_NOT_FOUND => Original::Absent,
-            // Binary, not UTF-8, grown past the limit, swapped for a FIFO.
-            Err(_) => Original::Unknown,
-        })
+        Ok(
+            match fs::read_text_confined(&p, None, None, &limits, confine.as_ref()) {
+                Ok(r) => Original::Text(Arc::new(r.content)),
+                Err(e) if e.code == fs::RESOURCE_NOT_FOUND => Original::Absent,
+                // Binary, not UTF-8, grown past the limit, swapped for a FIFO.
+                Err(_) => Original::Unknown,
+            },
+        )
     })
     .await
     .map_err(|e| err(INTERNAL, e.to_string()))?
+}
+
+/// The roots a write must stay in, checked on what is opened: none when the
+/// user allows writes outside them.
+fn write_confine(ed: &crate::editor::EditorState) -> Option<crate::roots::Roots> {
+    (!ed.policy.allow_write_outside).then(|| ed.roots.clone())
 }
 
 /// Refuses a write to anything but a regular file (or a new one): a FIFO,
@@ -288,7 +300,7 @@ async fn merge_base(
         // Never read through this client: unsaved user edits are merged
         // against the disk text, never replaced.
         None if current.modified => {
-            match disk_original(resolved, ed.policy.read_max_bytes).await? {
+            match disk_original(resolved, ed.policy.read_max_bytes, write_confine(ed)).await? {
                 Original::Text(t) => Ok(Some(t.as_str().to_owned())),
                 _ => Err(err(
                     INVALID_PARAMS,
@@ -348,12 +360,16 @@ async fn write_text(
             let original = if ed.has_change(path) {
                 Original::Unknown
             } else {
-                disk_original(&resolved, ed.policy.read_max_bytes).await?
+                disk_original(&resolved, ed.policy.read_max_bytes, write_confine(ed)).await?
             };
-            let (p, c) = (resolved.clone(), content.clone());
-            tokio::task::spawn_blocking(move || fs::write_atomic(&p, &c))
-                .await
-                .map_err(|e| err(INTERNAL, e.to_string()))??;
+            // Written relative to the opened directory, itself checked
+            // against the roots (a symlink swapped in cannot lead outside).
+            let (p, c, confine) = (resolved.clone(), content.clone(), write_confine(ed));
+            tokio::task::spawn_blocking(move || {
+                fs::write_atomic_confined(&p, &c, confine.as_ref())
+            })
+            .await
+            .map_err(|e| err(INTERNAL, e.to_string()))??;
             record_write(thread, path, &resolved, "disk", true, original, &content);
             return Ok(json!({}));
         };

@@ -11,7 +11,13 @@
 --- permission key moves into it). In it: <C-s> accepts (after checking the
 --- values), <C-x> declines, <C-c> or `q` (normal mode) cancels; in URL
 --- mode <CR> opens the URL.
+---
+--- Agent text is shown one line per line, with every character visible
+--- (acp.text.visible). A request whose float cannot be drawn anyway is
+--- answered `cancel` (the user never saw it), with a line in its chat, and
+--- the next one is shown.
 local api = vim.api
+local text = require('acp.text')
 local ns = api.nvim_create_namespace('acp_elicitation')
 
 api.nvim_set_hl(0, 'AcpElicitationHint', { link = 'Comment', default = true })
@@ -62,7 +68,7 @@ local function enum_values(prop)
   end
   if type(prop.oneOf) == 'table' then
     return vim.tbl_map(function(o)
-      return o.const
+      return type(o) == 'table' and o.const or o
     end, prop.oneOf)
   end
   local items = type(prop.items) == 'table' and prop.items or nil
@@ -72,34 +78,43 @@ local function enum_values(prop)
     end
     if type(items.anyOf) == 'table' then
       return vim.tbl_map(function(o)
-        return o.const
+        return type(o) == 'table' and o.const or o
       end, items.anyOf)
     end
   end
 end
 
---- The hint beside a field: type, range, choices, description.
+--- The hint beside a field: type, range, choices, description (one line,
+--- at most 200 cells).
 local function hint(field)
   local p = field.prop
-  local parts = { p.type or '?' }
+  local parts = { (text.visible(p.type or '?')) }
   local values = enum_values(p)
   if values then
-    parts[1] = (p.type == 'array' and 'any of: ' or 'one of: ') .. table.concat(values, ', ')
+    parts[1] = (p.type == 'array' and 'any of: ' or 'one of: ') .. table.concat(vim.tbl_map(text.visible, values), ', ')
   elseif p.type == 'boolean' then
     parts[1] = 'true/false'
   end
   if p.minimum or p.maximum then
-    parts[#parts + 1] = ('%s..%s'):format(p.minimum or '', p.maximum or '')
+    parts[#parts + 1] = text.visible(p.minimum or '') .. '..' .. text.visible(p.maximum or '')
   end
   if p.format then
-    parts[#parts + 1] = p.format
+    parts[#parts + 1] = text.visible(p.format)
   end
-  local text = (field.required and '* ' or '') .. table.concat(parts, ', ')
+  local s = (field.required and '* ' or '') .. table.concat(parts, ', ')
   local desc = p.description or (p.title ~= field.key and p.title) or nil
   if desc then
-    text = text .. ' · ' .. desc
+    s = s .. ' · ' .. text.visible(desc)
   end
-  return text
+  return (text.fit(s, 200))
+end
+
+--- A field's name as its line shows it (and `read` finds it): one line, no
+--- `:` (it ends the name) and no leading `#` (a comment line).
+function M.label(key)
+  local s = vim.trim((text.visible(key):gsub(':', '∶')))
+  s = s:gsub('^#', '＃')
+  return s ~= '' and s or '?'
 end
 
 local function default_text(prop)
@@ -107,9 +122,9 @@ local function default_text(prop)
   if d == nil then
     return ''
   elseif type(d) == 'table' then
-    return table.concat(vim.tbl_map(tostring, d), ', ')
+    return table.concat(vim.tbl_map(text.visible, d), ', ')
   end
-  return tostring(d)
+  return (text.visible(d))
 end
 
 --- Buffer lines of a request: header comments, then fields (form) or the
@@ -117,8 +132,8 @@ end
 function M.lines(item)
   local p = item.payload
   local lines = {}
-  for _, l in ipairs(vim.split(tostring(p.message or 'The agent asks for input'), '\n', { plain = true })) do
-    lines[#lines + 1] = '# ' .. l
+  for _, l in ipairs(text.lines(p.message or 'The agent asks for input')) do
+    lines[#lines + 1] = '# ' .. text.visible(l)
   end
   if p.mode == 'url' then
     -- The real host: `https://accounts.google.com@evil.example/` is a page
@@ -127,27 +142,27 @@ function M.lines(item)
     local parts = esc.url(p.url)
     local host = parts and parts.host ~= '' and esc.line(parts.host) or '?'
     lines[#lines + 1] = '# Opens a page on ' .. host
-    lines[#lines + 1] = '# <CR> open in your browser · <C-x> decline · <C-c> cancel'
-    lines[#lines + 1] = 'host: ' .. host
-    lines[#lines + 1] = 'url: ' .. esc.line(p.url, 4000)
-    return lines
-  end
-  local title = schema_of(item).title
-  if title then
-    table.insert(lines, 1, '# ' .. title)
-  end
-  lines[#lines + 1] = '# Fill in after each `:`. <C-s> accept · <C-x> decline · <C-c> cancel'
-  for _, f in ipairs(M.fields(item)) do
-    lines[#lines + 1] = f.key .. ': ' .. default_text(f.prop)
-  end
-  return lines
-end
     if parts and parts.userinfo then
       lines[#lines + 1] = ('# ⚠ NOT a page on %s: the text before "@" is no host; the page is on %s'):format(
         esc.line(parts.userinfo, 80),
         host
       )
     end
+    lines[#lines + 1] = '# <CR> open in your browser · <C-x> decline · <C-c> cancel'
+    lines[#lines + 1] = 'host: ' .. host
+    lines[#lines + 1] = 'url: ' .. esc.line(p.url, 4000)
+    return lines
+  end
+  local title = schema_of(item).title
+  if title ~= nil and title ~= vim.NIL then
+    table.insert(lines, 1, '# ' .. text.visible(title))
+  end
+  lines[#lines + 1] = '# Fill in after each `:`. <C-s> accept · <C-x> decline · <C-c> cancel'
+  for _, f in ipairs(M.fields(item)) do
+    lines[#lines + 1] = M.label(f.key) .. ': ' .. default_text(f.prop)
+  end
+  return lines
+end
 
 --- The values typed in the float's buffer, by field key.
 function M.read(buf)
@@ -235,7 +250,7 @@ function M.collect(item, buf)
   local typed = M.read(buf)
   local content, errors = {}, {}
   for _, f in ipairs(M.fields(item)) do
-    local entry = typed[f.key]
+    local entry = typed[M.label(f.key)]
     local value, err = convert(f, entry and entry.value or '')
     if err then
       errors[f.key] = err
@@ -297,8 +312,9 @@ function M.accept()
     local typed = M.read(M.buf)
     local names = {}
     for key, err in pairs(errors) do
-      names[#names + 1] = key .. ' (' .. err .. ')'
-      local row = typed[key] and typed[key].row
+      local shown = M.label(key)
+      names[#names + 1] = shown .. ' (' .. err .. ')'
+      local row = typed[shown] and typed[shown].row
       if row then
         api.nvim_buf_set_extmark(M.buf, ns, row, 0, { virt_text = { { '  ✖ ' .. err, 'AcpElicitationError' } } })
       end
@@ -348,16 +364,8 @@ local function keymaps(buf)
   map('n', 'q', M.cancel, 'Cancel')
 end
 
---- Shows the first waiting request in a float (never entered by itself).
-function M.render()
-  local item = M.queue[1]
-  if not item then
-    return close_float()
-  end
-  if M.shown == item and M.win and api.nvim_win_is_valid(M.win) then
-    return
-  end
-  close_float()
+--- Opens the float for `item`; raises when it cannot be drawn.
+local function draw(item)
   local lines = M.lines(item)
   M.buf = api.nvim_create_buf(false, true)
   vim.bo[M.buf].bufhidden = 'wipe'
@@ -371,7 +379,7 @@ function M.render()
     -- Each field's type and description, beside it.
     local fields = {}
     for _, f in ipairs(M.fields(item)) do
-      fields[f.key] = f
+      fields[M.label(f.key)] = f
     end
     for key, entry in pairs(M.read(M.buf)) do
       if fields[key] then
@@ -382,21 +390,59 @@ function M.render()
       end
     end
   end
-  local width = math.min(math.max(60, unpack(vim.tbl_map(function(l)
-    return vim.fn.strdisplaywidth(l) + 4
-  end, lines))), vim.o.columns - 4)
+  local width = 60
+  for _, l in ipairs(lines) do
+    width = math.max(width, vim.fn.strdisplaywidth(l) + 4)
+  end
+  width = math.max(1, math.min(width, vim.o.columns - 4))
   M.win = api.nvim_open_win(M.buf, false, {
     relative = 'editor',
     row = math.max(0, math.floor((vim.o.lines - #lines) / 2) - 2),
-    col = math.floor((vim.o.columns - width) / 2),
+    col = math.max(0, math.floor((vim.o.columns - width) / 2)),
     width = width,
-    height = math.min(#lines, vim.o.lines - 4),
+    height = math.max(1, math.min(#lines, vim.o.lines - 4)),
     border = 'rounded',
     style = 'minimal',
     title = ' The agent asks (:AcpElicitation) ',
     title_pos = 'center',
   })
   M.shown = item
+end
+
+--- A request whose float cannot be drawn: the agent gets `cancel` (the
+--- user never saw it), its chat a line saying so (else a notification).
+local function undrawable(item, err)
+  require('acp.bridge').log_error('elicitation could not be shown: ' .. tostring(err))
+  local core = require('acp.core')
+  local sent = pcall(core.answer_elicitation, item.request, { action = 'cancel' })
+  local why = text.fit(text.error(err):match('^[^\n]*'), 200)
+  local msg = ('The agent\'s request for input could not be shown (%s); it was answered "%s"'):format(why, sent and 'cancel' or 'nothing')
+  if not (item.thread and pcall(core.notice, item.thread, 'warn', msg)) then
+    notify(msg, vim.log.levels.WARN)
+  end
+end
+
+--- Shows the first waiting request in a float (never entered by itself).
+--- A request that cannot be drawn is answered and dropped, and the next
+--- one is shown: one bad request never holds up the others.
+function M.render()
+  while true do
+    local item = M.queue[1]
+    if not item then
+      return close_float()
+    end
+    if M.shown == item and M.win and api.nvim_win_is_valid(M.win) then
+      return
+    end
+    pcall(close_float)
+    local ok, err = xpcall(draw, debug.traceback, item)
+    if ok then
+      return
+    end
+    pcall(close_float)
+    table.remove(M.queue, 1)
+    undrawable(item, err)
+  end
 end
 
 --- Moves into the float (`:AcpElicitation`); false when none waits.
@@ -420,12 +466,18 @@ function M.on_event(ev)
     M.queue[#M.queue + 1] = item
     local ok, err = pcall(M.render)
     if not ok then
-      -- Undrawable: the agent gets a cancel, the user a message.
-      require('acp.bridge').log_error('elicitation could not be shown: ' .. tostring(err))
-      M.answer(item, { action = 'cancel' })
+      -- Not expected (render answers what it cannot draw): the agent still
+      -- gets an answer, the user a line.
+      for i, it in ipairs(M.queue) do
+        if it == item then
+          table.remove(M.queue, i)
+          undrawable(item, err)
+          break
+        end
+      end
       return
     end
-    if ev.thread then
+    if ev.thread and vim.tbl_contains(M.queue, item) then
       local what = item.payload.mode == 'url' and 'asks you to open a page' or 'asks for input'
       pcall(require('acp.core').notice, ev.thread, 'info', ('The agent %s: :AcpElicitation'):format(what))
     end
