@@ -231,7 +231,7 @@ return {
     T.eq(r, { { 'b' }, { 'B' }, true })
   end },
 
-  { 'an edit inside a permission request is reviewed and answered from the review tab', function()
+  { 'an edit inside a permission request is reviewed in a tab; q goes back to the float, whose keys answer', function()
     local child, paths = run(nil, { no_turn = true, turns = { { match = 'go', steps = {
       H.req('session/request_permission', {
         toolCall = { toolCallId = 'e', title = 'Edit cfg.json', kind = 'edit',
@@ -246,13 +246,16 @@ return {
     H.enter_permission(child)
     child:feed('d')
     T.eq(child:lua('return #vim.api.nvim_list_tabpages()'), 2)
-    -- The review tab has its own grace period before its keys answer.
-    child:wait_for([[return require('acp.permission').armed]])
     T.eq(child:lua('return vim.wo.diff'), true)
+    T.eq(child:lua('return require("acp.permission").armed'), false, 'no key of the review tab answers')
+    child:feed('q')
+    T.eq(child:lua('return #vim.api.nvim_list_tabpages()'), 1, 'q closed the review tab')
+    -- Back in the float, after its grace period.
+    child:wait_for([[local p = require('acp.permission')
+      return p.armed and vim.api.nvim_get_current_win() == p.win]])
     child:feed('y')
     child:wait_for([[return require('acp').current().turns_ended == 1]])
     T.eq(H.responses(paths)[1].result, { outcome = { outcome = 'selected', optionId = 'o-allow' } })
-    T.eq(child:lua('return #vim.api.nvim_list_tabpages()'), 1, 'answering closed the review tab')
   end },
 
   { ':AcpReview lists changed files against their pre-session text; r and R revert', function()
@@ -310,9 +313,12 @@ return {
       child:wait_for([[return #require('acp.permission').queue == 1]])
       child:feed('<Esc>')
       H.enter_permission(child)
-      T.eq(child:lua([[return vim.api.nvim_buf_get_lines(require('acp.permission').buf, 0, -1, false)]]), {
-        'test asks for permission', '', '[execute] rm -rf build', '  rm -rf build', '',
-        '  1/y  Allow', '  2/a  Always allow', '  3/n  Reject', '  4/N  Never', '', '  q  decide later (:AcpPermission)' })
+      local lines = child:lua([[return vim.api.nvim_buf_get_lines(require('acp.permission').buf, 0, -1, false)]])
+      T.eq(lines[3], '[execute] rm -rf build')
+      -- Each option with its keys and its kind, which is what the answer means.
+      T.eq(vim.list_slice(lines, #lines - 5), {
+        '  1/y  Allow  [allow once]', '  2/a  Always allow  [allow always]', '  3/n  Reject  [reject once]',
+        '  4/N  Never  [reject always]', '', '  q  decide later (:AcpPermission)' })
       child:feed(key)
       child:wait_for(([[return require('acp').current().turns_ended == %d]]):format(i))
       T.eq(H.responses(paths)[i].result.outcome.optionId, want[i], 'key ' .. key)

@@ -233,8 +233,8 @@ return {
     ]])
     T.contains(float, '[execute] rm build/')
     T.contains(float, '  rm -r build/')
-    T.contains(float, '  1/y  Allow')
-    T.contains(float, '  2/n  Reject')
+    T.contains(float, '  1/y  Allow  [allow once]')
+    T.contains(float, '  2/n  Reject  [reject once]')
     -- The user was typing in the input: the float did not take focus.
     T.eq(child:lua([[return vim.api.nvim_get_current_win() == require('acp').current().input_win]]), true)
     child:feed('<Esc>')

@@ -176,13 +176,14 @@ return {
     child:wait_for([[return table.concat(require('acp').current():lines(), '\n'):match('text after the requests')]])
     local first = float_lines(child)
     T.eq(first[3], '[execute] two⏎lines')
-    T.contains(first, '  { nested = { 1, 2 } }')
-    T.contains(first, '  1/y  Allow⏎once')
-    T.contains(first, '  2/n  42')
+    -- What allowing grants, as the core gives it: the command as sent.
+    T.contains(first, '  $ {"nested":[1,2]}')
+    T.contains(first, '  1/y  Allow⏎once  [allow once]')
+    T.contains(first, '  2/n  42  [reject once]')
     H.enter_permission(child)
     child:feed('y')
     child:wait_for([[return #require('acp.permission').queue == 2]])
-    T.contains(float_lines(child), '  12345')
+    T.contains(float_lines(child), '  $ 12345')
     H.enter_permission(child)
     child:feed('n')
     child:wait_for([[return #require('acp.permission').queue == 1]])
@@ -209,7 +210,7 @@ return {
     })
     child:wait_for([[return #require('acp.permission').queue == 1 and require('acp.permission').win ~= nil]])
     local lines = float_lines(child)
-    T.contains(lines, '  1/n  Reject')
+    T.contains(lines, '  1/n  Reject  [reject once]')
     T.no_match(table.concat(lines, '\n'), 'Allow always')
     T.match(H.transcript_text(child), 'an option without a text id %("Allow always", not shown')
     H.enter_permission(child)
@@ -232,8 +233,8 @@ return {
     })
     child:wait_for([[return #require('acp.permission').queue == 1 and require('acp.permission').win ~= nil]])
     local lines = float_lines(child)
-    T.contains(lines, '  1/y  Allow')
-    T.contains(lines, '  2/n  Reject')
+    T.contains(lines, '  1/y  Allow  [allow once]')
+    T.contains(lines, '  2/n  Reject  [reject once]')
     T.no_match(table.concat(lines, '\n'), 'twin')
     T.match(H.transcript_text(child), 'option id `same` twice %(the second, "Reject %(twin%)", is not shown%)')
     H.enter_permission(child)
@@ -338,8 +339,9 @@ return {
     ]])
     T.eq(float_lines(child), {
       'test asks for permission', '', '[execute] Run `make deploy`',
-      '  $ make deploy', '  in /p', '  with environment:', '    B=two', '    B=lines', '    STAGE=prod', '',
-      '  1/y  Run', "  2/n  Don't run", '', '  q  decide later (:AcpPermission)' })
+      '  $ make deploy', '  in /p', '  with environment:', '    B=two⏎lines', '    STAGE=prod', '',
+      '  1/y  Run  [allow once]', "  2/n  Don't run  [reject once]", '',
+      '  K  show all, as the agent sent it', '  q  decide later (:AcpPermission)' })
   end },
 
   -- Terminals ------------------------------------------------------------------

@@ -5,11 +5,17 @@
 ---   `permissions.focus_key` in the chat, `<Plug>(AcpPermission)`, <CR> on
 ---   the card or `:AcpPermission`;
 --- * its keys do nothing for `permissions.grace_ms` after it gains focus or
----   shows another request; the footer says when it is armed.
---- Closing it leaves the request pending. An edit can be reviewed (`d`)
---- before answering. A request that cannot be drawn is shown in the chat
---- with its raw options and answered through `:AcpPermission`; the queue
---- keeps moving.
+---   shows another request; the footer says when it is armed;
+--- * only the float's own keys answer: no key in another window does, the
+---   review tab (`d`) and the whole-request view (`K`) included.
+--- An option's answer is its kind, shown next to its label (with a warning
+--- when the label reads as the opposite). Agent text is shown with every
+--- character visible and cut to rows of the float's width, so a padded
+--- command cannot push its end, the working directory, the environment or
+--- the options out of view. Closing the float leaves the request pending.
+--- An edit can be reviewed (`d`) before answering. A request that cannot
+--- be drawn is shown in the chat with its raw options and answered through
+--- `:AcpPermission`; the queue keeps moving.
 local api = vim.api
 local config = require('acp.config')
 local text = require('acp.text')
@@ -23,11 +29,13 @@ M.shown = nil
 M.armed = false
 --- The float sits at the bottom of its chat (nothing fits next to its card).
 M.at_bottom = false
---- Buffers whose option keys answer `M.shown`: the float, a review tab.
+--- Buffers whose option keys answer `M.shown`: the float's only.
 M.zone = {}
 
 api.nvim_set_hl(0, 'AcpPermissionWaiting', { link = 'Comment', default = true })
 api.nvim_set_hl(0, 'AcpPermissionArmed', { link = 'DiagnosticOk', default = true })
+api.nvim_set_hl(0, 'AcpPermissionMismatch', { link = 'WarningMsg', default = true })
+local ns = api.nvim_create_namespace('acp_permission')
 
 local kind_keys = { allow_once = 'y', allow_always = 'a', reject_once = 'n', reject_always = 'N' }
 
@@ -53,10 +61,12 @@ local function tool_of(item)
 end
 
 --- What the core asks about a terminal it has not run yet (the agent's
---- `terminal/create`): { command, cwd, env }.
+--- `terminal/create`), or what allowing an execute request grants (the
+--- core's `grant`: exactly what is shown is what may then run unasked):
+--- { command, cwd, env }.
 local function terminal_of(item)
   local c = type(item.payload) == 'table' and item.payload._client
-  local t = type(c) == 'table' and c.terminal
+  local t = type(c) == 'table' and (c.terminal or c.grant)
   return type(t) == 'table' and t or nil
 end
 
@@ -117,54 +127,221 @@ local function agent_name(item)
   return text.line(item.view and item.view.agent, 'the agent')
 end
 
---- The float's lines for `item`. Every value from the agent is made text
---- and split on newlines.
-function M.lines(item)
+--- How each option kind reads in the float.
+local kind_names = { allow_once = 'allow once', allow_always = 'allow always', reject_once = 'reject once', reject_always = 'reject always' }
+
+--- Words that make a label read as an allow or as a reject: the first of
+--- them in the label decides ("Yes, and don't ask again" reads as allow,
+--- "Don't allow" as reject). Kept small on purpose; see |acp-permission|.
+M.allow_words = { 'allow', 'approve', 'accept', 'yes', 'ok', 'okay', 'run', 'proceed', 'continue', 'grant', 'permit' }
+M.reject_words = { 'reject', 'deny', 'no', 'not', "don't", 'dont', 'never', 'cancel', 'decline', 'refuse', 'block', 'skip', 'stop', 'abort', 'disallow', 'forbid' }
+
+--- 'allow', 'reject' or nil: how a label reads.
+function M.label_reads(label)
+  local allow, reject = {}, {}
+  for _, w in ipairs(M.allow_words) do
+    allow[w] = true
+  end
+  for _, w in ipairs(M.reject_words) do
+    reject[w] = true
+  end
+  local s = (text.of(label) or ''):lower():gsub('’', "'")
+  for word in s:gmatch("[%a']+") do
+    word = word:gsub("^'+", ''):gsub("'+$", '')
+    if allow[word] then
+      return 'allow'
+    elseif reject[word] then
+      return 'reject'
+    end
+  end
+end
+
+--- Whether option `opt`'s label reads as the opposite of its kind.
+function M.disagrees(opt)
+  local reads = M.label_reads(opt.name)
+  local kind = type(opt.kind) == 'string' and opt.kind or ''
+  return (reads == 'reject' and kind:match('^allow_') ~= nil) or (reads == 'allow' and kind:match('^reject_') ~= nil)
+end
+
+--- The kind of `opt` as the float shows it.
+local function kind_label(opt)
+  if kind_names[opt.kind] then
+    return kind_names[opt.kind]
+  end
+  return opt.kind == nil and 'no kind' or ('unknown kind ' .. text.fit(opt.kind, 20))
+end
+
+--- Rows a command or an input may take in the float; longer ones show
+--- their start and end around "…" (`K` shows them whole).
+M.max_rows = 6
+--- Environment variables listed in the float (`K` shows the rest).
+M.max_env = 16
+
+--- The widest line of the float (its text area).
+local function max_width()
+  return math.max(20, vim.o.columns - 4) - 2
+end
+
+--- The float's lines for `item`, and the rows (0-based) to highlight as
+--- warnings. Every value from the agent is shown on rows of the float's
+--- width, with every character visible (see acp.text.visible): a padded
+--- or multi-line command shows its start and end, so the working
+--- directory, the environment and the options below it stay in view.
+function M.lines(item, width)
+  width = width or max_width()
   local tool = tool_of(item)
-  local out = {}
+  local out, warn = {}, {}
+  local cut = false
+  local function fit(prefix, value)
+    local l, c = text.fit(value, width - vim.fn.strdisplaywidth(prefix))
+    cut = cut or c
+    out[#out + 1] = prefix .. l
+  end
+  -- Rows of one value: `prefix` on the first, its width of spaces on the
+  -- others (they are the same value, wrapped or on its next lines).
+  local function rows(prefix, value)
+    local w = vim.fn.strdisplaywidth(prefix)
+    local r, c = text.rows(value, width - w, M.max_rows)
+    cut = cut or c
+    for i, l in ipairs(r) do
+      out[#out + 1] = (i == 1 and prefix or (' '):rep(w)) .. l
+    end
+  end
   local pos = #M.queue > 1 and (' (1 of %d)'):format(#M.queue) or ''
-  out[#out + 1] = ('%s asks for permission%s'):format(agent_name(item), pos)
+  fit('', ('%s asks for permission%s'):format(agent_name(item), pos))
   out[#out + 1] = ''
   -- The kind is the card's as recorded (the core puts it here), not the
   -- one the request claimed: it is what a policy judged.
-  out[#out + 1] = ('[%s] %s'):format(text.line(tool.kind, 'other'), text.line(tool.title) or text.line(tool.toolCallId, 'tool call'))
+  local title = text.of(tool.title) or text.of(tool.toolCallId) or 'tool call'
+  fit(('[%s] '):format(text.fit(tool.kind, 20) ~= '' and text.fit(tool.kind, 20) or 'other'), title)
   local term = terminal_of(item)
   local s
   if term then
-    push(out, '  $ ', term.command)
-    push(out, '  in ', term.cwd)
+    rows('  $ ', term.command)
+    if term.args ~= nil then
+      rows('  args ', term.args)
+    end
+    fit('  in ', term.cwd)
     if type(term.env) == 'table' and next(term.env) then
       out[#out + 1] = '  with environment:'
-      local names = vim.tbl_map(text.line, vim.tbl_keys(term.env))
+      local names = {}
+      for name in pairs(term.env) do
+        names[#names + 1] = text.of(name) or '?'
+      end
       table.sort(names)
-      for _, name in ipairs(names) do
-        push(out, ('    %s='):format(name), term.env[name])
+      for i, name in ipairs(names) do
+        if i > M.max_env then
+          out[#out + 1] = ('    … %d more (K shows all)'):format(#names - M.max_env)
+          cut = true
+          break
+        end
+        fit('    ', name .. '=' .. (text.of(term.env[name]) or ''))
       end
     end
   else
     s = summary(tool)
-    push(out, '  ', s)
+    if s then
+      rows('  ', s)
+    end
   end
   if type(tool.locations) == 'table' then
+    local n = 0
     for _, loc in ipairs(tool.locations) do
-      local path = type(loc) == 'table' and text.line(loc.path)
+      local path = type(loc) == 'table' and text.of(loc.path)
       if path and path ~= s then
-        out[#out + 1] = '  ' .. path
+        n = n + 1
+        if n > M.max_env then
+          out[#out + 1] = '  … (K shows all)'
+          cut = true
+          break
+        end
+        fit('  ', path)
       end
     end
   end
   for _, d in ipairs(diffs(tool)) do
     local add, del = count_changes(d)
-    out[#out + 1] = ('  %s %s: +%d -%d   (d: review)'):format(d.oldText and 'edit' or 'new file', d.path, add, del)
+    local what = ('  %s '):format(d.oldText and 'edit' or 'new file')
+    local tail = (': +%d -%d   (d: review)'):format(add, del)
+    local path, c = text.fit(d.path, width - vim.fn.strdisplaywidth(what .. tail))
+    cut = cut or c
+    out[#out + 1] = what .. path .. tail
   end
   out[#out + 1] = ''
   local opts = options_of(item)
   local keys = M.option_keys(opts)
   for i, opt in ipairs(opts) do
-    out[#out + 1] = ('  %s  %s'):format(table.concat(keys[i], '/'), text.line(opt.name) or text.line(opt.optionId, '?'))
+    local prefix = ('  %s  '):format(table.concat(keys[i], '/'))
+    local kind = ('  [%s]'):format(kind_label(opt))
+    local name, c = text.fit(text.of(opt.name) or text.of(opt.optionId) or '?', width - vim.fn.strdisplaywidth(prefix .. kind))
+    cut = cut or c
+    out[#out + 1] = prefix .. name .. kind
+    if M.disagrees(opt) then
+      out[#out + 1] = ('       ⚠ label and kind disagree: this answers "%s"'):format(kind_label(opt))
+      warn[#warn + 1] = #out - 1
+    end
   end
   out[#out + 1] = ''
+  if cut then
+    out[#out + 1] = '  K  show all, as the agent sent it'
+  end
   out[#out + 1] = '  q  decide later (:AcpPermission)'
+  return text.safe_lines(out), warn
+end
+
+--- The whole request as text, for `K`: nothing shortened (control
+--- characters show as Neovim shows them in any buffer, e.g. `^[`).
+function M.full_lines(item)
+  local tool = tool_of(item)
+  local out = { ('%s asks for permission'):format(agent_name(item)), '' }
+  push(out, 'title: ', tool.title)
+  push(out, 'kind: ', tool.kind)
+  local term = terminal_of(item)
+  if term then
+    out[#out + 1] = 'command:'
+    push(out, '  ', term.command)
+    if term.args ~= nil then
+      out[#out + 1] = 'args:'
+      push(out, '  ', term.args)
+    end
+    push(out, 'in: ', term.cwd)
+    if type(term.env) == 'table' and next(term.env) then
+      out[#out + 1] = 'environment:'
+      local names = {}
+      for name in pairs(term.env) do
+        names[#names + 1] = text.of(name) or '?'
+      end
+      table.sort(names)
+      for _, name in ipairs(names) do
+        push(out, '  ', name .. '=' .. (text.of(term.env[name]) or ''))
+      end
+    end
+  else
+    local s = summary(tool)
+    if s then
+      out[#out + 1] = 'input:'
+      push(out, '  ', s)
+    end
+    if tool.rawInput ~= nil then
+      push(out, 'raw input: ', vim.inspect(tool.rawInput, { newline = ' ', indent = '' }))
+    end
+  end
+  if type(tool.locations) == 'table' then
+    for _, loc in ipairs(tool.locations) do
+      if type(loc) == 'table' then
+        push(out, 'location: ', loc.path)
+      end
+    end
+  end
+  for _, d in ipairs(diffs(tool)) do
+    push(out, d.oldText and 'edit: ' or 'new file: ', d.path)
+  end
+  out[#out + 1] = 'options:'
+  local opts = options_of(item)
+  local keys = M.option_keys(opts)
+  for i, opt in ipairs(opts) do
+    push(out, ('  %s  '):format(table.concat(keys[i], '/')), (text.of(opt.name) or text.of(opt.optionId) or '?') .. ('  [%s]'):format(kind_label(opt)))
+  end
   return text.safe_lines(out)
 end
 
@@ -297,8 +474,9 @@ function M.choose(i)
   end
 end
 
---- Keys that answer `item`, set on `buf` (the float, or a review tab
---- opened from it). Each does nothing unless the float is armed for it.
+--- Keys that answer `item`, set on the float's buffer `buf` (and no other:
+--- a key typed in another window never answers). Each does nothing unless
+--- the float is armed for it.
 local function answer_keys(buf, item)
   for i, keys in ipairs(M.option_keys(options_of(item))) do
     for _, k in ipairs(keys) do
@@ -311,8 +489,9 @@ local function answer_keys(buf, item)
   end
 end
 
---- Reviews the edit of the shown request side by side; the option keys
---- answer it from the review tab (after the grace period there too).
+--- Reviews the edit of the shown request side by side in a new tab. No key
+--- there answers the request (reading keys such as `2j` or `yy` would):
+--- `q` closes the review and goes back to the float.
 function M.review()
   local item = M.shown
   local d = item and diffs(tool_of(item))[1]
@@ -320,20 +499,42 @@ function M.review()
     return
   end
   local review = require('acp.review')
-  local hint = vim.tbl_map(function(k)
-    return table.concat(k, '/')
-  end, M.option_keys(options_of(item)))
   local win = M.win
   M.win = nil -- keep `shown` while the float is closed for the review
   if win and api.nvim_win_is_valid(win) then
     api.nvim_win_close(win, true)
   end
-  local tab, left, right = review.open_diff(d.path, d.oldText, d.newText, { hint = ' · answer: ' .. table.concat(hint, ' ') })
+  local tab, left, right = review.open_diff(d.path, d.oldText, d.newText, { hint = ' (back to the question)' })
   M.review_tab = tab
-  M.zone[left], M.zone[right] = true, true
-  answer_keys(left, item)
-  answer_keys(right, item)
-  start_grace()
+  local id = tool_of(item).toolCallId
+  local function back()
+    M.review_tab = nil
+    review.close(tab)
+    if #M.queue > 0 then
+      M.focus(id)
+    end
+  end
+  for _, buf in ipairs({ left, right }) do
+    vim.keymap.set('n', 'q', back, { buffer = buf, nowait = true, silent = true, desc = 'Back to the permission request' })
+  end
+  on_enter()
+end
+
+--- `K` in the float: the whole request, nothing shortened, in a scratch
+--- window below (`q` closes it). Its keys answer nothing.
+function M.show_all()
+  local item = M.shown
+  if not item then
+    return
+  end
+  local buf = api.nvim_create_buf(false, true)
+  vim.bo[buf].bufhidden = 'wipe'
+  api.nvim_buf_set_lines(buf, 0, -1, false, M.full_lines(item))
+  vim.bo[buf].modifiable = false
+  vim.keymap.set('n', 'q', '<Cmd>close<CR>', { buffer = buf, nowait = true, silent = true, desc = 'Close' })
+  api.nvim_open_win(buf, true, { split = 'below', win = -1, height = math.max(5, math.floor(vim.o.lines / 3)) })
+  vim.wo.wrap = true
+  vim.wo.winbar = ' The whole permission request · q close · answer in the float (:AcpPermission)'
 end
 
 --- Rows (first, last; 0-based) of the card of `item` in its chat.
@@ -441,8 +642,9 @@ function M.reposition(view)
   pcall(api.nvim_win_set_config, M.win, place(item, where))
 end
 
---- Opens (or updates) the float for `item`; raises when it cannot be drawn.
-local function draw(item, lines)
+--- Opens (or updates) the float for `item` (`warn`: rows to highlight as
+--- warnings); raises when it cannot be drawn.
+local function draw(item, lines, warn)
   if not (M.buf and api.nvim_buf_is_valid(M.buf)) then
     M.buf = api.nvim_create_buf(false, true)
     vim.bo[M.buf].bufhidden = 'hide'
@@ -455,10 +657,15 @@ local function draw(item, lines)
   vim.bo[M.buf].modifiable = true
   api.nvim_buf_set_lines(M.buf, 0, -1, false, lines)
   vim.bo[M.buf].modifiable = false
+  api.nvim_buf_clear_namespace(M.buf, ns, 0, -1)
+  for _, row in ipairs(warn or {}) do
+    api.nvim_buf_set_extmark(M.buf, ns, row, 0, { end_col = #lines[row + 1], hl_group = 'AcpPermissionMismatch' })
+  end
   pcall(vim.keymap.del, 'n', 'd', { buffer = M.buf })
   for _, k in ipairs({ 'q', '<Esc>' }) do
     vim.keymap.set('n', k, close_float, { buffer = M.buf, nowait = true })
   end
+  vim.keymap.set('n', 'K', M.show_all, { buffer = M.buf, nowait = true })
   answer_keys(M.buf, item)
   if #diffs(tool_of(item)) > 0 then
     vim.keymap.set('n', 'd', M.review, { buffer = M.buf, nowait = true })
@@ -468,9 +675,10 @@ local function draw(item, lines)
     width = math.max(width, vim.fn.strdisplaywidth(l) + 2)
   end
   width = math.min(width, math.max(20, vim.o.columns - 4))
-  local cfg = { width = width, height = #lines, style = 'minimal', border = 'rounded', title = ' Permission ', focusable = true }
+  local height = math.max(1, math.min(#lines, vim.o.lines - 3))
+  local cfg = { width = width, height = height, style = 'minimal', border = 'rounded', title = ' Permission ', focusable = true }
   cfg.anchor = 'NW'
-  for k, v in pairs(M.placement(item, width, #lines)) do
+  for k, v in pairs(M.placement(item, width, height)) do
     cfg[k] = v
   end
   cfg = place(item, cfg)
@@ -480,6 +688,9 @@ local function draw(item, lines)
     -- Never entered here: the user moves into it on purpose.
     M.win = api.nvim_open_win(M.buf, false, cfg)
   end
+  -- Every line fits the width: a row is a line, and nothing is pushed out
+  -- of view by a wrapped one.
+  vim.wo[M.win].wrap = false
   local changed = M.shown ~= item
   M.shown = item
   if changed or not M.zone[api.nvim_get_current_buf()] then
