@@ -232,7 +232,7 @@ return {
       return vim.api.nvim_buf_get_lines(p.buf, 0, -1, false)
     ]])
     T.contains(float, '[execute] rm build/')
-    T.contains(float, '  rm -r build/')
+    T.contains(float, '  $ rm -r build/')
     T.contains(float, '  1/y  Allow  [allow once]')
     T.contains(float, '  2/n  Reject  [reject once]')
     -- The user was typing in the input: the float did not take focus.
