@@ -3,7 +3,13 @@
 //! plus a few built-in ones) hides its value, in `NAME=value` text and as a
 //! JSON object key; the values of every `env` and `headers` list (terminal
 //! requests, MCP servers) are hidden; `authenticate` keeps only its
-//! `methodId`; `Bearer` tokens are hidden.
+//! `methodId`; `Bearer` tokens, `Authorization` credentials (any scheme)
+//! and the value after a secret flag (`--api-key v`) are hidden. Names
+//! compare with `-` and `.` as `_` (`X-Api-Key` is `X_API_KEY`).
+//!
+//! A message cut to the trace's size limit is no JSON document any more:
+//! [`redact_json_prefix`] applies the same rules to such a prefix as it
+//! reads it, so a saved trace never holds an unredacted byte of it.
 
 use std::borrow::Cow;
 use std::sync::OnceLock;
@@ -26,7 +32,9 @@ const BUILT_IN: &[&str] = &[
     "*PRIVATE_KEY*",
     "*CREDENTIAL*",
     "AUTHORIZATION",
+    "PROXY_AUTHORIZATION",
     "COOKIE",
+    "SET_COOKIE",
 ];
 
 fn patterns() -> &'static RwLock<Vec<String>> {
@@ -64,17 +72,36 @@ fn glob_match(glob: &[u8], name: &[u8]) -> bool {
     glob[g..].iter().all(|&b| b == b'*')
 }
 
-/// Whether a variable or key named `name` holds a secret.
+/// Whether a variable or key named `name` holds a secret. A header or
+/// flag spelling (`X-Api-Key`, `api.key`) counts as the variable
+/// (`X_API_KEY`).
 pub fn is_secret_name(name: &str) -> bool {
     if name.is_empty() || name.len() > 128 {
         return false;
     }
     let n = name.as_bytes();
-    BUILT_IN.iter().any(|g| glob_match(g.as_bytes(), n))
-        || patterns()
-            .read()
-            .iter()
-            .any(|g| glob_match(g.as_bytes(), n))
+    let matches = |n: &[u8]| {
+        BUILT_IN.iter().any(|g| glob_match(g.as_bytes(), n))
+            || patterns()
+                .read()
+                .iter()
+                .any(|g| glob_match(g.as_bytes(), n))
+    };
+    if matches(n) {
+        return true;
+    }
+    let under: Vec<u8> = n
+        .iter()
+        .map(|&b| if b == b'-' || b == b'.' { b'_' } else { b })
+        .collect();
+    under != n && matches(&under)
+}
+
+/// Whether `name` (dashes and dots as `_`) is an `Authorization` header,
+/// whose value is a scheme and credentials (`token x`, `Bearer x`).
+fn is_authorization(name: &str) -> bool {
+    let n = name.trim_matches(|c| c == '-' || c == '_');
+    n.eq_ignore_ascii_case("authorization") || n.eq_ignore_ascii_case("proxy-authorization")
 }
 
 fn is_name_byte(b: u8) -> bool {
@@ -110,8 +137,9 @@ fn value_end(s: &[u8], start: usize) -> usize {
 /// copied.
 pub fn redact_text(text: &str) -> Cow<'_, str> {
     let s = text.as_bytes();
-    // Cheap exit: no assignment, no bearer.
-    if !s.iter().any(|&b| b == b'=' || b == b':') && !text.contains("earer") {
+    // Cheap exit: no assignment, no bearer, no flag.
+    if !s.iter().any(|&b| b == b'=' || b == b':') && !text.contains("earer") && !text.contains("--")
+    {
         return Cow::Borrowed(text);
     }
     let mut out = String::new();
@@ -121,9 +149,13 @@ pub fn redact_text(text: &str) -> Cow<'_, str> {
         let b = s[i];
         let sep = b == b'=' || b == b':';
         if sep && i > 0 {
-            // The name before the separator (a JSON key's quotes included).
+            // The name before the separator (a JSON key's quotes included,
+            // spaces allowed: `api_key = "…"`).
             let mut end = i;
-            if end > 0 && s[end - 1] == b'"' {
+            while end > 0 && (s[end - 1] == b' ' || s[end - 1] == b'\t') {
+                end -= 1;
+            }
+            if end > 0 && (s[end - 1] == b'"' || s[end - 1] == b'\'') {
                 end -= 1;
             }
             let mut start = end;
@@ -133,18 +165,22 @@ pub fn redact_text(text: &str) -> Cow<'_, str> {
             let name = &text[start..end];
             if start < end && is_secret_name(name) {
                 let mut v = i + 1;
-                while v < s.len() && (s[v] == b' ' || (b == b':' && s[v] == b'\t')) {
+                while v < s.len() && (s[v] == b' ' || s[v] == b'\t') {
                     v += 1;
                 }
-                // `Authorization: Bearer x` keeps the scheme, hides the token.
-                for scheme in [&b"bearer "[..], &b"basic "[..]] {
-                    if s.len() >= v + scheme.len()
-                        && s[v..v + scheme.len()].eq_ignore_ascii_case(scheme)
-                    {
-                        v += scheme.len();
+                let stop = if is_authorization(name) {
+                    authorization_value(s, &mut v)
+                } else {
+                    // `X_TOKEN=Bearer x` keeps the scheme, hides the token.
+                    for scheme in [&b"bearer "[..], &b"basic "[..]] {
+                        if s.len() >= v + scheme.len()
+                            && s[v..v + scheme.len()].eq_ignore_ascii_case(scheme)
+                        {
+                            v += scheme.len();
+                        }
                     }
-                }
-                let stop = value_end(s, v);
+                    value_end(s, v)
+                };
                 if stop > v {
                     out.push_str(&text[copied..v]);
                     let quoted = s[v] == b'"' || s[v] == b'\'';
@@ -160,6 +196,38 @@ pub fn redact_text(text: &str) -> Cow<'_, str> {
                     continue;
                 }
             }
+        }
+        // `--api-key v`: the value after a secret flag.
+        if b == b'-'
+            && s.get(i + 1) == Some(&b'-')
+            && (i == 0 || matches!(s[i - 1], b' ' | b'\t' | b'"' | b'\'' | b'\n'))
+        {
+            let mut e = i + 2;
+            while e < s.len() && (s[e].is_ascii_alphanumeric() || s[e] == b'-' || s[e] == b'_') {
+                e += 1;
+            }
+            let mut v = e;
+            while v < s.len() && (s[v] == b' ' || s[v] == b'\t') {
+                v += 1;
+            }
+            if v > e && v < s.len() && s[v] != b'-' && is_secret_flag_text(&text[i..e]) {
+                let stop = value_end(s, v);
+                if stop > v {
+                    out.push_str(&text[copied..v]);
+                    if s[v] == b'"' || s[v] == b'\'' {
+                        out.push(s[v] as char);
+                        out.push_str(REDACTED);
+                        out.push(s[v] as char);
+                    } else {
+                        out.push_str(REDACTED);
+                    }
+                    copied = stop;
+                    i = stop;
+                    continue;
+                }
+            }
+            i = e.max(i + 1);
+            continue;
         }
         if (b == b'B' || b == b'b')
             && s.len() > i + 7
@@ -182,6 +250,51 @@ pub fn redact_text(text: &str) -> Cow<'_, str> {
     }
     out.push_str(&text[copied..]);
     Cow::Owned(out)
+}
+
+/// Where an `Authorization` value that starts at `*v` ends: at the end of
+/// its quotes, else of the line (credentials may hold spaces, quotes and
+/// commas: `Digest username="u", response="…"`). A first word followed by
+/// more (`token x`, `Bearer x`) is its scheme: kept, `*v` moves past it.
+fn authorization_value(s: &[u8], v: &mut usize) -> usize {
+    let quoted = *v < s.len() && (s[*v] == b'"' || s[*v] == b'\'');
+    if quoted {
+        return value_end(s, *v);
+    }
+    let stop = s[*v..]
+        .iter()
+        .position(|&c| matches!(c, b'\n' | b'\r'))
+        .map_or(s.len(), |n| *v + n);
+    let word = s[*v..stop]
+        .iter()
+        .position(|&c| c == b' ' || c == b'\t')
+        .map(|n| *v + n);
+    if let Some(w) = word {
+        let mut rest = w;
+        while rest < stop && (s[rest] == b' ' || s[rest] == b'\t') {
+            rest += 1;
+        }
+        if rest < stop {
+            *v = rest;
+        }
+    }
+    stop
+}
+
+/// Whether the flag `--name` in free text takes a secret (`--api-key v`,
+/// `--token v`): stricter than [`is_secret_flag`], which sees a real
+/// argument list.
+fn is_secret_flag_text(flag: &str) -> bool {
+    if !flag.starts_with("--") || flag.len() > 130 {
+        return false;
+    }
+    let name = flag
+        .trim_start_matches('-')
+        .replace('-', "_")
+        .to_ascii_uppercase();
+    !name.is_empty()
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        && (is_secret_name(&name) || name == "KEY" || name.ends_with("_KEY"))
 }
 
 /// Whether a command-line flag (`--api-key`, `--auth-token`) takes a
@@ -237,7 +350,21 @@ pub fn redact_value(v: &mut Value) {
                 }
             }
         }
-        Value::Array(items) => items.iter_mut().for_each(redact_value),
+        Value::Array(items) => {
+            // An argument list: the string after a secret flag is hidden
+            // (`["--api-key", "sk-1"]`).
+            let mut hide_next = false;
+            for item in items {
+                let flag = item.as_str().is_some_and(is_secret_flag_text);
+                match item {
+                    Value::String(s) if std::mem::take(&mut hide_next) && !s.starts_with('-') => {
+                        *s = REDACTED.into();
+                    }
+                    other => redact_value(other),
+                }
+                hide_next = flag;
+            }
+        }
         Value::String(s) => {
             if let Cow::Owned(r) = redact_text(s) {
                 *s = r;
@@ -292,6 +419,422 @@ pub fn redact_line(line: &str) -> Cow<'_, str> {
         }
         Err(_) => redact_text(line),
     }
+}
+
+/// How a JSON value is redacted, from where it sits (the rules of
+/// [`redact_message`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Treat {
+    /// Secret keys' values hidden, strings redacted as text.
+    Normal,
+    /// Replaced whole (the value of a secret key; `null` stays).
+    Hide,
+    /// The value of `env` or `headers`: a list of `{name, value}` or a map
+    /// whose values are all hidden.
+    Pairs,
+    /// An object of an `env` or `headers` list: its `value` is hidden.
+    PairItem,
+    /// The `params` of `authenticate`: all but `methodId` hidden.
+    AuthParams,
+    /// The message of an `authenticate` request.
+    AuthMessage,
+}
+
+/// The input ran out, or is not JSON from here on.
+enum Halt {
+    End,
+    Bad,
+}
+
+/// Deeper nesting than this is not read (and not kept).
+const PREFIX_MAX_DEPTH: usize = 128;
+
+struct PrefixRedactor<'a> {
+    text: &'a str,
+    s: &'a [u8],
+    i: usize,
+    out: String,
+    depth: usize,
+    /// The message's `method`, when read whole.
+    method: Option<String>,
+    /// The last place (input offset, output length) between whole members
+    /// or elements: where text that stops being JSON is redacted from, as
+    /// text (so a name just before is seen, and no hidden value is undone).
+    mark: (usize, usize),
+}
+
+impl<'a> PrefixRedactor<'a> {
+    fn new(text: &'a str) -> Self {
+        Self {
+            text,
+            s: text.as_bytes(),
+            i: 0,
+            out: String::with_capacity(text.len()),
+            depth: 0,
+            method: None,
+            mark: (0, 0),
+        }
+    }
+
+    fn run(mut self, top: Treat) -> (String, Option<String>) {
+        let first = self.s.iter().find(|b| !b.is_ascii_whitespace());
+        if !matches!(first, Some(b'{' | b'[')) {
+            // No message: text.
+            return (redact_text(self.text).into_owned(), None);
+        }
+        match self.value(top) {
+            // Cut inside a value: nothing more to read.
+            Err(Halt::End) => {}
+            // Not JSON from the last whole member on: redacted as text.
+            Err(Halt::Bad) => {
+                let (at, len) = self.mark;
+                self.out.truncate(len);
+                self.out.push_str(&redact_text(&self.text[at..]));
+            }
+            Ok(()) => self.out.push_str(&redact_text(&self.text[self.i..])),
+        }
+        (self.out, self.method)
+    }
+
+    fn set_mark(&mut self) {
+        self.mark = (self.i, self.out.len());
+    }
+
+    fn ws(&mut self) {
+        while self.i < self.s.len() && matches!(self.s[self.i], b' ' | b'\t' | b'\r' | b'\n') {
+            self.out.push(self.s[self.i] as char);
+            self.i += 1;
+        }
+    }
+
+    fn more(&self) -> Result<u8, Halt> {
+        self.s.get(self.i).copied().ok_or(Halt::End)
+    }
+
+    fn value(&mut self, t: Treat) -> Result<(), Halt> {
+        self.ws();
+        let c = self.more()?;
+        if t == Treat::Hide {
+            if self.s[self.i..].starts_with(b"null") {
+                self.out.push_str("null");
+                self.i += 4;
+                return Ok(());
+            }
+            self.out.push('"');
+            self.out.push_str(REDACTED);
+            self.out.push('"');
+            return self.skip_value();
+        }
+        match c {
+            b'{' => self.object(t),
+            b'[' => self.array(t),
+            b'"' => self.string().map(|_| ()),
+            _ => self.scalar(),
+        }
+    }
+
+    fn enter(&mut self) -> Result<(), Halt> {
+        self.depth += 1;
+        if self.depth > PREFIX_MAX_DEPTH {
+            // Nothing of it is kept.
+            self.out.push_str(REDACTED);
+            self.i = self.s.len();
+            return Err(Halt::End);
+        }
+        self.out.push(self.s[self.i] as char);
+        self.i += 1;
+        self.set_mark();
+        Ok(())
+    }
+
+    fn object(&mut self, t: Treat) -> Result<(), Halt> {
+        self.enter()?;
+        let top = self.depth == 1;
+        loop {
+            self.ws();
+            match self.more()? {
+                b'}' => break,
+                b'"' => {}
+                _ => return Err(Halt::Bad),
+            }
+            self.set_mark();
+            let start = self.i;
+            let (key, whole) = self.read_string();
+            // Keys are kept as they are (as `redact_value` does).
+            self.out.push_str(&self.text[start..self.i]);
+            if !whole {
+                return Err(Halt::End);
+            }
+            self.ws();
+            if self.more()? != b':' {
+                return Err(Halt::Bad);
+            }
+            self.out.push(':');
+            self.i += 1;
+            let member = member_treat(t, &key);
+            if top && key == "method" {
+                self.ws();
+                if self.more()? == b'"' {
+                    let (method, whole) = self.string()?;
+                    if whole {
+                        self.method = Some(method);
+                    }
+                } else {
+                    self.value(member)?;
+                }
+            } else {
+                self.value(member)?;
+            }
+            self.set_mark();
+            self.ws();
+            match self.more()? {
+                b',' => {
+                    self.out.push(',');
+                    self.i += 1;
+                }
+                b'}' => break,
+                _ => return Err(Halt::Bad),
+            }
+        }
+        self.out.push('}');
+        self.i += 1;
+        self.depth -= 1;
+        Ok(())
+    }
+
+    fn array(&mut self, t: Treat) -> Result<(), Halt> {
+        self.enter()?;
+        let element = if t == Treat::Pairs {
+            Treat::PairItem
+        } else {
+            Treat::Normal
+        };
+        self.ws();
+        if self.more()? != b']' {
+            // An argument list: the string after a secret flag is hidden.
+            let mut hide_next = false;
+            loop {
+                self.ws();
+                self.set_mark();
+                let at = self.i;
+                let mut flag = false;
+                if self.more()? == b'"' {
+                    let (arg, whole) = self.read_string();
+                    flag = whole && is_secret_flag_text(&arg);
+                    if std::mem::take(&mut hide_next) && !arg.starts_with('-') {
+                        self.out.push('"');
+                        self.out.push_str(REDACTED);
+                        self.out.push('"');
+                        if !whole {
+                            return Err(Halt::End);
+                        }
+                    } else {
+                        self.i = at;
+                        self.value(element)?;
+                    }
+                } else {
+                    self.value(element)?;
+                }
+                hide_next = flag;
+                self.set_mark();
+                self.ws();
+                match self.more()? {
+                    b',' => {
+                        self.out.push(',');
+                        self.i += 1;
+                    }
+                    b']' => break,
+                    _ => return Err(Halt::Bad),
+                }
+            }
+        }
+        self.out.push(']');
+        self.i += 1;
+        self.depth -= 1;
+        Ok(())
+    }
+
+    /// A string value: redacted as text. Its decoded text, and whether it
+    /// was whole (else the input ends inside it).
+    fn string(&mut self) -> Result<(String, bool), Halt> {
+        let start = self.i;
+        let (decoded, whole) = self.read_string();
+        match redact_text(&decoded) {
+            Cow::Borrowed(_) => self.out.push_str(&self.text[start..self.i]),
+            Cow::Owned(r) => {
+                self.out.push_str(&Value::String(r).to_string());
+            }
+        }
+        if whole {
+            Ok((decoded, true))
+        } else {
+            Err(Halt::End)
+        }
+    }
+
+    /// Reads the string at `i` (a quote): its decoded text and whether its
+    /// closing quote was there.
+    fn read_string(&mut self) -> (String, bool) {
+        let s = self.s;
+        let mut buf: Vec<u8> = Vec::new();
+        self.i += 1;
+        while self.i < s.len() {
+            match s[self.i] {
+                b'"' => {
+                    self.i += 1;
+                    return (String::from_utf8_lossy(&buf).into_owned(), true);
+                }
+                b'\\' => {
+                    let Some(&e) = s.get(self.i + 1) else {
+                        self.i = s.len();
+                        break;
+                    };
+                    let simple = match e {
+                        b'b' => Some(b'\x08'),
+                        b'f' => Some(b'\x0c'),
+                        b'n' => Some(b'\n'),
+                        b'r' => Some(b'\r'),
+                        b't' => Some(b'\t'),
+                        b'u' => None,
+                        other => Some(other),
+                    };
+                    if let Some(b) = simple {
+                        buf.push(b);
+                        self.i += 2;
+                        continue;
+                    }
+                    let hex = |at: usize| {
+                        s.get(at..at + 4)
+                            .and_then(|h| std::str::from_utf8(h).ok())
+                            .and_then(|h| u32::from_str_radix(h, 16).ok())
+                    };
+                    let Some(hi) = hex(self.i + 2) else {
+                        // Cut inside the escape (or a bad one): ends here.
+                        if self.i + 6 > s.len() {
+                            self.i = s.len();
+                            break;
+                        }
+                        buf.extend_from_slice("\u{fffd}".as_bytes());
+                        self.i += 2;
+                        continue;
+                    };
+                    self.i += 6;
+                    let mut code = hi;
+                    if (0xD800..0xDC00).contains(&hi)
+                        && s.get(self.i) == Some(&b'\\')
+                        && s.get(self.i + 1) == Some(&b'u')
+                    {
+                        if let Some(lo) = hex(self.i + 2).filter(|lo| (0xDC00..0xE000).contains(lo))
+                        {
+                            code = 0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00);
+                            self.i += 6;
+                        }
+                    }
+                    let c = char::from_u32(code).unwrap_or('\u{fffd}');
+                    let mut tmp = [0u8; 4];
+                    buf.extend_from_slice(c.encode_utf8(&mut tmp).as_bytes());
+                }
+                b => {
+                    buf.push(b);
+                    self.i += 1;
+                }
+            }
+        }
+        (String::from_utf8_lossy(&buf).into_owned(), false)
+    }
+
+    fn scalar(&mut self) -> Result<(), Halt> {
+        let start = self.i;
+        while self.i < self.s.len()
+            && matches!(self.s[self.i], b'-' | b'+' | b'.' | b'0'..=b'9' | b'a'..=b'z' | b'A'..=b'Z')
+        {
+            self.i += 1;
+        }
+        let ends = match self.s.get(self.i) {
+            None => true,
+            Some(c) => matches!(c, b' ' | b'\t' | b'\r' | b'\n' | b',' | b']' | b'}'),
+        };
+        if self.i == start || !ends {
+            // Not a number or literal (`API_KEY=…`): text from its start.
+            self.i = start;
+            return Err(Halt::Bad);
+        }
+        self.out.push_str(&self.text[start..self.i]);
+        if self.i == self.s.len() {
+            return Err(Halt::End);
+        }
+        Ok(())
+    }
+
+    /// Passes over the value at `i` without keeping any of it.
+    fn skip_value(&mut self) -> Result<(), Halt> {
+        let mut depth = 0usize;
+        loop {
+            let Some(&c) = self.s.get(self.i) else {
+                return Err(Halt::End);
+            };
+            match c {
+                b'"' => {
+                    if !self.read_string().1 {
+                        return Err(Halt::End);
+                    }
+                    if depth == 0 {
+                        return Ok(());
+                    }
+                }
+                b'{' | b'[' => {
+                    depth += 1;
+                    self.i += 1;
+                }
+                b'}' | b']' => {
+                    if depth == 0 {
+                        return Ok(());
+                    }
+                    depth -= 1;
+                    self.i += 1;
+                    if depth == 0 {
+                        return Ok(());
+                    }
+                }
+                b',' | b' ' | b'\t' | b'\r' | b'\n' if depth == 0 => return Ok(()),
+                _ => self.i += 1,
+            }
+        }
+    }
+}
+
+/// How the value of member `key` of an object treated `t` is redacted.
+fn member_treat(t: Treat, key: &str) -> Treat {
+    let rule = || {
+        if is_secret_name(key) {
+            Treat::Hide
+        } else if key == "env" || key == "headers" {
+            Treat::Pairs
+        } else {
+            Treat::Normal
+        }
+    };
+    match t {
+        Treat::Pairs => Treat::Hide,
+        Treat::PairItem if key == "value" => Treat::Hide,
+        Treat::AuthParams if key != "methodId" => Treat::Hide,
+        Treat::AuthMessage if key == "params" => Treat::AuthParams,
+        _ => rule(),
+    }
+}
+
+/// JSON text that may be cut anywhere (a message kept only up to a size
+/// limit), redacted by the rules of [`redact_message`] while it is read:
+/// the values of secret keys and of `env`/`headers` lists hidden (also
+/// when cut inside them), strings redacted as text, `authenticate`'s params
+/// hidden but `methodId`. Where it stops being JSON, the rest is redacted
+/// as text. Never returns a byte of a hidden value.
+pub fn redact_json_prefix(text: &str) -> String {
+    let (out, method) = PrefixRedactor::new(text).run(Treat::Normal);
+    if method.as_deref() == Some("authenticate") {
+        return PrefixRedactor::new(text).run(Treat::AuthMessage).0;
+    }
+    out
 }
 
 #[cfg(test)]
@@ -393,6 +936,178 @@ mod tests {
             "é TOKEN=é",
         ] {
             let _ = redact_text(s);
+        }
+    }
+
+    #[test]
+    fn headers_flags_spaced_assignments_and_any_authorization_scheme() {
+        // Input -> what may be logged or saved.
+        let table: &[(&str, &str)] = &[
+            // Spaces around the separator (TOML, Python, INI).
+            (r#"api_key = "sk-live-1""#, r#"api_key = "[redacted]""#),
+            ("api_key = sk-live-1 # x", "api_key = [redacted] # x"),
+            ("password\t=\thunter2", "password\t=\t[redacted]"),
+            (r#"{"token" : "t-1"}"#, r#"{"token" : "[redacted]"}"#),
+            (r#"{'api_key': 'k-1'}"#, r#"{'api_key': '[redacted]'}"#),
+            // Header spellings of secret names.
+            ("X-Api-Key: k-2", "X-Api-Key: [redacted]"),
+            ("x-api-key:k-2", "x-api-key:[redacted]"),
+            (
+                r#"-H "X-Api-Key: k-3" -d x"#,
+                r#"-H "X-Api-Key: [redacted]" -d x"#,
+            ),
+            ("X-Auth-Token: t-2", "X-Auth-Token: [redacted]"),
+            (
+                "Set-Cookie: sid=c-1; Path=/",
+                "Set-Cookie: [redacted]; Path=/",
+            ),
+            // Authorization: any scheme is kept, the credentials hidden to
+            // the end of the line.
+            (
+                "Authorization: token gh-1",
+                "Authorization: token [redacted]",
+            ),
+            (
+                "authorization: Bearer abc.def",
+                "authorization: Bearer [redacted]",
+            ),
+            (
+                "Authorization: Basic dXM6cHc=\nnext",
+                "Authorization: Basic [redacted]\nnext",
+            ),
+            (
+                r#"Authorization: Digest username="u", response="r-1""#,
+                "Authorization: Digest [redacted]",
+            ),
+            (
+                "Authorization: Bearer a b c",
+                "Authorization: Bearer [redacted]",
+            ),
+            (
+                "Proxy-Authorization: Basic p-1",
+                "Proxy-Authorization: Basic [redacted]",
+            ),
+            ("Authorization: plain-1", "Authorization: [redacted]"),
+            // Secret flags, space form (the `=` form is an assignment).
+            (
+                "run --api-key k-4 --model m",
+                "run --api-key [redacted] --model m",
+            ),
+            ("run --api-key=k-4", "run --api-key=[redacted]"),
+            ("x --token t-3", "x --token [redacted]"),
+            ("x --password 'p w'", "x --password '[redacted]'"),
+            ("x --key k-5", "x --key [redacted]"),
+            ("x --ssh-key k-6", "x --ssh-key [redacted]"),
+            // Not secrets: kept.
+            ("x --token --verbose", "x --token --verbose"),
+            (
+                "x --monkey banana --keyboard us",
+                "x --monkey banana --keyboard us",
+            ),
+            ("a--api-key v", "a--api-key v"),
+            ("count = 3", "count = 3"),
+            ("Content-Type: text/plain", "Content-Type: text/plain"),
+        ];
+        for (input, want) in table {
+            assert_eq!(redact_text(input), *want, "input: {input}");
+        }
+        assert!(is_secret_name("X-Api-Key"));
+        assert!(is_secret_name("api.key"));
+        assert!(!is_secret_name("X-Request-Id"));
+    }
+
+    /// A message with a secret in each place the rules cover.
+    fn secret_message() -> Value {
+        json!({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {
+            "cwd": "/p",
+            "mcpServers": [
+                {"name": "m", "command": "srv", "args": ["--api-key", "zqA1"],
+                 "env": [{"name": "PLAIN", "value": "zqB2"}, {"name": "Q", "value": {"deep": "zqC3"}}]},
+                {"type": "http", "name": "h", "url": "https://x",
+                 "headers": [{"name": "X-Api-Key", "value": "zqD4"}]},
+                {"name": "n", "command": "c", "args": [], "env": {"K": "zqE5", "L": ["zqF6"]}}
+            ],
+            "note": "OPENAI_API_KEY=zqG7 and Authorization: token zqH8",
+            "apiKey": "zqI9",
+            "esc\"aped": "x",
+            "uni": "\u{e9}\u{1F600} TOKEN=zqJ0"
+        }})
+    }
+
+    #[test]
+    fn a_whole_message_redacts_as_its_parsed_form() {
+        for mut msg in [
+            secret_message(),
+            json!({"jsonrpc": "2.0", "id": 2, "method": "authenticate", "params": {"methodId": "k", "key": "zqK1", "x": {"a": "zqL2"}}}),
+            json!({"params": {"x": 1}, "method": "authenticate", "id": 3}),
+            json!([1, "TOKEN=zqM3", null, true, {"secret": null}]),
+        ] {
+            let text = msg.to_string();
+            let streamed: Value = serde_json::from_str(&redact_json_prefix(&text)).unwrap();
+            redact_message(&mut msg);
+            assert_eq!(streamed, msg);
+            assert!(!streamed.to_string().contains("zq"), "{streamed}");
+        }
+    }
+
+    #[test]
+    fn a_message_cut_anywhere_keeps_no_byte_of_a_secret() {
+        let text = secret_message().to_string();
+        for cut in 0..=text.len() {
+            if !text.is_char_boundary(cut) {
+                continue;
+            }
+            let out = redact_json_prefix(&text[..cut]);
+            // Each secret is `zq` + 2 characters: not even its start leaks.
+            assert!(!out.contains("zq"), "cut at {cut}: {out}");
+            // What is kept is the message's own text, up to the cut.
+            assert!(
+                out.len() <= cut + 64 || out.contains(REDACTED),
+                "cut at {cut}: {out}"
+            );
+        }
+        // Cut inside an authenticate's params: hidden as well.
+        let auth = r#"{"jsonrpc":"2.0","id":2,"method":"authenticate","params":{"methodId":"k","key":"zqN1"#;
+        assert!(!redact_json_prefix(auth).contains("zq"));
+        assert!(redact_json_prefix(auth).contains(r#""methodId":"k""#));
+    }
+
+    #[test]
+    fn a_prefix_that_stops_being_json_is_redacted_as_text() {
+        assert_eq!(
+            redact_json_prefix(r#"{"a": 1} trailing TOKEN=zq1"#),
+            r#"{"a": 1} trailing TOKEN=[redacted]"#
+        );
+        assert_eq!(
+            redact_json_prefix("not json API_KEY=zq2"),
+            "not json API_KEY=[redacted]"
+        );
+        assert_eq!(
+            redact_json_prefix(r#"{"a" 1, "TOKEN": "zq3"}"#),
+            r#"{"a" 1, "TOKEN": "[redacted]"}"#
+        );
+        // Where it stops, the text from the last whole member on is
+        // redacted as text: a name just before is seen, and a value hidden
+        // before stays hidden.
+        for (input, want) in [
+            (r#"{"TOKEN"=zq5}"#, r#"{"TOKEN"=[redacted]}"#),
+            (r#"[API_KEY=zq6]"#, r#"[API_KEY=[redacted]"#),
+            (
+                r#"{"env":[{"name":"A","value":"zq7"}] oops API_KEY=zq8"#,
+                r#"{"env":[{"name":"A","value":"[redacted]"}] oops API_KEY=[redacted]"#,
+            ),
+            (r#"{"a":1 TOKEN=zq9}"#, r#"{"a":1 TOKEN=[redacted]}"#),
+        ] {
+            assert_eq!(redact_json_prefix(input), want, "input: {input}");
+        }
+        // Deep nesting is neither a stack overflow nor kept.
+        let deep = format!("{}\"TOKEN=zq4\"", "[".repeat(100_000));
+        let out = redact_json_prefix(&deep);
+        assert!(!out.contains("zq") && out.len() < 200, "{}", out.len());
+        for odd in [
+            "", "{", "[", "\"", "\"\\", "\"\\u12", "{\"a\"", "{\"a\":", "nul", "-",
+        ] {
+            let _ = redact_json_prefix(odd);
         }
     }
 

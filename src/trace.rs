@@ -132,22 +132,39 @@ impl Trace {
     }
 
     /// The trace as JSONL (one `{t, ms, dir, msg | raw, cut?}` per line),
-    /// secrets redacted, written to `path` (created 0600).
+    /// secrets redacted, written to `path`: always a new file of mode 0600
+    /// (written beside it, then renamed over it), so an existing file's
+    /// mode, its other names (hard links) and whoever has it open never
+    /// see the trace.
     pub fn save(&self, path: &std::path::Path) -> std::io::Result<usize> {
         use std::os::unix::fs::OpenOptionsExt;
         let entries = self.entries();
-        let mut file = std::fs::OpenOptions::new()
-            .create(true)
-            .write(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(path)?;
         let mut buf = Vec::new();
         for e in &entries {
             serde_json::to_writer(&mut buf, &saved_entry(e))?;
             buf.push(b'\n');
         }
-        file.write_all(&buf)?;
+        let name = path
+            .file_name()
+            .ok_or_else(|| std::io::Error::other(format!("{}: not a file name", path.display())))?;
+        let mut tmp_name = std::ffi::OsString::from(".");
+        tmp_name.push(name);
+        tmp_name.push(format!(".{}.tmp", std::process::id()));
+        let tmp = path.with_file_name(tmp_name);
+        let written = (|| {
+            let mut file = std::fs::OpenOptions::new()
+                .create_new(true)
+                .write(true)
+                .mode(0o600)
+                .open(&tmp)?;
+            file.write_all(&buf)?;
+            file.sync_all()?;
+            std::fs::rename(&tmp, path)
+        })();
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e);
+        }
         Ok(entries.len())
     }
 }
@@ -163,6 +180,12 @@ pub fn saved_entry(e: &Entry) -> Value {
         (Dir::In | Dir::Out, Ok(mut msg)) => {
             redact::redact_message(&mut msg);
             v["msg"] = msg;
+        }
+        // Cut to the size limit: no document to parse, but the same rules
+        // apply to what is kept (an env value, a header, a secret flag's
+        // argument), as it is read.
+        (Dir::In | Dir::Out, Err(_)) => {
+            v["raw"] = Value::String(redact::redact_json_prefix(&e.text))
         }
         _ => v["raw"] = Value::String(redact::redact_text(&e.text).into_owned()),
     }
@@ -197,6 +220,10 @@ pub fn summary_line(e: &Entry, width: usize) -> String {
             describe(&msg)
         }
         (_, Err(_)) if e.text.is_empty() => "(empty line)".to_owned(),
+        (_, Err(_)) if e.cut > 0 => redact::redact_json_prefix(&e.text),
+        (_, Err(_)) if e.text.trim_start().starts_with(['{', '[']) => {
+            format!("(not JSON) {}", redact::redact_json_prefix(&e.text))
+        }
         (_, Err(_)) => format!("(not JSON) {}", redact::redact_text(&e.text)),
     };
     let cut = if e.cut > 0 {
@@ -431,6 +458,97 @@ mod tests {
         assert_eq!(texts, vec!["{\"a\":1}", "{\"b\":2}", "{\"c\":3}"]);
         assert!(t.entries().iter().all(|e| e.dir == Dir::Out));
         assert_eq!(w.inner, b"{\"a\":1}\n{\"b\":2}\n{\"c\":3}\n");
+    }
+
+    /// A `session/new` over the size limit: the user's MCP env value and
+    /// an `X-Api-Key` header are within the part kept.
+    fn oversized_session_new() -> Vec<u8> {
+        let msg = json!({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {
+            "cwd": "/p",
+            "mcpServers": [
+                {"name": "db", "command": "srv", "args": ["--api-key", "sk-ARG-0451"],
+                 "env": [{"name": "DB_URL", "value": "postgres://u:pw-0451@h/db"}]},
+                {"type": "http", "name": "api", "url": "https://x",
+                 "headers": [{"name": "X-Api-Key", "value": "xk-HDR-0451"}]},
+                {"name": "big", "command": "c", "args": ["a".repeat(MESSAGE_MAX_BYTES)], "env": []}
+            ]
+        }});
+        msg.to_string().into_bytes()
+    }
+
+    #[test]
+    fn a_message_over_the_size_limit_is_saved_redacted() {
+        let t = Trace::new(10);
+        let big = oversized_session_new();
+        assert!(big.len() > MESSAGE_MAX_BYTES);
+        t.record(Dir::Out, &big);
+        // Cut inside the secret's own string too.
+        let at = big.windows(4).position(|w| w == b"0451").unwrap();
+        t.record(Dir::Out, &big[..at + 2]);
+        let e = t.entries();
+        assert!(e[0].cut > 0);
+        let dir = std::env::temp_dir().join(format!("acp-trace-big-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("t.jsonl");
+        assert_eq!(t.save(&path).unwrap(), 2);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        for secret in ["0451", "sk-ARG", "pw-", "xk-HDR"] {
+            assert!(!text.contains(secret), "`{secret}` saved");
+        }
+        let first: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+        let raw = first["raw"].as_str().unwrap();
+        assert!(
+            raw.starts_with(r#"{"id":1,"jsonrpc":"2.0","method":"session/new""#)
+                || raw.contains("session/new")
+        );
+        assert!(
+            raw.contains(r#"{"name":"X-Api-Key","value":"[redacted]"}"#),
+            "{}",
+            &raw[..400]
+        );
+        assert_eq!(first["cut"], json!(big.len() - MESSAGE_MAX_BYTES));
+        // :AcpTrace shows it redacted as well.
+        for e in &e {
+            let line = summary_line(e, 100_000);
+            assert!(
+                !line.contains("0451") && !line.contains("xk-HDR"),
+                "{}",
+                &line[..300]
+            );
+        }
+    }
+
+    #[test]
+    fn saving_over_an_existing_file_leaves_it_0600() {
+        use std::os::unix::fs::PermissionsExt;
+        let t = Trace::new(10);
+        t.record(Dir::Stderr, b"hello");
+        let dir = std::env::temp_dir().join(format!("acp-trace-mode-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("t.jsonl");
+        std::fs::write(&path, "old text that is longer than the trace\n".repeat(10)).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        // A hard link to the old file: it keeps the old text, never the trace.
+        let link = dir.join("link");
+        std::fs::hard_link(&path, &link).unwrap();
+        assert_eq!(t.save(&path).unwrap(), 1);
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        let text = std::fs::read_to_string(&path).unwrap();
+        let linked = std::fs::read_to_string(&link).unwrap();
+        let left: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(mode, 0o600);
+        assert_eq!(text.lines().count(), 1);
+        assert!(text.contains("hello"));
+        assert!(
+            !linked.contains("hello"),
+            "the trace went into an inode another name shares"
+        );
+        assert_eq!(left.len(), 2, "no temporary file left: {left:?}");
     }
 
     #[test]

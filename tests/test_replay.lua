@@ -114,6 +114,38 @@ return {
     no_mismatch(paths)
   end },
 
+  { ':AcpTraceSave redacts a message over 256 KiB (cut, then redacted) and writes a new 0600 file over an existing 0644 one', function()
+    local dir = H.project()
+    local child = H.start({ cwd = dir, turns = { { match = 'go', steps = { { message = 'ok' } } } }, config = {
+      -- session/new carries these; the last server's argument makes it
+      -- longer than the 256 KiB the trace keeps of a message.
+      mcp_servers = {
+        { name = 'db', command = 'srv', args = { '--api-key', 'sk-ARG-0451' }, env = { { name = 'DB_URL', value = 'postgres://u:pw-0451@h/db' } } },
+        { name = 'big', command = 'c', args = { string.rep('a', 300 * 1024) }, env = {} },
+      },
+    } })
+    H.open(child)
+    local saved = dir .. '/trace.jsonl'
+    T.write_file(saved, 'an older file\n')
+    vim.uv.fs_chmod(saved, tonumber('644', 8))
+    child:cmd('AcpTraceSave ' .. saved)
+    local text = T.read_file(saved)
+    T.no_match(text, '0451', 'no byte of a secret is saved')
+    T.no_match(text, 'an older file')
+    local new
+    for line in text:gmatch('[^\n]+') do
+      local e = vim.json.decode(line)
+      if e.raw and e.raw:find('"method":"session/new"', 1, true) then
+        new = e
+      end
+    end
+    T.truthy(new, 'session/new is in the trace, cut')
+    T.truthy(new.cut > 0)
+    T.match(new.raw, '"env":%[{"name":"DB_URL","value":"%[redacted%]"}%]')
+    T.match(new.raw, '"args":%["%-%-api%-key","%[redacted%]"%]')
+    T.eq(vim.uv.fs_stat(saved).mode % 512, tonumber('600', 8), 'the file is private')
+  end },
+
   { ':AcpTrace shows one line per message in both directions and stderr; :AcpTraceSave writes redacted JSONL (0600) that replays to the same transcript', function()
     local dir = H.project({ ['a.txt'] = 'alpha\n' })
     local turns = { { match = 'go', steps = {
