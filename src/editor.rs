@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use parking_lot::Mutex;
 
+use crate::kept::KeptText;
 use crate::permission::AutoAllowRule;
 use crate::roots::Roots;
 use crate::terminal::Terminals;
@@ -80,6 +81,15 @@ pub enum Original {
     Unknown,
 }
 
+/// An original as a change record keeps it: its text under the cap of all
+/// kept texts (`kept`), dropped (then unknown) when older ones must go.
+#[derive(Debug, Clone)]
+enum KeptOriginal {
+    Text(KeptText),
+    Absent,
+    Unknown,
+}
+
 /// One changed file, for review and the quickfix list: one record per path
 /// whatever the number of writes, with the text from before the first.
 #[derive(Debug, Clone)]
@@ -92,8 +102,20 @@ pub struct ChangeRecord {
     /// the disk itself).
     pub target: &'static str,
     pub saved: bool,
-    pub original: Original,
+    original: KeptOriginal,
     pub changes: usize,
+}
+
+impl ChangeRecord {
+    /// The text from before the first change: unknown once it was dropped
+    /// to keep the kept texts under their cap (never a wrong one).
+    pub fn original(&self) -> Original {
+        match &self.original {
+            KeptOriginal::Text(k) => k.get().map_or(Original::Unknown, Original::Text),
+            KeptOriginal::Absent => Original::Absent,
+            KeptOriginal::Unknown => Original::Unknown,
+        }
+    }
 }
 
 impl serde::Serialize for ChangeRecord {
@@ -106,7 +128,7 @@ impl serde::Serialize for ChangeRecord {
         m.serialize_entry("target", self.target)?;
         m.serialize_entry("saved", &self.saved)?;
         m.serialize_entry("changes", &self.changes)?;
-        match &self.original {
+        match self.original() {
             Original::Text(t) => m.serialize_entry("original", t.as_str())?,
             Original::Absent => m.serialize_entry("created", &true)?,
             Original::Unknown => m.serialize_entry("original_unknown", &true)?,
@@ -116,11 +138,18 @@ impl serde::Serialize for ChangeRecord {
 }
 
 /// What the agent was last served (or wrote) of a file: its hash, and the
-/// text itself when it is small enough to keep as a merge base.
+/// text itself when it is small enough to keep as a merge base (and was
+/// not dropped to keep the kept texts under their cap).
 #[derive(Debug, Clone)]
 pub struct Served {
     pub hash: u64,
     pub text: Option<std::sync::Arc<String>>,
+}
+
+/// A served text as kept.
+struct KeptServed {
+    hash: u64,
+    text: Option<KeptText>,
 }
 
 /// Served texts up to this size are kept whole (the three-way merge base
@@ -129,10 +158,12 @@ pub const SERVED_TEXT_MAX: usize = 4 << 20;
 
 #[derive(Default)]
 pub struct EditorState {
+    /// The chat these texts belong to (named in the notes of dropped ones).
+    pub owner: u64,
     pub roots: Roots,
     pub policy: Policy,
     /// What the agent was last served (or wrote), per resolved path.
-    pub snapshots: Mutex<HashMap<PathBuf, Served>>,
+    snapshots: Mutex<HashMap<PathBuf, KeptServed>>,
     /// Changed files in the order first changed.
     pub changes: Mutex<Vec<ChangeRecord>>,
     pub terminals: Mutex<Terminals>,
@@ -156,16 +187,33 @@ impl EditorState {
         }
     }
 
+    /// The state of chat `owner`.
+    pub fn owned_by(mut self, owner: u64) -> Self {
+        self.owner = owner;
+        self
+    }
+
     pub fn remember_served(&self, resolved: &std::path::Path, text: &str) {
-        let served = Served {
+        // Kept (and older texts dropped) before the map is locked.
+        let served = KeptServed {
             hash: crate::fs::content_hash(text),
-            text: (text.len() <= SERVED_TEXT_MAX).then(|| std::sync::Arc::new(text.to_owned())),
+            text: (text.len() <= SERVED_TEXT_MAX).then(|| {
+                KeptText::new(
+                    self.owner,
+                    format!("the text the agent last read of {}", resolved.display()),
+                    std::sync::Arc::new(text.to_owned()),
+                )
+            }),
         };
-        self.snapshots.lock().insert(resolved.to_path_buf(), served);
+        let old = self.snapshots.lock().insert(resolved.to_path_buf(), served);
+        drop(old);
     }
 
     pub fn served(&self, resolved: &std::path::Path) -> Option<Served> {
-        self.snapshots.lock().get(resolved).cloned()
+        self.snapshots.lock().get(resolved).map(|k| Served {
+            hash: k.hash,
+            text: k.text.as_ref().and_then(KeptText::get),
+        })
     }
 
     pub fn record_change(
@@ -177,6 +225,17 @@ impl EditorState {
         tool_call_id: Option<String>,
         time: f64,
     ) {
+        // The original is kept (and older texts dropped) outside the lock,
+        // and only for a path without a record (the first change's text).
+        let original = (!self.has_change(path)).then(|| match before {
+            Original::Text(t) => KeptOriginal::Text(KeptText::new(
+                self.owner,
+                format!("the original of {path}"),
+                t,
+            )),
+            Original::Absent => KeptOriginal::Absent,
+            Original::Unknown => KeptOriginal::Unknown,
+        });
         let mut changes = self.changes.lock();
         match changes.iter_mut().find(|c| c.path == path) {
             Some(c) => {
@@ -194,7 +253,7 @@ impl EditorState {
                 tool_call_id,
                 target,
                 saved,
-                original: before,
+                original: original.unwrap_or(KeptOriginal::Unknown),
                 changes: 1,
             }),
         }
@@ -246,7 +305,7 @@ mod tests {
         let changes = ed.changes.lock();
         assert_eq!(changes.len(), 1);
         assert_eq!(changes[0].changes, 61);
-        assert_eq!(changes[0].original, Original::Text(big));
+        assert_eq!(changes[0].original(), Original::Text(big));
         assert_eq!(changes[0].tool_call_id.as_deref(), Some("t59"));
     }
 

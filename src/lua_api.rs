@@ -345,6 +345,9 @@ fn register_lifecycle(lua: &Lua, m: &Table) -> LuaResult<()> {
             if let Some(names) = opts.get::<Option<Vec<String>>>("secret_names")? {
                 crate::redact::set_deny_list(names);
             }
+            if let Some(max) = opts.get::<Option<usize>>("kept_text_max_bytes")? {
+                crate::kept::KEPT.set_max_bytes(max);
+            }
             if let Some(path) = opts.get::<Option<String>>("log_file")? {
                 let max = opts
                     .get::<Option<u64>>("log_max_bytes")?
@@ -741,6 +744,41 @@ fn register_permissions(lua: &Lua, m: &Table) -> LuaResult<()> {
 
 /// The `@` file walk and the text helpers the view uses (merge).
 fn register_files(lua: &Lua, m: &Table) -> LuaResult<()> {
+    // File texts the view keeps (the snapshots of the files an edit card
+    // names) live in the core, under the one cap of all kept texts: an id,
+    // or nil when the text is not kept (larger than the cap, not UTF-8).
+    m.set(
+        "keep_text",
+        lua.create_function(
+            |_, (thread, label, text): (u64, mlua::String, mlua::String)| {
+                let Ok(text) = std::str::from_utf8(&text.as_bytes()).map(str::to_owned) else {
+                    return Ok(None);
+                };
+                let label = label.to_string_lossy().to_string();
+                Ok(crate::kept::KEPT.keep(thread, label, std::sync::Arc::new(text)))
+            },
+        )?,
+    )?;
+    // The text kept as `id`, or nil once it was dropped (or released).
+    m.set(
+        "kept_text",
+        lua.create_function(|lua, id: u64| match crate::kept::KEPT.get(id) {
+            Some(t) => Ok(Some(lua.create_string(t.as_bytes())?)),
+            None => Ok(None),
+        })?,
+    )?;
+    m.set(
+        "release_text",
+        lua.create_function(|_, id: u64| {
+            crate::kept::KEPT.release(id);
+            Ok(())
+        })?,
+    )?;
+    // Bytes of all kept texts (for tests and :checkhealth).
+    m.set(
+        "kept_bytes",
+        lua.create_function(|_, ()| Ok(crate::kept::KEPT.total_bytes()))?,
+    )?;
     // Lists the files under `root` (ignore files respected) on a blocking
     // thread and keeps the list for `match_files`; a `files` event with
     // `request` (and the count) says when it is ready.

@@ -68,6 +68,8 @@ pub struct ThreadHandle {
     loading: Mutex<Option<agent_client_protocol::RequestCancellationHandle>>,
     /// The user gave up on a slow load (`cancel`).
     give_up: tokio::sync::Notify,
+    /// The chat was told that kept file texts are being dropped.
+    told_dropped: std::sync::atomic::AtomicBool,
 }
 
 /// Requests the view may send through `ThreadHandle::request`.
@@ -237,6 +239,19 @@ impl ThreadHandle {
     /// synced with its buffer).
     pub fn notice(&self, level: NoticeLevel, text: String) {
         self.with_model(|m| m.notice(level, text));
+    }
+
+    /// A kept file text of this chat was dropped to stay under
+    /// `fs.kept_text_max_bytes`: the chat says so once (the log lists each).
+    pub fn kept_text_dropped(&self, what: &str) {
+        if !self.told_dropped.swap(true, Ordering::SeqCst) {
+            self.notice(
+                NoticeLevel::Warn,
+                format!(
+                    "The file texts kept in memory passed fs.kept_text_max_bytes: the oldest are dropped, starting with {what}. Review shows a dropped original as unknown (it cannot be restored from here); a write over a buffer you edited asks the agent to read the file again. The log names each dropped text."
+                ),
+            );
+        }
     }
 
     /// A change the agent made on disk by itself (seen by the view's buffer
@@ -1188,7 +1203,14 @@ pub struct Registry {
 
 pub fn registry() -> &'static Registry {
     static REGISTRY: OnceLock<Registry> = OnceLock::new();
-    REGISTRY.get_or_init(Registry::default)
+    REGISTRY.get_or_init(|| {
+        crate::kept::KEPT.on_drop(|owner, what| {
+            if let Ok(t) = registry().thread(owner) {
+                t.kept_text_dropped(what);
+            }
+        });
+        Registry::default()
+    })
 }
 
 impl Registry {
@@ -1230,7 +1252,7 @@ impl Registry {
         let id = self.next_thread.fetch_add(1, Ordering::Relaxed) + 1;
         let handle = Arc::new(ThreadHandle {
             id,
-            editor: EditorState::new(spec.cwd.clone(), policy),
+            editor: EditorState::new(spec.cwd.clone(), policy).owned_by(id),
             model: Mutex::new(Thread::new(spec.name.clone())),
             spec,
             mcp_servers,
@@ -1242,6 +1264,7 @@ impl Registry {
             resume: Mutex::new(resume),
             loading: Mutex::new(None),
             give_up: tokio::sync::Notify::new(),
+            told_dropped: std::sync::atomic::AtomicBool::new(false),
         });
         self.threads.lock().insert(id, handle.clone());
         handle.connect();

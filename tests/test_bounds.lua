@@ -484,4 +484,101 @@ return {
     T.falsy(child.killed, 'not killed')
     io.stdout:write(('    (:qa! took %d ms)\n'):format(T.now_ms() - t0))
   end, timeout = 60000 },
+
+  -- Kept file texts (fs.kept_text_max_bytes) ---------------------------------------
+
+  { 'kept texts capped at 32 MiB: 100 writes of 4 MiB keep peak RSS < +100 MB (was +456 MB), the oldest dropped', function()
+    local dir = H.project()
+    local size = 4 * MB - 4096
+    local plan = { steps = { { new_files = { dir = dir, count = 100, size = size } } } }
+    local child, log = start_raw(dir, plan, { fs = { kept_text_max_bytes = 32 * MB } })
+    local peak = peak_meter(child)
+    H.turn(child, 'go', 120000)
+    local growth = peak('100 writes of 4 MiB, kept texts capped at 32 MiB')
+    local r = raw_responses(log)
+    T.eq(#r, 100)
+    for i, resp in ipairs(r) do
+      T.eq(resp.result, vim.empty_dict(), 'write ' .. i)
+    end
+    local kept = child:lua([[return require('acp.core').kept_bytes()]])
+    T.truthy(kept <= 32 * MB, ('%d bytes kept'):format(kept))
+    T.truthy(kept >= 7 * size, 'the newest texts are kept')
+    T.match(H.transcript_text(child), 'kept in memory passed fs.kept_text_max_bytes')
+    -- Created files: review knows their original (none) whatever was dropped.
+    local created = child:lua([[local n = 0
+      for _, w in ipairs(require('acp').writes()) do n = n + (w.created and 1 or 0) end
+      return n]])
+    T.eq(created, 100)
+    for i = 1, 100 do
+      os.remove(('%s/new-%03d.txt'):format(dir, i))
+    end
+    -- Measured +76 MB: the cap, plus one write in flight (its JSON and text).
+    T.truthy(growth < 100 * MB, ('peak RSS grew by %.1f MB (bound 100 MB)'):format(growth / MB))
+  end, timeout = 150000 },
+
+  { 'an edit card naming 24 files of 8 MB with kept texts capped at 32 MiB: peak RSS < +100 MB (was +192 MB)', function()
+    local dir = H.project()
+    local body = (('y'):rep(99) .. '\n'):rep(8 * 10000) -- 8 MB
+    local locations = {}
+    for i = 1, 24 do
+      local path = ('%s/big-%02d.txt'):format(dir, i)
+      T.write_file(path, body)
+      locations[i] = { path = path }
+    end
+    local child, paths = H.start({ cwd = dir, config = { fs = { kept_text_max_bytes = 32 * MB } }, turns = { { match = 'go', steps = {
+      { update = { sessionUpdate = 'tool_call', toolCallId = 'e1', title = 'Edit many', kind = 'edit',
+        status = 'pending', locations = locations } },
+      { sleep_ms = 300 },
+      { update = { sessionUpdate = 'tool_call_update', toolCallId = 'e1', status = 'completed' } },
+    } } } })
+    H.open(child)
+    local peak = peak_meter(child)
+    H.turn(child, 'go', 60000)
+    local growth = peak('snapshots of 24 files of 8 MB, capped at 32 MiB')
+    local kept = child:lua([[return require('acp.core').kept_bytes()]])
+    T.truthy(kept <= 32 * MB, ('%d bytes kept'):format(kept))
+    T.eq(H.responses(paths), {})
+    for i = 1, 24 do
+      os.remove(('%s/big-%02d.txt'):format(dir, i))
+    end
+    T.truthy(growth < 100 * MB, ('peak RSS grew by %.1f MB (bound 100 MB)'):format(growth / MB))
+  end, timeout = 120000 },
+
+  { 'fs.kept_text_max_bytes is a whole number of bytes, 0 or more', function()
+    local child = H.start({})
+    local function setup(v)
+      return child:lua([[local ok, err = pcall(require('acp.config').setup, { fs = { kept_text_max_bytes = ... } })
+        return ok or err]], { v })
+    end
+    T.eq(setup(0), true)
+    T.eq(setup(512 * MB), true)
+    for _, bad in ipairs({ -1, 1.5, 'big' }) do
+      T.match(setup(bad), '`fs.kept_text_max_bytes` must be a whole number of bytes, 0 or more')
+    end
+  end },
+
+  { 'past the cap the oldest original is dropped: review says it is unknown, never a wrong text', function()
+    local a = ('a'):rep(600 * 1024)
+    local b = ('b'):rep(600 * 1024)
+    local dir = H.project({ ['a.txt'] = a, ['b.txt'] = b })
+    local child, paths = H.start({ cwd = dir, config = { fs = { kept_text_max_bytes = 1024 * 1024 } }, turns = { { match = 'go', steps = {
+      H.req('fs/write_text_file', { path = dir .. '/a.txt', content = 'new a\n' }),
+      H.req('fs/write_text_file', { path = dir .. '/b.txt', content = 'new b\n' }),
+    } } } })
+    H.open(child)
+    H.turn(child, 'go')
+    T.eq(#H.responses(paths), 2)
+    local w = child:lua([[local out = {}
+      for _, w in ipairs(require('acp').writes()) do
+        out[vim.fs.basename(w.path)] = { unknown = w.original_unknown, same = w.original == ... }
+      end
+      return out]], { b })
+    T.eq(w['a.txt'], { unknown = true, same = false }, 'the oldest original was dropped: unknown')
+    T.eq(w['b.txt'], { same = true }, 'the newest is kept whole')
+    local text = H.transcript_text(child)
+    -- Oldest first: what the agent wrote to a.txt, then its original.
+    T.match(text, 'the oldest are dropped, starting with [^\n]*' .. vim.pesc(dir) .. '/a.txt')
+    local _, n = text:gsub('kept in memory passed', '')
+    T.eq(n, 1, 'the chat says it once')
+  end },
 }

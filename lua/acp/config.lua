@@ -96,6 +96,12 @@ M.defaults = {
     -- A whole-file read of a file larger than this (bytes, not loaded in a
     -- buffer) is refused; the agent can still read parts (line/limit).
     read_max_bytes = 32 * 1024 * 1024,
+    -- The most file text kept in memory, all chats together (bytes): what
+    -- agents read or wrote (merge bases), the originals of changed files
+    -- and the snapshots of files an edit names (review). Past it the
+    -- oldest are dropped first; review then says such an original is
+    -- unknown. Read once, when the core starts.
+    kept_text_max_bytes = 256 * 1024 * 1024,
   },
   -- `terminal/*`: commands the agent runs, each in its own process group.
   -- They are not sandboxed (`:h acp-security`).
@@ -349,6 +355,10 @@ local function validate(user, defaults, path)
       -- The core's ceiling for any terminal's kept output (MAX_OUTPUT_LIMIT).
       if type(value) ~= 'number' or value ~= math.floor(value) or value < 1 or value > 64 * 1024 * 1024 then
         fail(p, 'must be a whole number of bytes from 1 to 64 MiB (67108864)')
+      end
+    elseif p == 'fs.kept_text_max_bytes' then
+      if type(value) ~= 'number' or value ~= math.floor(value) or value < 0 or value >= 2 ^ 53 then
+        fail(p, 'must be a whole number of bytes, 0 or more')
       end
     elseif p == 'terminal.env_deny' then
       check_type(p, value, 'table')

@@ -377,6 +377,17 @@ M.forget_decisions = forward('forget_decisions')
 M.writes = forward('writes')
 ---@type fun(thread: integer): string[]
 M.roots = forward('roots')
+--- File texts kept in the core under one cap for all chats
+--- (`fs.kept_text_max_bytes`): an id, or nil when not kept; `kept_text`
+--- gives nil once the text was dropped (oldest first) or released.
+---@type fun(thread: integer, label: string, text: string): integer?
+M.keep_text = forward('keep_text')
+---@type fun(id: integer): string?
+M.kept_text = forward('kept_text')
+---@type fun(id: integer)
+M.release_text = forward('release_text')
+---@type fun(): integer
+M.kept_bytes = forward('kept_bytes')
 ---@type fun(): integer[]
 M.agent_pids = forward('agent_pids')
 

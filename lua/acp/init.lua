@@ -69,6 +69,7 @@ function M._core()
     local ok, err = pcall(core.init, {
       log_file = config.options.log_file,
       log_max_bytes = config.options.log_max_bytes,
+      kept_text_max_bytes = config.options.fs.kept_text_max_bytes,
       secret_names = config.options.terminal.env_deny,
       dispatch = require('acp.bridge').dispatch,
     })

@@ -616,8 +616,11 @@ function M.attach(view)
   end
 end
 
+local release_shots
+
 function M.detach(view)
   M.views[view.thread] = nil
+  release_shots(M.snapshots[view.thread])
   M.snapshots[view.thread] = nil
 end
 
@@ -629,9 +632,22 @@ end
 -- the agent changes them, and compared when the call finishes and at the
 -- end of the turn.
 
---- thread -> { [real path] = { text = before the tool call, named = the
---- path as the card gave it } | false (not a readable file) }
+--- thread -> { [real path] = { id = the core's id of the text from before
+--- the tool call, named = the path as the card gave it } | false (not a
+--- readable file, or not kept) }. The texts live in the core, under the
+--- cap of all kept texts (`fs.kept_text_max_bytes`): the oldest may be
+--- dropped, and such a file then reaches no review (the chat says so).
 M.snapshots = {}
+
+--- Frees the core's copies of `shots`.
+function release_shots(shots)
+  local core = require('acp.core')
+  for _, shot in pairs(shots or {}) do
+    if shot and core.is_loaded() then
+      pcall(core.release_text, shot.id)
+    end
+  end
+end
 
 --- The paths that have a change record (its original is kept already).
 local function recorded(view)
@@ -661,7 +677,11 @@ function M.snapshot(view, card)
       if inside and not done[path] and not done[loc.path] then
         -- stat first: never a FIFO or device, nothing past the size limit.
         local text = read_file(path)
-        shots[path] = text and { text = text, named = loc.path } or false
+        local ok, id = false, nil
+        if text then
+          ok, id = pcall(require('acp.core').keep_text, view.thread, 'the snapshot of ' .. path, text)
+        end
+        shots[path] = ok and id and { id = id, named = loc.path } or false
       end
     end
   end
@@ -677,20 +697,28 @@ local function settle(view, turn_over)
     return
   end
   local done = recorded(view)
+  local core = require('acp.core')
   for path, shot in pairs(shots) do
-    local keep = shot and not (done[path] or done[shot.named])
+    -- nil once the core dropped the text to stay under its cap: unknown,
+    -- so nothing is reported (never a wrong original).
+    local before = shot and not (done[path] or done[shot.named]) and core.kept_text(shot.id)
+    local keep = type(before) == 'string'
     if keep then
       local text, why = read_file(path)
-      if text ~= shot.text and (text or why == 'gone') then
-        report(view, path, shot.text, text)
+      if text ~= before and (text or why == 'gone') then
+        report(view, path, before, text)
         keep = false
       end
     end
     if not keep then
+      if shot then
+        pcall(core.release_text, shot.id)
+      end
       shots[path] = nil
     end
   end
   if turn_over or not next(shots) then
+    release_shots(shots)
     M.snapshots[view.thread] = nil
   end
 end

@@ -372,6 +372,7 @@
 ---@field log_file? string
 ---@field log_max_bytes? integer the log is rotated past this size (two old files kept)
 ---@field secret_names? string[] name patterns whose values the log and saved traces hide
+---@field kept_text_max_bytes? integer cap on all file texts kept for merges and review (oldest dropped first)
 ---@field dispatch? fun(batch: acp.Event[]) Gets every drained batch.
 
 ---@class acp.AgentSpec

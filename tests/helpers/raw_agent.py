@@ -15,6 +15,9 @@ the plan's steps, then ends the turn with `end_turn`. Steps (objects):
   {"writes": {"path": P, "count": N, "stride": S}}
       N fs/write_text_file requests of P's disk text with 7 bytes changed
       each time (line i*S starts with "w%06d"), each awaited and logged.
+  {"new_files": {"dir": D, "count": N, "size": S}}
+      N fs/write_text_file requests creating D/new-%03d.txt, each of S
+      bytes (lines of "x"), each awaited and logged.
 
 With "invalid", every occurrence of MARK in the serialized line is replaced
 by the byte 0xFF (invalid UTF-8) before it is written.
@@ -85,6 +88,14 @@ def writes(session_id, spec):
         request("fs/write_text_file", {"sessionId": session_id, "path": path, "content": "\n".join(lines)})
 
 
+def new_files(session_id, spec):
+    line = "x" * 99 + "\n"
+    text = (line * (spec["size"] // len(line) + 1))[: spec["size"]]
+    for i in range(1, spec["count"] + 1):
+        path = "%s/new-%03d.txt" % (spec["dir"], i)
+        request("fs/write_text_file", {"sessionId": session_id, "path": path, "content": text})
+
+
 def play(session_id):
     for step in plan.get("steps", []):
         if "update" in step:
@@ -99,6 +110,8 @@ def play(session_id):
             request(step["request"], params, step.get("invalid"))
         elif "writes" in step:
             writes(session_id, step["writes"])
+        elif "new_files" in step:
+            new_files(session_id, step["new_files"])
 
 
 def main():
