@@ -151,12 +151,14 @@ end
 
 --- True while group `pgid` is ours and has a running process other than
 --- its anchor (a zombie leader does not count).
-local function busy(pgid)
+--- `found`: the members of `pgid` if already read (one pass over /proc
+--- serves many groups).
+local function busy(pgid, found)
   local g = M.groups[pgid]
   if not (g and group_alive(pgid)) then
     return false
   end
-  return #without_anchor(g, members_of(pgid)) > 0
+  return #without_anchor(g, found or members_of(pgid)) > 0
 end
 
 -- Groups whose leader was reaped are looked at again after a while, and
@@ -605,7 +607,14 @@ function M.kill_all()
   local deadline = uv.hrtime() + 200 * 1e6
   while #live > 0 and uv.hrtime() < deadline do
     uv.sleep(10)
-    live = vim.tbl_filter(busy, live)
+    local set = {}
+    for _, pgid in ipairs(live) do
+      set[pgid] = true
+    end
+    local found = members_by_group(set)
+    live = vim.tbl_filter(function(pgid)
+      return busy(pgid, found[pgid])
+    end, live)
   end
   for _, pgid in ipairs(live) do
     signal(pgid, 'sigkill')
