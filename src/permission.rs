@@ -69,9 +69,36 @@ pub fn wildcard_match(pattern: &str, text: &str) -> bool {
 const SHELL_CONTROL: &[char] = &[';', '&', '|', '`', '$', '(', ')', '<', '>', '\n', '\r'];
 
 /// Wildcard match of a shell command: as [`wildcard_match`], but `*` and
-/// `?` stand for no shell control character.
+/// `?` stand for no shell control character, and never for an option that
+/// makes a reading command write a file (`git log*` does not allow `git
+/// log --output=FILE`); the pattern may name those literally.
 pub fn command_match(pattern: &str, text: &str) -> bool {
-    wildcard_match_with(pattern, text, |c| !SHELL_CONTROL.contains(&c))
+    if !wildcard_match_with(pattern, text, |c| !SHELL_CONTROL.contains(&c)) {
+        return false;
+    }
+    // The words as the shell reads them (quotes removed), and as written.
+    let mut words: Vec<String> = crate::shellwords::words(text).unwrap_or_default();
+    words.extend(text.split_whitespace().map(str::to_owned));
+    // Named: a word of the pattern starts with the option itself.
+    let named = |opt: &str| pattern.split_whitespace().any(|p| p.starts_with(opt));
+    !words
+        .iter()
+        .filter_map(|w| output_option(w))
+        .any(|opt| !named(opt))
+}
+
+/// `--output`, `--output=FILE`, `-o`, `-oFILE`: the options of `git log`,
+/// `git diff`, `git show` (and many other commands) that write a file.
+/// Gives the option's name.
+fn output_option(word: &str) -> Option<&'static str> {
+    let w = word.trim_start_matches(['\'', '"', '\\']);
+    if w == "--output" || w.starts_with("--output=") {
+        Some("--output")
+    } else if w.starts_with("-o") && !w.starts_with("--") {
+        Some("-o")
+    } else {
+        None
+    }
 }
 
 /// `*` / `?` match of the whole `text`, where a wildcard stands only for
@@ -448,6 +475,34 @@ mod tests {
             root()
         )
         .is_none());
+    }
+
+    #[test]
+    fn command_wildcards_never_cover_an_option_that_writes_a_file() {
+        for p in ["git log*", "git diff*", "git show*", "git log *"] {
+            let cmd = p.trim_end_matches(['*', ' ']);
+            assert!(command_match(p, &format!("{cmd} --oneline -5")), "{p}");
+            for attack in [
+                "--output=/home/u/.bashrc",
+                "--output /home/u/.bashrc",
+                "-o x",
+                "-ox",
+                "'--output=x'",
+                "--out'put=x'",
+                "-p --output=x",
+            ] {
+                let text = format!("{cmd} {attack}");
+                assert!(!command_match(p, &text), "{p} admitted {text}");
+            }
+        }
+        // Named in the pattern, they are the user's own words.
+        assert!(command_match(
+            "git diff --output=d.patch*",
+            "git diff --output=d.patch HEAD"
+        ));
+        assert!(command_match("git status*", "git status --short"));
+        // The rules the README and this doc give as examples.
+        assert!(!command_match("git status*", "git status --output=x"));
     }
 
     #[test]
