@@ -328,6 +328,19 @@ return {
     child:wait_for([[return next(require('acp.terminal').groups) == nil]], 3000)
   end },
 
+  { "the anchor is no child of the command: the kernel lists only the command's own children", function()
+    local _, _, r = start(project(), {
+      -- The shell's children, as the kernel sees them: only `cat` itself.
+      create({ command = 'cat /proc/$$/task/$$/children; echo; echo $$' }),
+      call('wait_for_exit', 'term-1'),
+      call('output', 'term-1'),
+    })
+    T.eq(r[2].result, { exitCode = 0 })
+    local children, shell = r[3].result.output:match('^(.-)\n(%d+)\n$')
+    T.eq(#vim.split(vim.trim(children), ' '), 1, r[3].result.output)
+    T.neq(tonumber(vim.trim(children)), tonumber(shell))
+  end },
+
   { 'running terminals are killed when Neovim quits', function()
     local dir = project()
     local marker = dir .. '/pid'
