@@ -9,7 +9,9 @@
 //!   traffic to a `SessionSink`), `framing` (bounded line reads);
 //! - editor services: `handlers` (fs/terminal requests, through an
 //!   `EditorHost`), `editor` (the chat's roots, policy, records and
-//!   terminals), `permission` (the user's policy and pending requests);
+//!   terminals), `permission` (the user's policy and pending requests),
+//!   `shellwords` (commands as words, what a grant compares), `kept` (the
+//!   file texts kept in memory, under one cap);
 //! - the pure model: `update` (the one typed parse of what agents send),
 //!   `thread` and `render` (conversation state, markdown), `schema`,
 //!   `roots`, `fs`, `textdiff`, `terminal`, `files`; `elicitation` (the
