@@ -37,12 +37,13 @@ pub trait EditorHost: Send + Sync {
     /// Terminal output (or exit) for the cards and terminal buffers.
     fn terminal_display(&self, id: &str, data: &str, exit: Option<&str>);
     /// Asks the user before running a terminal (see `permission`), unless
-    /// a grant covers `run`; `command` is how it is shown.
+    /// a grant covers `run`; `command` is how it is shown. True: run it;
+    /// an error: the question could not be asked (too many wait).
     fn confirm_terminal<'a>(
         &'a self,
         run: crate::permission::Run<'a>,
         command: &'a str,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send + 'a>>;
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<bool, String>> + Send + 'a>>;
 }
 
 fn err(code: i32, message: impl Into<String>) -> FsError {
@@ -518,7 +519,11 @@ async fn terminal_create(
         cwd: &cwd,
         env: &env,
     };
-    if !thread.confirm_terminal(run, &shown).await {
+    if !thread
+        .confirm_terminal(run, &shown)
+        .await
+        .map_err(|m| err(INTERNAL, m))?
+    {
         return Err(err(
             INVALID_PARAMS,
             format!("the user declined to run `{shown}`"),

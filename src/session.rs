@@ -412,7 +412,11 @@ impl ThreadHandle {
     /// Asks the user before running a terminal the agent did not get a
     /// permission for in this turn (config `terminal.confirm`). Resolves to
     /// true when it may run.
-    pub async fn confirm_terminal(&self, run: permission::Run<'_>, command: &str) -> bool {
+    pub async fn confirm_terminal(
+        &self,
+        run: permission::Run<'_>,
+        command: &str,
+    ) -> Result<bool, String> {
         let (cwd, env) = (run.cwd, run.env);
         let ask = match self.editor.policy.terminal_confirm {
             TerminalConfirm::Never => false,
@@ -422,8 +426,24 @@ impl ThreadHandle {
             }
         };
         if !ask {
-            return true;
+            return Ok(true);
         }
+        // The same bound as the agent's own requests: a flood of terminals
+        // is refused, not queued.
+        if self.permissions.lock().pending_count() >= MAX_PENDING_PERMISSIONS {
+            let message = format!(
+                "too many pending permission requests (at most {MAX_PENDING_PERMISSIONS} wait for the user)"
+            );
+            if self.permissions.lock().note_refusal() {
+                self.notice(
+                    NoticeLevel::Warn,
+                    format!("a terminal of the agent was refused: {message} (later ones are refused the same way until a request gets through; see the log)"),
+                );
+            }
+            log::warn(format!("terminal/create refused: {message}"));
+            return Err(message);
+        }
+        self.permissions.lock().accepted();
         let (tx, rx) = oneshot::channel();
         let options = vec![
             PermissionOption {
@@ -459,7 +479,7 @@ impl ThreadHandle {
             request: request_id,
             payload,
         });
-        rx.await.unwrap_or(false)
+        Ok(rx.await.unwrap_or(false))
     }
 
     /// "Always" choices of this session (kind, text, option kind), shown to
@@ -1130,7 +1150,8 @@ impl crate::handlers::EditorHost for ThreadHandle {
         &'a self,
         run: permission::Run<'a>,
         command: &'a str,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send + 'a>> {
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<bool, String>> + Send + 'a>>
+    {
         Box::pin(ThreadHandle::confirm_terminal(self, run, command))
     }
 }

@@ -430,7 +430,7 @@ return {
     end, math.max(1, 3000 - (T.now_ms() - t0)), 'every agent and terminal process is gone 3 s after :qa!')
   end },
 
-  { 'a flood of 2,000 permission requests and one with 5,000 options: Neovim answers within 2 s, the excess is refused, :qa! exits', function()
+  { 'a flood of 2,000 permission requests, one with 5,000 options, and 100 terminals: Neovim answers within 2 s, the excess is refused, :qa! exits', function()
     local three = {
       { optionId = 'o-allow', name = 'Allow', kind = 'allow_once' },
       { optionId = 'o-reject', name = 'Reject', kind = 'reject_once' },
@@ -448,6 +448,10 @@ return {
         options = three,
       }, { background = true })
     end
+    -- Terminals that would ask (terminal.confirm = 'unrequested') wait in the same queue.
+    for i = 1, 100 do
+      steps[#steps + 1] = H.req('terminal/create', { command = 'touch never-' .. i }, { background = true })
+    end
     steps[#steps + 1] = { message = 'all sent' }
     steps[#steps + 1] = { hang = true }
     local child, paths = H.start({ cwd = H.project(), turns = { { match = 'go', steps = steps } } })
@@ -462,7 +466,7 @@ return {
       errors = vim.tbl_filter(function(r)
         return r.error ~= nil
       end, H.responses(paths))
-      return #errors == 1 + 2000 - 64
+      return #errors == 1 + 2000 - 64 + 100
     end, 20000, 'every request past the caps was refused', 50)
     io.stdout:write(('    (worst answer of Neovim during the flood: %d ms)\n'):format(worst))
     T.truthy(worst < 2000, ('Neovim answered within %d ms'):format(worst))
@@ -470,9 +474,13 @@ return {
     for _, r in ipairs(errors) do
       codes[r.error.code] = (codes[r.error.code] or 0) + 1
     end
-    T.eq(codes, { [-32602] = 1, [-32603] = 2000 - 64 })
+    T.eq(codes, { [-32602] = 1, [-32603] = 2000 - 64 + 100 })
     T.match(errors[1].error.message, 'at most 16 options, this one offers 5000')
     T.match(errors[#errors].error.message, 'too many pending permission requests')
+    local terminals = vim.tbl_filter(function(r)
+      return r.method == 'terminal/create'
+    end, errors)
+    T.eq(#terminals, 100, 'no terminal waits past the cap either')
     T.eq(child:lua([[return #require('acp.permission').queue]]), 64, 'the requests kept wait for the user')
     local text = H.transcript_text(child)
     T.match(text, 'at most 16 options')
