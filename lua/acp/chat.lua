@@ -846,19 +846,19 @@ function ChatView:_update_winbar()
   elseif self.state == 'running' and self.status_detail == 'cancelling' then
     parts[2] = 'cancelling…'
   end
-  local mode = controls.mode_name(self)
   -- Names and the title come from the agent: each is one line, capped,
   -- with `%` doubled (a `%{…}` would run when the bar is drawn).
   local esc = require('acp.escape')
   for i, p in ipairs(parts) do
     parts[i] = esc.statusline(p, 60)
   end
+  local mode = controls.mode_name(self)
   if mode then
     parts[#parts + 1] = '[' .. esc.statusline(mode, 60) .. ']'
   end
   local extra = { controls.model_name(self), controls.effort_name(self), controls.usage_text(self), self.info.title }
-  for i = 1, 4 do
   local max = { 60, 60, 60, esc.max }
+  for i = 1, 4 do
     if extra[i] then
       parts[#parts + 1] = esc.statusline(extra[i], max[i])
     end
