@@ -30,7 +30,7 @@ return {
     T.match(H.transcript_text(child), 'exited with code 3')
   end },
 
-  { 'terminal groups: recorded when the leader is reaped, never signalled once their members are gone', function()
+  { 'terminal groups: recorded when the leader is reaped, forgotten and never signalled once only the anchor is left', function()
     local dir = H.project()
     local marker = dir .. '/bg.pid'
     local child = H.start({ cwd = dir, config = { terminal = { confirm = 'never' } }, turns = { { match = 'bg', steps = {
@@ -50,12 +50,14 @@ return {
     ]])
     T.eq(g.reaped, true)
     T.eq(g.members, { bg })
-    -- The member dies outside the plugin: the group id could now be reused,
-    -- so nothing may be sent to it any more.
+    -- The member dies outside the plugin: only the anchor holds the group
+    -- id now; the group is forgotten and the anchor ends, after which the
+    -- id could be reused, so nothing may be sent to it any more.
     vim.uv.kill(bg, 'sigkill')
     T.wait(function()
       return not H.pid_alive(bg)
     end, 3000)
+    child:wait_for([[return next(require('acp.terminal').groups) == nil]], 3000)
     local sent = child:lua([[
       local sent, kill = {}, vim.uv.kill
       vim.uv.kill = function(pid, sig) sent[#sent + 1] = { pid, sig } return kill(pid, sig) end

@@ -142,6 +142,12 @@ return {
     child:lua([[require('acp').send('go')]])
     child:wait_for([[local v = require('acp').current()
       return #require('acp.permission').queue == 1 and vim.tbl_contains(v:lines(), 'more text')]])
+    -- A float's screen position is known after the redraw that places it:
+    -- wait for that (the area is opened within the drain that shows the card).
+    child:wait_for([[local v = require('acp').current()
+      local w = require('acp.status').win(v)
+      vim.cmd('redraw')
+      return w and vim.api.nvim_win_get_position(w)[2] == vim.api.nvim_win_get_position(v.win)[2] ]])
     local r = child:lua([[
       local v = require('acp').current()
       vim.cmd('redraw')
@@ -397,7 +403,10 @@ return {
     child:cmd('AcpSend again')
     local msg = child:lua([[return _G.notes[#_G.notes].msg]])
     T.eq(msg, 'acp.nvim: the agent is still answering; cancel it first (:AcpCancel)')
+    -- The second chat may still be opening its session: the message then
+    -- waits for it, so the turn is known to run only once the state says so.
     child:lua([[require('acp').send('slow')]])
+    child:wait_for([[return require('acp').current().state == 'running']], 5000)
     H.wait_idle(child, 5000)
     -- <Tab> after :AcpTerminal completes the chat's terminal ids.
     H.turn(child, 'run')

@@ -544,5 +544,9 @@
 ---@field roots fun(thread: integer): string[]
 ---@field merge3 fun(base: string[], ours: string[], theirs: string[]): string[]?, integer[]?
 ---@field stats fun(): acp.BridgeStats
+---@field keep_text fun(thread: integer, label: string, text: string): integer? keeps a file text under the one cap of kept texts (`fs.kept_text_max_bytes`); its id, or nil when not kept
+---@field kept_text fun(id: integer): string? the text kept as `id`, or nil once it was dropped (oldest first past the cap) or released
+---@field release_text fun(id: integer)
+---@field kept_bytes fun(): integer bytes of all kept texts
 ---@field shutdown fun()
 ---@field _panic fun() Test hook: a panic that must surface as a Lua error.
