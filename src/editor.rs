@@ -39,6 +39,12 @@ pub struct Policy {
     /// Output kept of each terminal (its tail) when the agent sets no
     /// smaller `outputByteLimit`.
     pub terminal_output_max_bytes: usize,
+    /// Variables, each with its exact value, that the user lets an agent
+    /// add to a command without showing them: a grant and an execute rule
+    /// disregard exactly these pairs (claude-code-acp sets `CLAUDECODE=1`
+    /// on every command). Any other value of such a name still asks.
+    /// Sent as `[name, value]` pairs (an empty Lua table is no map).
+    pub terminal_inert_env: Vec<(String, String)>,
 }
 
 /// When a `terminal/create` asks the user first.
@@ -66,6 +72,7 @@ impl Default for Policy {
             protected: vec![".git".into()],
             read_max_bytes: crate::fs::DEFAULT_READ_REFUSE_BYTES,
             terminal_output_max_bytes: crate::terminal::DEFAULT_OUTPUT_CAP,
+            terminal_inert_env: Vec::new(),
         }
     }
 }

@@ -518,6 +518,7 @@ async fn terminal_create(
         command: compared,
         cwd: &cwd,
         env: &env,
+        inert_env: &ed.policy.terminal_inert_env,
     };
     if !thread
         .confirm_terminal(run, &shown)

@@ -216,11 +216,26 @@ pub fn policy_answer(
     Some((option, note))
 }
 
+/// `env` less the pairs the user declared inert (`terminal.inert_env`):
+/// only a name with exactly that value is dropped.
+pub fn without_inert(
+    env: &BTreeMap<String, String>,
+    inert: &[(String, String)],
+) -> BTreeMap<String, String> {
+    env.iter()
+        .filter(|(k, v)| !inert.iter().any(|(n, iv)| n == *k && iv == *v))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
 /// A `terminal/create` as a grant compares it.
 pub struct Run<'a> {
     pub command: Command,
     pub cwd: &'a Path,
+    /// Every variable the agent sets (the confirmation shows them all).
     pub env: &'a BTreeMap<String, String>,
+    /// Pairs a grant disregards (`terminal.inert_env`).
+    pub inert_env: &'a [(String, String)],
 }
 
 /// Where the user's answer goes.
@@ -344,7 +359,7 @@ impl Permissions {
     pub fn take_grant(&mut self, run: &Run, session_cwd: &Path) -> bool {
         let covers = |g: &Subject| {
             Command::of_line(&g.text) == run.command
-                && g.env == *run.env
+                && without_inert(&g.env, run.inert_env) == without_inert(run.env, run.inert_env)
                 && subject_dir(g, session_cwd) == crate::roots::resolve_lenient(run.cwd)
         };
         match self.grants.iter().position(covers) {
@@ -419,6 +434,7 @@ mod tests {
             command: Command::of_line(line),
             cwd: root(),
             env: &env,
+            inert_env: &[],
         };
         p.take_grant(&run, root())
     }
@@ -660,7 +676,12 @@ mod tests {
 
     /// A terminal as the agent asks for it.
     fn run_of<'a>(command: Command, cwd: &'a Path, env: &'a BTreeMap<String, String>) -> Run<'a> {
-        Run { command, cwd, env }
+        Run {
+            command,
+            cwd,
+            env,
+            inert_env: &[],
+        }
     }
 
     fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
@@ -713,6 +734,40 @@ mod tests {
         let other = env(&[("STAGE", "prod")]);
         assert!(!p.take_grant(&run_of(make(), Path::new("/p/sub"), &other), root()));
         assert!(p.take_grant(&run_of(make(), Path::new("/p/sub"), &stage), root()));
+    }
+
+    #[test]
+    fn a_grant_disregards_only_the_exact_pairs_declared_inert() {
+        let once = Choice::Selected(opt("once", "allow_once"));
+        let inert = [("CLAUDECODE".to_owned(), "1".to_owned())];
+        let run = |env: &BTreeMap<String, String>, p: &mut Permissions| {
+            p.take_grant(
+                &Run {
+                    command: Command::of_line("npm test"),
+                    cwd: root(),
+                    env,
+                    inert_env: &inert,
+                },
+                root(),
+            )
+        };
+        let mut p = Permissions::default();
+        p.record(&subject(ToolKind::Execute, "npm test"), &once);
+        // claude-code-acp's marker on every command: covered.
+        assert!(run(&env(&[("CLAUDECODE", "1")]), &mut p));
+        p.record(&subject(ToolKind::Execute, "npm test"), &once);
+        assert!(
+            !run(&env(&[("CLAUDECODE", "0")]), &mut p),
+            "another value of an inert name"
+        );
+        assert!(
+            !run(
+                &env(&[("CLAUDECODE", "1"), ("NODE_OPTIONS", "-r x")]),
+                &mut p
+            ),
+            "an inert pair does not cover the others"
+        );
+        assert!(run(&env(&[]), &mut p), "the grant was not used up");
     }
 
     #[test]

@@ -253,6 +253,35 @@ return {
     T.eq(vim.uv.fs_stat(marker), nil, 'the pager/fsmonitor command never ran')
   end },
 
+  { "claude-code-acp's CLAUDECODE=1 on an allowed command does not ask again; another value does", function()
+    local dir = H.project()
+    local rule = { permissions = { auto_allow = { { kind = 'execute', pattern = 'echo ok' } } } }
+    local child, paths = start_in(dir, {
+      perm('c1', 'echo ok'),
+      -- As claude-code-acp sends every command: its marker variable added.
+      H.req('terminal/create', { command = 'echo ok', env = { { name = 'CLAUDECODE', value = '1' } } }),
+      perm('c2', 'echo ok'),
+      H.req('terminal/create', { command = 'echo ok', env = { { name = 'CLAUDECODE', value = '0' } } }),
+    }, rule)
+    expect_terminal_confirm(child, 'echo ok')
+    T.eq(queued_payload(child)._client.terminal.env.CLAUDECODE, '0', 'the float shows the variable')
+    local r = H.responses(paths)
+    T.eq(r[1].result.outcome.optionId, 'o-allow')
+    T.match(r[2].result.terminalId, 'term%-1', 'CLAUDECODE=1 ran unasked')
+    T.eq(r[3].result.outcome.optionId, 'o-allow')
+    T.eq(#r, 3, 'CLAUDECODE=0 waits for the user')
+    choose(child, 2)
+    wait_turns(child, 1)
+    T.match(H.responses(paths)[4].error.message, 'declined to run `echo ok`')
+    -- With inert_env = {} the marker is a variable like any other.
+    local child2, paths2 = start_in(H.project(), {
+      perm('c1', 'echo ok'),
+      H.req('terminal/create', { command = 'echo ok', env = { { name = 'CLAUDECODE', value = '1' } } }),
+    }, vim.tbl_extend('force', rule, { terminal = { inert_env = {} } }))
+    expect_terminal_confirm(child2, 'echo ok')
+    T.eq(#H.responses(paths2), 1)
+  end },
+
   { 'an allowed command asks again in another directory than the float showed', function()
     local dir = H.project()
     local marker = dir .. '/MARKER'

@@ -612,7 +612,7 @@ return {
         for k, v in pairs(t) do
           local p = prefix .. k
           paths[#paths + 1] = p
-          if type(v) == 'table' and not vim.islist(v) and p ~= 'agents' and p ~= 'install.sources' then
+          if type(v) == 'table' and not vim.islist(v) and p ~= 'agents' and p ~= 'install.sources' and p ~= 'terminal.inert_env' then
             walk(v, p .. '.')
           end
         end

@@ -120,6 +120,11 @@ M.defaults = {
     -- 'unrequested' (unless you allowed a permission request of the same
     -- turn that covers it), 'always', or 'never'.
     confirm = 'unrequested',
+    -- Variables with exactly these values an agent may add to a command
+    -- you allowed without asking again (a grant covers the command, its
+    -- directory and every other variable shown). claude-code-acp sets
+    -- CLAUDECODE=1 on every command; set {} to be asked about it too.
+    inert_env = { CLAUDECODE = '1' },
     -- Commands get your environment without Neovim's own variables (`NVIM`,
     -- `NVIM_LISTEN_ADDRESS`, any holding this Neovim's server address) and
     -- without the variables whose names match these patterns (`*` any
@@ -360,6 +365,13 @@ local function validate(user, defaults, path)
       if type(value) ~= 'number' or value ~= math.floor(value) or value < 0 or value >= 2 ^ 53 then
         fail(p, 'must be a whole number of bytes, 0 or more')
       end
+    elseif p == 'terminal.inert_env' then
+      check_type(p, value, 'table')
+      for k, v in pairs(value) do
+        if type(k) ~= 'string' or type(v) ~= 'string' then
+          fail(p, 'must map variable names to their exact string values, e.g. { CLAUDECODE = "1" }')
+        end
+      end
     elseif p == 'terminal.env_deny' then
       check_type(p, value, 'table')
       for i, pat in ipairs(value) do
@@ -390,6 +402,10 @@ function M.setup(opts)
   -- lists index by index).
   if opts.terminal and opts.terminal.env_deny then
     merged.terminal.env_deny = vim.deepcopy(opts.terminal.env_deny)
+  end
+  -- So does the user's inert_env ({} declares no pair inert).
+  if opts.terminal and opts.terminal.inert_env then
+    merged.terminal.inert_env = vim.deepcopy(opts.terminal.inert_env)
   end
   -- A user agent with a `cmd` replaces the preset of that name as a whole,
   -- so that e.g. `args` do not mix; without one it adjusts the preset (a

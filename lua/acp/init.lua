@@ -205,6 +205,15 @@ local function agent_spec(name)
       shell = o.terminal.shell,
       terminal_confirm = o.terminal.confirm,
       terminal_output_max_bytes = o.terminal.output_max_bytes,
+      -- [name, value] pairs, sorted (an empty Lua table is no map).
+      terminal_inert_env = (function()
+        local pairs_ = {}
+        for k, v in pairs(o.terminal.inert_env) do
+          pairs_[#pairs_ + 1] = { k, v }
+        end
+        table.sort(pairs_, function(a, b) return a[1] < b[1] end)
+        return pairs_
+      end)(),
       protected = o.fs.protected,
       read_max_bytes = o.fs.read_max_bytes,
       auto_allow = o.permissions.auto_allow,

@@ -401,6 +401,7 @@
 ---@field protected? string[] names no agent write may touch in a path (`*`/`?`)
 ---@field read_max_bytes? integer whole-file reads above this are refused
 ---@field terminal_output_max_bytes? integer output kept per terminal without the agent's `outputByteLimit`
+---@field terminal_inert_env? string[][] `{ name, value }` pairs a grant disregards (`terminal.inert_env`)
 
 --- A request the user's policy answers "allow once" without asking.
 ---@class acp.AutoAllowRule
