@@ -243,9 +243,9 @@ return {
 
   { 'an agent that ignores cancel: after timeouts.cancel_grace the turn ends here, marked so, late output ignored', function()
     local f = setup({
-      config = { timeouts = { cancel_grace = 300 } },
+      config = { timeouts = { cancel_grace = 1500 } },
       turns = { { match = 'stubborn', ignore_cancel = true, steps = {
-        { message = 'working' }, { wait_cancel = true }, { sleep_ms = 800 }, { message = 'LATE OUTPUT' },
+        { message = 'working' }, { wait_cancel = true }, { sleep_ms = 2500 }, { message = 'LATE OUTPUT' },
       } } },
     })
     H.open(f.child)
@@ -254,7 +254,7 @@ return {
     shows(f, 'working')
     f.child:cmd('AcpCancel')
     T.eq(state(f), 'running', 'waits for the agent first')
-    shows(f, 'Cancelled here: the agent did not end its turn within 300 ms of the cancel; what it still sends is ignored')
+    shows(f, 'Cancelled here: the agent did not end its turn within 1.5 s of the cancel; what it still sends is ignored')
     wait_state(f, 'idle')
     T.wait(function()
       return #H.events_of(f.paths, 'turn_end') == 1
