@@ -67,31 +67,11 @@ local function fit(s, max, keep_end)
   if room <= 0 then
     return max > 0 and ELLIPSIS or ''
   end
-  local n = vim.fn.strchars(s)
+  local take = require('acp.text').take
   if keep_end then
-    -- The fewest leading characters to drop so that the rest fits.
-    local lo, hi = 0, n
-    while lo < hi do
-      local mid = math.floor((lo + hi) / 2)
-      if width(vim.fn.strcharpart(s, mid)) <= room then
-        hi = mid
-      else
-        lo = mid + 1
-      end
-    end
-    return ELLIPSIS .. vim.fn.strcharpart(s, lo)
+    return ELLIPSIS .. take(s, room, true)
   end
-  -- The most characters that fit in `room` cells.
-  local lo, hi = 0, n
-  while lo < hi do
-    local mid = math.floor((lo + hi + 1) / 2)
-    if width(vim.fn.strcharpart(s, 0, mid)) <= room then
-      lo = mid
-    else
-      hi = mid - 1
-    end
-  end
-  return vim.fn.strcharpart(s, 0, lo) .. ELLIPSIS
+  return take(s, room) .. ELLIPSIS
 end
 
 --- `s` (any value) as one display line of at most `max` cells (default

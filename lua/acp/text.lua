@@ -207,13 +207,15 @@ function M.visible(v)
   return shown, shown ~= raw
 end
 
+-- Not strdisplaywidth: it counts 'breakindent' and 'showbreak' of the
+-- current window.
 local function width(s)
-  return vim.fn.strdisplaywidth(s)
+  return vim.api.nvim_strwidth(s)
 end
 
 --- The first (or, with `from_end`, the last) characters of `s` that fit
 --- in `cells` display cells.
-local function take(s, cells, from_end)
+function M.take(s, cells, from_end)
   -- A cell takes at most a few bytes: looking at more of a long line is
   -- wasted work.
   local max_bytes = cells * 8 + 8
@@ -250,8 +252,8 @@ function M.fit(v, cells)
     return s, changed
   end
   local room = math.max(cells - 1, 2)
-  local head = take(s, math.ceil(room / 2))
-  return head .. '…' .. take(s, room - width(head), true), true
+  local head = M.take(s, math.ceil(room / 2))
+  return head .. '…' .. M.take(s, room - width(head), true), true
 end
 
 --- Appends to `out` the rows of `line` (made visible) wrapped at `cells`
@@ -264,7 +266,7 @@ local function wrap(line, cells, out, limit, from_end)
   end
   local n = 0
   while line ~= '' and n < limit do
-    local row = take(line, cells, from_end)
+    local row = M.take(line, cells, from_end)
     if row == '' then -- a character wider than the row
       row = from_end and vim.fn.strcharpart(line, vim.fn.strchars(line) - 1) or vim.fn.strcharpart(line, 0, 1)
     end
