@@ -27,11 +27,7 @@ local function float_lines(child)
   return child:lua([[return vim.api.nvim_buf_get_lines(require('acp.permission').buf, 0, -1, false)]])
 end
 
-local function permission_answers(paths)
-  return vim.tbl_filter(function(r)
-    return r.method == 'session/request_permission'
-  end, H.responses(paths))
-end
+local permission_answers = H.permission_answers
 
 --- The rows of the float as the screen shows them (a screenshot cut to the
 --- float's cells), so text the window hides does not count.
@@ -95,17 +91,11 @@ return {
     child:feed('<Esc>')
     H.enter_permission(child)
     child:feed('y')
-    T.wait(function()
-      return #permission_answers(paths) == 1
-    end, 3000)
-    T.eq(permission_answers(paths)[1].result.outcome.optionId, 'o-rejectish')
+    T.eq(H.wait_permission_answer(paths, 1), 'o-rejectish')
     child:wait_for([[return #require('acp.permission').queue == 1]])
     H.enter_permission(child)
     child:feed('n')
-    T.wait(function()
-      return #permission_answers(paths) == 2
-    end, 3000)
-    T.eq(permission_answers(paths)[2].result.outcome.optionId, 'o-allowish')
+    T.eq(H.wait_permission_answer(paths, 2), 'o-allowish')
   end },
 
   -- Review tab -------------------------------------------------------------------

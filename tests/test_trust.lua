@@ -29,11 +29,7 @@ local function start(steps, opts)
   return child, paths
 end
 
-local function permission_answers(paths)
-  return vim.tbl_filter(function(r)
-    return r.method == 'session/request_permission'
-  end, H.responses(paths))
-end
+local permission_answers = H.permission_answers
 
 local function footer(child)
   return child:lua([[
@@ -293,17 +289,11 @@ return {
     -- The undrawable request is the head: :AcpPermission lists its options.
     child:feed('<Esc>:AcpPermission<CR>')
     child:feed('3<CR>')
-    T.wait(function()
-      return #permission_answers(paths) == 1
-    end, 3000)
-    T.eq(permission_answers(paths)[1].result.outcome.optionId, 'o-reject')
+    T.eq(H.wait_permission_answer(paths, 1), 'o-reject')
     T.eq(child:lua([[return #require('acp.permission').queue]]), 1)
     H.enter_permission(child)
     child:feed('y')
-    T.wait(function()
-      return #permission_answers(paths) == 2
-    end, 3000)
-    T.eq(permission_answers(paths)[2].result.outcome.optionId, 'o-allow')
+    T.eq(H.wait_permission_answer(paths, 2), 'o-allow')
   end },
 
   { 'an event that fails is shown as an error line; the rest of the batch still applies', function()
@@ -410,10 +400,7 @@ return {
     local server = child:lua('return vim.v.servername')
     T.neq(server, '')
     vim.fn.system({ vim.env.ACP_NVIM, '--server', server, '--remote-expr', expr })
-    T.wait(function()
-      return #permission_answers(paths) == 1
-    end, 3000)
-    T.eq(permission_answers(paths)[1].result.outcome.optionId, 'o-always')
+    T.eq(H.wait_permission_answer(paths, 1), 'o-always')
   end },
 
   { "background children of a terminal are gone 3 s after :qa!", function()

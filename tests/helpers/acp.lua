@@ -110,6 +110,22 @@ function H.responses(paths)
   return H.events_of(paths, 'client_response')
 end
 
+--- The client's answers to `session/request_permission`, in order.
+function H.permission_answers(paths)
+  return vim.tbl_filter(function(r)
+    return r.method == 'session/request_permission'
+  end, H.responses(paths))
+end
+
+--- Waits until the agent got exactly `n` permission answers; the option id of
+--- the `n`th.
+function H.wait_permission_answer(paths, n, timeout)
+  T.wait(function()
+    return #H.permission_answers(paths) == n
+  end, timeout or 3000)
+  return H.permission_answers(paths)[n].result.outcome.optionId
+end
+
 --- One request step for a scenario.
 function H.req(method, params, extra)
   local r = { method = method, params = params }
