@@ -7,6 +7,7 @@
 #   make test TEST=pattern    only matching test files/cases (also passed to cargo test)
 #   make demo        Neovim with tests/demo_init.lua (your nvim if >= 0.11, else the pinned one)
 #   make bench       build, then bench/run.lua
+#   make bench-compare BEFORE=rev   the benchmarks of rev and of this tree, side by side, in one run
 #   make nvim-path   print the pinned nvim binary (installs it if needed)
 #   make clean       cargo clean, remove .deps and tests/.tmp
 
@@ -47,7 +48,7 @@ CODEX_DIR := $(DEPS)/npm-codex/node_modules/@zed-industries/codex-acp
 LUA_ENV = ACP_ROOT="$(ROOT)" ACP_TEST_AGENT="$(TEST_AGENT)" TEST="$(TEST)" \
 	$$( [ -f "$(SDK_AGENT_JS)" ] && echo ACP_SDK_AGENT_JS="$(SDK_AGENT_JS)" )
 
-.PHONY: deps nvim-deps npm-deps codex-deps build helptags test unit-test lua-test demo bench clean nvim-path
+.PHONY: deps nvim-deps npm-deps codex-deps build helptags test unit-test lua-test demo bench bench-compare clean nvim-path
 
 # ---------------------------------------------------------------------------------------------
 # Dependencies
@@ -163,6 +164,23 @@ demo: build
 
 bench: nvim-deps build
 	@cd "$(ROOT)" && env ACP_NVIM="$(NVIM)" $(LUA_ENV) "$(NVIM)" -l bench/run.lua
+
+# The tree of BEFORE is checked out in .deps/bench-before and built there (after this tree's
+# build, never beside it), then bench/compare.lua alternates the two trees round by round.
+BEFORE ?=
+BENCH_BEFORE_DIR := $(DEPS)/bench-before
+bench-compare: nvim-deps build
+	@[ -n "$(BEFORE)" ] || { echo "bench-compare: say which revision, e.g. make bench-compare BEFORE=HEAD~3" >&2; exit 2; }
+	@rev=$$(git -C "$(ROOT)" rev-parse --verify "$(BEFORE)^{commit}") || exit 2; \
+	if [ "$$(git -C "$(BENCH_BEFORE_DIR)" rev-parse HEAD 2>/dev/null)" != "$$rev" ]; then \
+	  git -C "$(ROOT)" worktree remove --force "$(BENCH_BEFORE_DIR)" 2>/dev/null; rm -rf "$(BENCH_BEFORE_DIR)"; \
+	  git -C "$(ROOT)" worktree prune; \
+	  git -C "$(ROOT)" worktree add --detach "$(BENCH_BEFORE_DIR)" "$$rev" >&2 || exit 1; \
+	fi; \
+	echo "bench-compare: building $(BEFORE) ($$rev) in $(BENCH_BEFORE_DIR)" >&2; \
+	(cd "$(BENCH_BEFORE_DIR)" && CARGO_TARGET_DIR="$(BENCH_BEFORE_DIR)/target" $(CARGO) build --release --workspace -q) || exit 1
+	@cd "$(ROOT)" && env ACP_NVIM="$(NVIM)" BENCH_BEFORE="$(BENCH_BEFORE_DIR)" BENCH_AFTER="$(ROOT)" \
+	  "$(NVIM)" -l bench/compare.lua
 
 clean:
 	-$(CARGO) clean
