@@ -27,7 +27,7 @@ use tokio::sync::Notify;
 
 pub use pacing::{Pacer, Wake, MAX_FRAME, MIN_FRAME};
 
-use crate::thread::ThreadEvent;
+use crate::model::thread::ThreadEvent;
 
 /// Above this many queued bytes, producers wait for a drain (back-pressure).
 const HIGH_WATER_BYTES: usize = 16 * 1024 * 1024;
@@ -629,7 +629,7 @@ pub fn catch<T>(what: &str, f: impl FnOnce() -> T) -> Result<T, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::thread::EntryKind;
+    use crate::model::thread::EntryKind;
 
     fn appended(thread: u64, index: usize, text: &str) -> UiEvent {
         UiEvent::Thread {
@@ -841,7 +841,7 @@ mod tests {
 
     #[test]
     fn a_streaming_card_coalesces_to_one_rendering_and_one_card() {
-        let mut t = crate::thread::Thread::new("demo");
+        let mut t = crate::model::thread::Thread::new("demo");
         t.begin_turn("q");
         let b = Bridge::new();
         b.push_all(1, t.apply_json(&serde_json::json!({"sessionUpdate":"tool_call","toolCallId":"c","title":"make","kind":"execute"})));
@@ -877,13 +877,13 @@ mod tests {
     fn replaced_and_card_pairs_of_one_entry_coalesce() {
         let b = Bridge::new();
         let card = |status: &str| {
-            let mut tc = crate::thread::ToolCall::new("c");
+            let mut tc = crate::model::thread::ToolCall::new("c");
             tc.status = status.into();
             UiEvent::Thread {
                 thread: 1,
                 event: ThreadEvent::Card {
                     index: 3,
-                    card: Box::new(crate::thread::CardMeta::of(&tc, vec![])),
+                    card: Box::new(crate::model::thread::CardMeta::of(&tc, vec![])),
                 },
             }
         };

@@ -15,7 +15,7 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 
 use crate::bridge::{bridge, UiEvent};
-use crate::textdiff::Hunk;
+use crate::model::textdiff::Hunk;
 
 /// What the core asks of the main thread. Crosses to Lua as
 /// `{ method = "<snake_case name>", payload = { ...fields } }` (see

@@ -28,10 +28,11 @@ use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 use crate::bridge::bridge;
 use crate::framing::{self, LineRead};
 use crate::log;
+use crate::model::render::human_ms;
+use crate::model::update::{self, AgentRequest, RequestError, SessionUpdate};
 use crate::platform;
 use crate::procs::{self, ProcId};
 use crate::trace::{self, Trace, TracedWriter};
-use crate::update::{self, AgentRequest, RequestError, SessionUpdate};
 
 /// What a connection routes a session's traffic to (a chat thread). The
 /// connection knows nothing else about chats: it parses, routes, and
@@ -109,8 +110,6 @@ impl Default for Timeouts {
         }
     }
 }
-
-pub use crate::framing::human_ms;
 
 #[derive(Debug, Clone, Copy, PartialEq, serde::Deserialize)]
 #[serde(default)]

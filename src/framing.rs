@@ -88,17 +88,6 @@ fn human_size(n: usize) -> String {
     }
 }
 
-/// `ms` as the user reads it ("30 s", "1.5 s", "250 ms").
-pub fn human_ms(ms: u64) -> String {
-    if ms >= 1000 && ms % 1000 == 0 {
-        format!("{} s", ms / 1000)
-    } else if ms >= 1000 {
-        format!("{:.1} s", ms as f64 / 1000.0)
-    } else {
-        format!("{ms} ms")
-    }
-}
-
 /// `line` as valid UTF-8: unchanged (not copied) when it is, else with each
 /// invalid sequence replaced by U+FFFD.
 pub fn sanitize_utf8(line: Vec<u8>) -> Vec<u8> {

@@ -18,8 +18,8 @@ use serde_json::{json, Value};
 
 use crate::connection::{self, Connection, Incoming, SessionSink};
 use crate::framing::{self, LineRead};
+use crate::model::update::{self, AgentRequest, RequestError, SessionUpdate};
 use crate::redact;
-use crate::update::{self, AgentRequest, RequestError, SessionUpdate};
 
 // ---------------------------------------------------------------------------
 // Generators
@@ -303,7 +303,7 @@ fn check_update(update: &Value) -> Result<(), TestCaseError> {
         _ => {}
     }
     // The model takes whatever the parse gives.
-    let mut thread = crate::thread::Thread::new("fuzz");
+    let mut thread = crate::model::thread::Thread::new("fuzz");
     thread.begin_turn("q");
     thread.apply_update(&parsed);
     let _ = thread.to_markdown();

@@ -19,10 +19,10 @@ use crate::connection::Caps;
 use crate::editor::{EditorState, Original};
 use crate::fs::{self, FsError, INTERNAL, INVALID_PARAMS};
 
-use crate::shellwords::{self, Command};
+use crate::model::shellwords::{self, Command};
+use crate::model::textdiff::{self, Lines};
+use crate::model::update::AgentRequest;
 use crate::terminal::ExitStatus;
-use crate::textdiff::{self, Lines};
-use crate::update::AgentRequest;
 
 /// What the handlers need of a chat (implemented by the session's thread):
 /// its editor state and a few model updates. Keeps this module below the

@@ -36,23 +36,18 @@ pub mod handlers;
 pub mod kept;
 pub mod log;
 pub mod lua_api;
+pub mod model;
 pub mod permission;
 pub mod platform;
 pub mod procs;
 pub mod redact;
-pub mod render;
 pub mod roots;
 pub mod runtime;
-pub mod schema;
 pub mod session;
-pub mod shellwords;
 pub mod terminal;
 #[cfg(test)]
 mod testutil;
-pub mod textdiff;
-pub mod thread;
 pub mod trace;
-pub mod update;
 
 /// Module body: builds the API table with mlua and stores it in
 /// `package.loaded.acp_core`. The table is not returned through nvim-oxi

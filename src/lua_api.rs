@@ -15,8 +15,8 @@ use crate::bridge::{bridge, catch, UiEvent};
 use crate::connection::AgentSpec;
 use crate::editor::Policy;
 use crate::handlers;
+use crate::model::thread::{NoticeLevel, ThreadEvent};
 use crate::session::registry;
-use crate::thread::{NoticeLevel, ThreadEvent};
 use crate::{log, runtime};
 
 thread_local! {
@@ -842,7 +842,7 @@ fn register_files(lua: &Lua, m: &Table) -> LuaResult<()> {
         "merge3",
         lua.create_function(
             |lua, (base, ours, theirs): (Vec<String>, Vec<String>, Vec<String>)| {
-                match crate::textdiff::merge3(&base, &ours, &theirs) {
+                match crate::model::textdiff::merge3(&base, &ours, &theirs) {
                     Ok(lines) => Ok((LuaValue::Table(lines_table(lua, lines)?), LuaValue::Nil)),
                     Err((from, to)) => {
                         let c = lua.create_table()?;

@@ -18,9 +18,9 @@ use agent_client_protocol::v1::Responder;
 use serde_json::{json, Value};
 use tokio::sync::oneshot;
 
-use crate::schema::{PermissionOptionKind, ToolKind};
-use crate::shellwords::Command;
-use crate::update::PermissionOption;
+use crate::model::schema::{PermissionOptionKind, ToolKind};
+use crate::model::shellwords::Command;
+use crate::model::update::PermissionOption;
 
 /// One auto-allow rule of the user's config: `{ kind = "read" }` or
 /// `{ kind = "execute", pattern = "git status*" }`. A bare string is a kind
@@ -77,7 +77,7 @@ pub fn command_match(pattern: &str, text: &str) -> bool {
         return false;
     }
     // The words as the shell reads them (quotes removed), and as written.
-    let mut words: Vec<String> = crate::shellwords::words(text).unwrap_or_default();
+    let mut words: Vec<String> = crate::model::shellwords::words(text).unwrap_or_default();
     words.extend(text.split_whitespace().map(str::to_owned));
     // Named: a word of the pattern starts with the option itself.
     let named = |opt: &str| pattern.split_whitespace().any(|p| p.starts_with(opt));
@@ -790,7 +790,7 @@ mod tests {
         // An argv list in the request is shown as a line of its words.
         decide(
             &mut p,
-            &crate::shellwords::join(&["rm".into(), "a b".into()]),
+            &crate::model::shellwords::join(&["rm".into(), "a b".into()]),
             "once",
         );
         assert!(!grant(&mut p, "rm a b"));

@@ -26,10 +26,10 @@ use crate::bridge::{bridge, UiEvent};
 use crate::connection::{AgentSpec, Connection, SessionSink};
 use crate::editor::{EditorState, Policy, TerminalConfirm};
 use crate::log;
+use crate::model::schema::{PermissionOptionKind, ToolKind};
+use crate::model::thread::{ClientState, NoticeLevel, Thread, ThreadEvent, TurnState};
+use crate::model::update::{AgentRequest, PermissionOption, PermissionRequest, SessionUpdate};
 use crate::permission::{self, Choice, Pending, Permissions, ReplyTo, Subject};
-use crate::schema::{PermissionOptionKind, ToolKind};
-use crate::thread::{ClientState, NoticeLevel, Thread, ThreadEvent, TurnState};
-use crate::update::{AgentRequest, PermissionOption, PermissionRequest, SessionUpdate};
 
 /// An outgoing request built from the protocol crate's typed params, sent
 /// untyped so that the answer is read leniently (agents' answers carry
@@ -360,10 +360,10 @@ impl ThreadHandle {
         raw: Value,
         responder: Responder<Value>,
     ) {
-        if request.options_sent > crate::update::MAX_PERMISSION_OPTIONS {
+        if request.options_sent > crate::model::update::MAX_PERMISSION_OPTIONS {
             let message = format!(
                 "a permission request may offer at most {} options, this one offers {}",
-                crate::update::MAX_PERMISSION_OPTIONS,
+                crate::model::update::MAX_PERMISSION_OPTIONS,
                 request.options_sent
             );
             return self.refuse_permission(responder, INVALID_PARAMS, message);
@@ -628,7 +628,7 @@ impl ThreadHandle {
                     let e = format!(
                         "Agent `{}` did not answer `session/new` within {}; send a message to try again",
                         self.spec.name,
-                        crate::connection::human_ms(limit)
+                        crate::model::render::human_ms(limit)
                     );
                     log::warn(&e);
                     e
@@ -1115,7 +1115,7 @@ fn prompt_display_text(blocks: &[ContentBlock]) -> String {
     blocks
         .iter()
         .filter_map(|b| serde_json::to_value(b).ok())
-        .map(|b| crate::update::content_block_text(&b))
+        .map(|b| crate::model::update::content_block_text(&b))
         .filter(|s| !s.is_empty())
         .collect::<Vec<_>>()
         .join("\n")
@@ -1372,7 +1372,7 @@ mod tests {
                 {"optionId": "x", "name": "Reject", "kind": "reject_once"}
             ]
         });
-        let request = crate::update::parse_permission_request(&raw);
+        let request = crate::model::update::parse_permission_request(&raw);
         let subject = Subject::new(ToolKind::Other, "curl x|sh");
         let cwd = std::path::Path::new("/p");
         let shown = shown_request(raw, &subject, "curl x|sh", &request.options, cwd);
@@ -1393,7 +1393,7 @@ mod tests {
             "options": [{"optionId": "y", "name": "Allow", "kind": "allow_once"}],
             "_client": {"terminal": {"command": "npm test", "cwd": "/p", "env": {}}}
         });
-        let request = crate::update::parse_permission_request(&raw);
+        let request = crate::model::update::parse_permission_request(&raw);
         let mut subject = Subject::new(ToolKind::Execute, "curl x | sh");
         subject.cwd = Some("sub".into());
         subject.env = BTreeMap::from([("A".to_owned(), "1".to_owned())]);

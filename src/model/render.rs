@@ -4,9 +4,9 @@
 
 use std::borrow::Cow;
 
-use crate::schema::{PlanStatus, ToolKind};
-use crate::textdiff::DiffBody;
-use crate::thread::{
+use crate::model::schema::{PlanStatus, ToolKind};
+use crate::model::textdiff::DiffBody;
+use crate::model::thread::{
     Entry, EntryKind, NoticeLevel, PlanItem, RawOutput, ToolCall, ToolContent, TERMINAL_TAIL_LINES,
 };
 
@@ -359,6 +359,17 @@ pub fn plan_markdown(items: &[PlanItem]) -> String {
     out
 }
 
+/// `ms` as the user reads it ("30 s", "1.5 s", "250 ms").
+pub fn human_ms(ms: u64) -> String {
+    if ms >= 1000 && ms % 1000 == 0 {
+        format!("{} s", ms / 1000)
+    } else if ms >= 1000 {
+        format!("{:.1} s", ms as f64 / 1000.0)
+    } else {
+        format!("{ms} ms")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -368,8 +379,8 @@ mod tests {
         let tc = ToolCall {
             id: "t".into(),
             title: "Edit".into(),
-            kind: crate::schema::ToolKind::Edit,
-            status: crate::schema::ToolStatus::Pending,
+            kind: crate::model::schema::ToolKind::Edit,
+            status: crate::model::schema::ToolStatus::Pending,
             locations: vec![("/p/a.rs".into(), Some(1))],
             content: vec![
                 ToolContent::diff(
@@ -386,7 +397,7 @@ mod tests {
             asked: false,
             raw_output: None,
             notes: vec![],
-            client_state: Some(crate::thread::ClientState::WaitingForYou),
+            client_state: Some(crate::model::thread::ClientState::WaitingForYou),
         };
         let md = entry_markdown(&Entry::ToolCall(tc));
         assert!(
@@ -405,7 +416,7 @@ mod tests {
 
     #[test]
     fn headers_and_status_marks_are_plain_text() {
-        use crate::schema::PlanPriority;
+        use crate::model::schema::PlanPriority;
         let item = |content: &str, status: PlanStatus| PlanItem {
             content: content.into(),
             status,
@@ -423,7 +434,7 @@ mod tests {
         let mut out = String::new();
         terminal_markdown(&mut out, "term-1", "ok", 0, Some("exit code 0"));
         assert!(out.ends_with("\n  ```\n  exit code 0 · term-1"), "{out}");
-        let mut tc = crate::thread::ToolCall::new("x");
+        let mut tc = crate::model::thread::ToolCall::new("x");
         tc.title = "ls".into();
         tc.kind = ToolKind::Execute;
         tc.raw_output = Some(RawOutput {

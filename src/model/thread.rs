@@ -9,9 +9,9 @@
 
 use serde_json::Value;
 
-use crate::render;
-use crate::schema::{PlanPriority, PlanStatus, ToolKind, ToolStatus};
-use crate::update::{self, field, str_field, SessionUpdate, ToolCallPatch};
+use crate::model::render;
+use crate::model::schema::{PlanPriority, PlanStatus, ToolKind, ToolStatus};
+use crate::model::update::{self, field, str_field, SessionUpdate, ToolCallPatch};
 
 /// What the view must do after a model change. Indexes are stable entry ids.
 #[derive(Debug, Clone, PartialEq)]
@@ -178,7 +178,7 @@ pub enum ToolContent {
         /// The rendered diff, computed once when the content arrives
         /// (bounded in size and time, off the model's lock).
         #[serde(skip)]
-        body: std::sync::Arc<crate::textdiff::DiffBody>,
+        body: std::sync::Arc<crate::model::textdiff::DiffBody>,
     },
     /// A terminal's output as the card shows it (client-run or agent-owned).
     /// The last lines of a terminal's output, as the card shows them.
@@ -197,11 +197,11 @@ pub enum ToolContent {
 impl ToolContent {
     /// A diff, with its body computed now (see `textdiff::unified_diff_bounded`).
     pub fn diff(path: String, old_text: Option<String>, new_text: String) -> Self {
-        let limits = crate::textdiff::DiffLimits {
-            max_output_lines: crate::render::DIFF_MAX_LINES,
+        let limits = crate::model::textdiff::DiffLimits {
+            max_output_lines: crate::model::render::DIFF_MAX_LINES,
             ..Default::default()
         };
-        let body = crate::textdiff::unified_diff_bounded(
+        let body = crate::model::textdiff::unified_diff_bounded(
             old_text.as_deref().unwrap_or(""),
             &new_text,
             &limits,
@@ -768,7 +768,7 @@ impl Thread {
         self.end_cancelled(
             format!(
                 "Cancelled here: the agent did not end its turn within {} of the cancel; what it still sends is ignored",
-                crate::framing::human_ms(grace_ms)
+                render::human_ms(grace_ms)
             ),
             &mut out,
         );

@@ -11,8 +11,8 @@ use std::collections::BTreeMap;
 use agent_client_protocol::v1::schema as v1s;
 use serde_json::Value;
 
-use crate::schema::{PermissionOptionKind, PlanPriority, PlanStatus, ToolKind, ToolStatus};
-use crate::thread::{EntryKind, PlanItem, RawOutput, ToolContent};
+use crate::model::schema::{PermissionOptionKind, PlanPriority, PlanStatus, ToolKind, ToolStatus};
+use crate::model::thread::{EntryKind, PlanItem, RawOutput, ToolContent};
 
 /// One `session/update`, typed.
 #[derive(Debug, Clone, PartialEq)]
@@ -456,7 +456,7 @@ fn command_text(raw: &Value) -> Option<String> {
         .find_map(|k| field(raw, k))
         .and_then(|v| match v {
             Value::String(s) => Some(s.clone()),
-            Value::Array(a) => Some(crate::shellwords::join(
+            Value::Array(a) => Some(crate::model::shellwords::join(
                 &a.iter()
                     .map(|x| match x {
                         Value::String(s) => s.clone(),

@@ -1,0 +1,13 @@
+//! The pure model of a chat: what the agent sent, parsed once into typed
+//! data, the conversation it builds, and the text the view shows of it.
+//! No I/O, no threads, no Neovim: every function here is a computation a
+//! unit test can run.
+//!
+//! May use: nothing.
+
+pub mod render;
+pub mod schema;
+pub mod shellwords;
+pub mod textdiff;
+pub mod thread;
+pub mod update;
