@@ -27,7 +27,7 @@ use tokio::sync::Notify;
 
 pub use pacing::{Pacer, Wake, MAX_FRAME, MIN_FRAME};
 
-use crate::model::thread::ThreadEvent;
+use crate::model::events::ThreadEvent;
 
 /// Above this many queued bytes, producers wait for a drain (back-pressure).
 const HIGH_WATER_BYTES: usize = 16 * 1024 * 1024;
@@ -629,7 +629,7 @@ pub fn catch<T>(what: &str, f: impl FnOnce() -> T) -> Result<T, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::thread::EntryKind;
+    use crate::model::entries::EntryKind;
 
     fn appended(thread: u64, index: usize, text: &str) -> UiEvent {
         UiEvent::Thread {
@@ -877,13 +877,13 @@ mod tests {
     fn replaced_and_card_pairs_of_one_entry_coalesce() {
         let b = Bridge::new();
         let card = |status: &str| {
-            let mut tc = crate::model::thread::ToolCall::new("c");
+            let mut tc = crate::model::entries::ToolCall::new("c");
             tc.status = status.into();
             UiEvent::Thread {
                 thread: 1,
                 event: ThreadEvent::Card {
                     index: 3,
-                    card: Box::new(crate::model::thread::CardMeta::of(&tc, vec![])),
+                    card: Box::new(crate::model::events::CardMeta::of(&tc, vec![])),
                 },
             }
         };

@@ -15,7 +15,8 @@ use crate::bridge::{bridge, catch, UiEvent};
 use crate::connection::AgentSpec;
 use crate::editor::Policy;
 use crate::handlers;
-use crate::model::thread::{NoticeLevel, ThreadEvent};
+use crate::model::entries::NoticeLevel;
+use crate::model::events::ThreadEvent;
 use crate::session::registry;
 use crate::{log, runtime};
 

@@ -26,8 +26,10 @@ use crate::bridge::{bridge, UiEvent};
 use crate::connection::{AgentSpec, Connection, SessionSink};
 use crate::editor::{EditorState, Policy, TerminalConfirm};
 use crate::log;
+use crate::model::entries::{ClientState, NoticeLevel};
+use crate::model::events::{ThreadEvent, TurnState};
 use crate::model::schema::{PermissionOptionKind, ToolKind};
-use crate::model::thread::{ClientState, NoticeLevel, Thread, ThreadEvent, TurnState};
+use crate::model::thread::Thread;
 use crate::model::update::{AgentRequest, PermissionOption, PermissionRequest, SessionUpdate};
 use crate::permission::{self, Choice, Pending, Permissions, ReplyTo, Subject};
 

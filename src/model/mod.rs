@@ -5,9 +5,12 @@
 //!
 //! May use: nothing.
 
+pub mod entries;
+pub mod events;
 pub mod render;
 pub mod schema;
 pub mod shellwords;
+pub mod terminal_views;
 pub mod textdiff;
 pub mod thread;
 pub mod update;

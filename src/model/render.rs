@@ -4,11 +4,23 @@
 
 use std::borrow::Cow;
 
-use crate::model::schema::{PlanStatus, ToolKind};
-use crate::model::textdiff::DiffBody;
-use crate::model::thread::{
+use super::entries::{
     Entry, EntryKind, NoticeLevel, PlanItem, RawOutput, ToolCall, ToolContent, TERMINAL_TAIL_LINES,
 };
+use super::schema::{PlanStatus, ToolKind};
+use super::textdiff::DiffBody;
+
+impl Entry {
+    /// The entry as markdown text (no trailing newline).
+    pub fn to_markdown(&self) -> String {
+        entry_markdown(self)
+    }
+
+    /// The entry as buffer lines.
+    pub fn lines(&self) -> Vec<String> {
+        self.to_markdown().split('\n').map(str::to_owned).collect()
+    }
+}
 
 const THOUGHT_HEADER: &str = "> **Thinking**";
 
@@ -257,9 +269,6 @@ pub fn tool_call_rendering(tc: &ToolCall) -> (String, Vec<(usize, usize)>) {
     (out, diff_rows)
 }
 
-/// Lines of a diff shown in a card; the review tab shows all of it.
-pub const DIFF_MAX_LINES: usize = 400;
-
 /// A unified diff (3 lines of context) in a ```diff block, so the chat's
 /// markdown highlighting colours it. No `oldText` means a new file.
 fn diff_markdown(out: &mut String, path: &str, new_file: bool, body: &DiffBody) {
@@ -397,7 +406,7 @@ mod tests {
             asked: false,
             raw_output: None,
             notes: vec![],
-            client_state: Some(crate::model::thread::ClientState::WaitingForYou),
+            client_state: Some(crate::model::entries::ClientState::WaitingForYou),
         };
         let md = entry_markdown(&Entry::ToolCall(tc));
         assert!(
@@ -434,7 +443,7 @@ mod tests {
         let mut out = String::new();
         terminal_markdown(&mut out, "term-1", "ok", 0, Some("exit code 0"));
         assert!(out.ends_with("\n  ```\n  exit code 0 · term-1"), "{out}");
-        let mut tc = crate::model::thread::ToolCall::new("x");
+        let mut tc = crate::model::entries::ToolCall::new("x");
         tc.title = "ls".into();
         tc.kind = ToolKind::Execute;
         tc.raw_output = Some(RawOutput {

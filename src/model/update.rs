@@ -11,8 +11,8 @@ use std::collections::BTreeMap;
 use agent_client_protocol::v1::schema as v1s;
 use serde_json::Value;
 
+use crate::model::entries::{EntryKind, PlanItem, RawOutput, ToolContent};
 use crate::model::schema::{PermissionOptionKind, PlanPriority, PlanStatus, ToolKind, ToolStatus};
-use crate::model::thread::{EntryKind, PlanItem, RawOutput, ToolContent};
 
 /// One `session/update`, typed.
 #[derive(Debug, Clone, PartialEq)]

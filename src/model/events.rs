@@ -1,0 +1,148 @@
+//! The view contract of the model: what a thread tells the view after each
+//! change (`ThreadEvent`), with the card metadata the view colours and
+//! navigates by. The bridge carries these to the main thread unchanged.
+
+use serde_json::Value;
+
+use super::entries::{ClientState, EntryKind, ToolCall, ToolContent};
+use super::schema::{ToolKind, ToolStatus};
+
+/// What the view must do after a model change. Indexes are stable entry ids.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ThreadEvent {
+    /// A new entry at the end of the transcript.
+    Added {
+        index: usize,
+        kind: EntryKind,
+        lines: Vec<String>,
+    },
+    /// Rendered text appended to the last line of the last entry (may hold
+    /// newlines). Only ever emitted for the last entry.
+    Appended { index: usize, text: String },
+    /// The entry's whole rendering changed.
+    Replaced { index: usize, lines: Vec<String> },
+    /// Thread-level status for the view's status line.
+    Status { state: TurnState, detail: String },
+    /// The chat is bound to this agent session.
+    Session { session_id: String },
+    /// `session_info_update`: the session's title.
+    Title { title: String },
+    /// The current session mode (`current_mode_update`, `set_mode`).
+    Mode { mode_id: String },
+    /// The modes the agent offers (`session/new`'s `modes`).
+    Modes { modes: Value },
+    /// `available_commands_update`: the slash commands.
+    Commands { commands: Value },
+    /// `config_option_update` (or a session answer's `configOptions`): the
+    /// session's config options.
+    ConfigOptions { options: Value },
+    /// The legacy `models` of a session answer (`availableModels`,
+    /// `currentModelId`), for agents without a `model` config option.
+    Models { models: Value },
+    /// `usage_update`: context used / size / cost, as the agent sent it.
+    Usage { usage: Value },
+    /// The agent this chat talks to, once its session is open: its
+    /// `agentInfo` and `agentCapabilities` from `initialize` (the view reads
+    /// prompt capabilities from here instead of asking the core).
+    Agent {
+        name: String,
+        info: Value,
+        capabilities: Value,
+    },
+    /// A prompt was sent: turn `turn` runs.
+    TurnStarted { turn: u64 },
+    /// Turn `turn` ended: the agent's stop reason (`end_turn`, `cancelled`,
+    /// `max_tokens`, ...), or `error` / `disconnected`, and how long it ran.
+    TurnEnded {
+        turn: u64,
+        stop_reason: String,
+        duration_ms: u64,
+        /// The prompt answer's `usage` (token counts), when the agent sent it.
+        usage: Option<Value>,
+    },
+    /// Output for a terminal the view may have open (client or agent-run).
+    TerminalOutput { id: String, data: String },
+    /// What the view needs to know of a tool card, sent with every
+    /// `Added`/`Replaced` of one (right after it).
+    Card { index: usize, card: Box<CardMeta> },
+}
+
+/// A tool card as the view uses it: quickfix, follow mode, diff colours,
+/// the card key. The full card (diff texts) is fetched only on demand.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct CardMeta {
+    pub id: String,
+    pub title: String,
+    pub kind: ToolKind,
+    pub status: ToolStatus,
+    pub client_state: Option<ClientState>,
+    pub locations: Vec<CardLocation>,
+    pub has_diff: bool,
+    /// Rows (first, last) of diff bodies, 0-based from the card's first line.
+    pub diff_rows: Vec<(usize, usize)>,
+    /// Terminal ids shown on the card (client-run or agent-streamed).
+    pub terminals: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct CardLocation {
+    pub path: String,
+    /// 1-based.
+    pub line: Option<u64>,
+}
+
+impl CardMeta {
+    pub fn of(tc: &ToolCall, diff_rows: Vec<(usize, usize)>) -> Self {
+        Self {
+            id: tc.id.clone(),
+            title: tc.title.clone(),
+            kind: tc.kind.clone(),
+            status: tc.status.clone(),
+            client_state: tc.client_state,
+            locations: tc
+                .locations
+                .iter()
+                .map(|(path, line)| CardLocation {
+                    path: path.clone(),
+                    line: *line,
+                })
+                .collect(),
+            has_diff: tc
+                .content
+                .iter()
+                .any(|c| matches!(c, ToolContent::Diff { .. })),
+            diff_rows,
+            terminals: tc
+                .content
+                .iter()
+                .filter_map(|c| match c {
+                    ToolContent::Terminal {
+                        id, known: true, ..
+                    } => Some(id.clone()),
+                    _ => None,
+                })
+                .collect(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TurnState {
+    /// No session yet (spawning the agent, initialize, session/new).
+    Connecting,
+    Idle,
+    Running,
+    /// The agent process is gone; the next prompt reconnects.
+    Disconnected,
+}
+
+impl TurnState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TurnState::Connecting => "connecting",
+            TurnState::Idle => "idle",
+            TurnState::Running => "running",
+            TurnState::Disconnected => "disconnected",
+        }
+    }
+}
