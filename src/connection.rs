@@ -3,7 +3,6 @@
 //! thread that owns the sessionId.
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
@@ -26,6 +25,7 @@ use tokio::sync::{watch, Notify};
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
 use crate::bridge::bridge;
+use crate::config::{AgentSpec, Caps};
 use crate::framing::{self, LineRead};
 use crate::log;
 use crate::model::render::human_ms;
@@ -54,111 +54,32 @@ pub trait SessionSink: Send + Sync {
     }
 }
 
-/// How to start an agent (from the user's config).
-#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
-pub struct AgentSpec {
-    pub name: String,
-    pub cmd: String,
-    #[serde(default)]
-    pub args: Vec<String>,
-    #[serde(default)]
-    pub env: HashMap<String, String>,
-    pub cwd: PathBuf,
-    /// Client capabilities to advertise (each can be turned off in config).
-    #[serde(default)]
-    pub caps: Caps,
-    /// The longest message (one line of the agent's stdout) accepted; past
-    /// it the connection is ended with a clear message.
-    #[serde(default = "default_line_max")]
-    pub line_max: usize,
-    /// How long the agent may take to answer (config `timeouts`).
-    #[serde(default)]
-    pub timeouts: Timeouts,
-    /// Messages kept in the protocol trace (config `trace.max_messages`).
-    #[serde(default = "default_trace_max")]
-    pub trace_max: usize,
-}
-
-fn default_line_max() -> usize {
-    crate::framing::DEFAULT_LINE_CAP
-}
-
-fn default_trace_max() -> usize {
-    trace::DEFAULT_MAX_MESSAGES
-}
-
-/// Milliseconds the agent gets before the client gives up on an answer.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Deserialize)]
-#[serde(default)]
-pub struct Timeouts {
-    /// The `initialize` answer; past it the agent is stopped.
-    pub initialize: u64,
-    /// The `session/new` answer; past it the chat says so and the next
-    /// message tries again.
-    pub session_new: u64,
-    /// After a cancel, how long the agent has to end its turn; past it the
-    /// turn ends here and the agent's late output is ignored.
-    pub cancel_grace: u64,
-}
-
-impl Default for Timeouts {
-    fn default() -> Self {
-        Self {
-            initialize: 30_000,
-            session_new: 30_000,
-            cancel_grace: 5_000,
-        }
+/// The client capabilities advertised in `initialize`: only what is on in
+/// `caps`. `_meta.terminal_output` asks the Claude and Codex adapters for
+/// their own display terminals. Always implemented: `terminal` sign-in
+/// methods, boolean config options, and both elicitation modes (form and
+/// URL).
+fn client_capabilities(caps: &Caps) -> ClientCapabilities {
+    let mut advertised = ClientCapabilities::new()
+        .fs(FileSystemCapabilities::new()
+            .read_text_file(caps.fs_read)
+            .write_text_file(caps.fs_write))
+        .terminal(caps.terminal)
+        .auth(AuthCapabilities::new().terminal(true))
+        .session(ClientSessionCapabilities::new().config_options(
+            SessionConfigOptionsCapabilities::new().boolean(BooleanConfigOptionCapabilities::new()),
+        ))
+        .elicitation(
+            ElicitationCapabilities::new()
+                .form(ElicitationFormCapabilities::new())
+                .url(ElicitationUrlCapabilities::new()),
+        );
+    if caps.terminal {
+        let mut meta = serde_json::Map::new();
+        meta.insert("terminal_output".into(), Value::Bool(true));
+        advertised = advertised.meta(meta);
     }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, serde::Deserialize)]
-#[serde(default)]
-pub struct Caps {
-    pub fs_read: bool,
-    pub fs_write: bool,
-    pub terminal: bool,
-}
-
-impl Default for Caps {
-    fn default() -> Self {
-        Self {
-            fs_read: true,
-            fs_write: true,
-            terminal: true,
-        }
-    }
-}
-
-impl Caps {
-    /// Only what is on is advertised. `_meta.terminal_output` asks the
-    /// Claude and Codex adapters for their own display terminals. Always
-    /// implemented: `terminal` sign-in methods, boolean config options, and
-    /// both elicitation modes (form and URL).
-    fn client_capabilities(&self) -> ClientCapabilities {
-        let mut caps = ClientCapabilities::new()
-            .fs(FileSystemCapabilities::new()
-                .read_text_file(self.fs_read)
-                .write_text_file(self.fs_write))
-            .terminal(self.terminal)
-            .auth(AuthCapabilities::new().terminal(true))
-            .session(
-                ClientSessionCapabilities::new().config_options(
-                    SessionConfigOptionsCapabilities::new()
-                        .boolean(BooleanConfigOptionCapabilities::new()),
-                ),
-            )
-            .elicitation(
-                ElicitationCapabilities::new()
-                    .form(ElicitationFormCapabilities::new())
-                    .url(ElicitationUrlCapabilities::new()),
-            );
-        if self.terminal {
-            let mut meta = serde_json::Map::new();
-            meta.insert("terminal_output".into(), Value::Bool(true));
-            caps = caps.meta(meta);
-        }
-        caps
-    }
+    advertised
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -340,10 +261,10 @@ impl Connection {
             cmd: "none".into(),
             args: Vec::new(),
             env: HashMap::new(),
-            cwd: PathBuf::from("/"),
+            cwd: std::path::PathBuf::from("/"),
             caps: Caps::default(),
             line_max,
-            timeouts: Timeouts::default(),
+            timeouts: crate::config::Timeouts::default(),
             trace_max: 100,
         };
         let (state, _) = watch::channel(ConnState::Starting);
@@ -728,7 +649,7 @@ async fn run_protocol(
         )
         .connect_with(transport, async move |cx: ConnectionTo<Agent>| {
             let request = InitializeRequest::new(ProtocolVersion::V1)
-                .client_capabilities(main.spec.caps.client_capabilities())
+                .client_capabilities(client_capabilities(&main.spec.caps))
                 .client_info(Implementation::new("acp.nvim", env!("CARGO_PKG_VERSION")));
             let params = serde_json::to_value(&request)
                 .map_err(|e| agent_client_protocol::Error::internal_error().data(e.to_string()))?;

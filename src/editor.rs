@@ -7,75 +7,10 @@ use std::path::PathBuf;
 
 use parking_lot::Mutex;
 
+use crate::config::Policy;
 use crate::kept::KeptText;
-use crate::permission::AutoAllowRule;
 use crate::roots::Roots;
 use crate::terminal::Terminals;
-
-/// What the user's configuration allows this chat.
-#[derive(Debug, Clone, serde::Deserialize)]
-#[serde(default)]
-pub struct Policy {
-    /// Extra root directories besides the session's cwd.
-    pub roots: Vec<PathBuf>,
-    pub allow_read_outside: bool,
-    pub allow_write_outside: bool,
-    pub allow_terminal_outside: bool,
-    /// Save a buffer after an agent write if it had no unsaved changes.
-    pub save_unmodified: bool,
-    /// Program that runs `command` when the agent gives no `args`.
-    pub shell: String,
-    /// Permission requests the user allows without being asked: a tool
-    /// kind and a pattern over the command (or title) the user reads.
-    pub auto_allow: Vec<AutoAllowRule>,
-    /// When a `terminal/create` is shown to the user before it runs.
-    pub terminal_confirm: TerminalConfirm,
-    /// Directory or file names (`*`/`?` patterns) that agent writes may not
-    /// touch anywhere in a path: `.git` by default (a hook or a
-    /// `core.fsmonitor` there runs code).
-    pub protected: Vec<String>,
-    /// Whole-file reads larger than this are refused (parts still work).
-    pub read_max_bytes: u64,
-    /// Output kept of each terminal (its tail) when the agent sets no
-    /// smaller `outputByteLimit`.
-    pub terminal_output_max_bytes: usize,
-    /// Variables, each with its exact value, that the user lets an agent
-    /// add to a command without showing them: a grant and an execute rule
-    /// disregard exactly these pairs (claude-code-acp sets `CLAUDECODE=1`
-    /// on every command). Any other value of such a name still asks.
-    /// Sent as `[name, value]` pairs (an empty Lua table is no map).
-    pub terminal_inert_env: Vec<(String, String)>,
-}
-
-/// When a `terminal/create` asks the user first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum TerminalConfirm {
-    /// Unless an allowed permission request of the same turn covers it.
-    #[default]
-    Unrequested,
-    Always,
-    Never,
-}
-
-impl Default for Policy {
-    fn default() -> Self {
-        Self {
-            roots: Vec::new(),
-            allow_read_outside: false,
-            allow_write_outside: false,
-            allow_terminal_outside: false,
-            save_unmodified: true,
-            shell: "sh".into(),
-            auto_allow: Vec::new(),
-            terminal_confirm: TerminalConfirm::default(),
-            protected: vec![".git".into()],
-            read_max_bytes: crate::fs::DEFAULT_READ_REFUSE_BYTES,
-            terminal_output_max_bytes: crate::terminal::DEFAULT_OUTPUT_CAP,
-            terminal_inert_env: Vec::new(),
-        }
-    }
-}
 
 /// The text of a file before the session changed it.
 #[derive(Debug, Clone, PartialEq)]

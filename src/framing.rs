@@ -7,9 +7,6 @@ use std::io;
 
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 
-/// Default cap on one incoming line.
-pub const DEFAULT_LINE_CAP: usize = 64 << 20;
-
 /// What [`read_line_capped`] read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LineRead {
@@ -223,7 +220,7 @@ mod tests {
     #[test]
     fn too_long_message_names_agent_and_limit() {
         assert_eq!(
-            too_long_message("codex", DEFAULT_LINE_CAP),
+            too_long_message("codex", crate::config::DEFAULT_LINE_CAP),
             "Agent `codex` sent a message longer than the 64 MiB line limit; the connection was ended"
         );
         assert_eq!(human_size(1536), "1536 bytes");

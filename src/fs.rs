@@ -34,9 +34,6 @@ pub fn read_text(path: &Path) -> Result<String, FsError> {
     read_text_bounded(path, None, None, &ReadLimits::default()).map(|r| r.content)
 }
 
-/// Default for both [`ReadLimits`] sizes.
-pub const DEFAULT_READ_REFUSE_BYTES: u64 = 32 << 20;
-
 /// Sizes past which a read from disk is refused, so that memory stays
 /// bounded whatever file an agent names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,8 +47,8 @@ pub struct ReadLimits {
 impl Default for ReadLimits {
     fn default() -> Self {
         Self {
-            whole_file_bytes: DEFAULT_READ_REFUSE_BYTES,
-            part_bytes: DEFAULT_READ_REFUSE_BYTES,
+            whole_file_bytes: crate::config::DEFAULT_READ_REFUSE_BYTES,
+            part_bytes: crate::config::DEFAULT_READ_REFUSE_BYTES,
         }
     }
 }

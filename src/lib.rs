@@ -24,6 +24,7 @@
 
 pub mod bridge;
 pub mod calls;
+pub mod config;
 pub mod connection;
 pub mod editor;
 pub mod elicitation;

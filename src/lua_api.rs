@@ -12,8 +12,7 @@ use mlua::{Function, Lua, LuaSerdeExt, Result as LuaResult, Table, Value as LuaV
 use serde_json::Value;
 
 use crate::bridge::{bridge, catch, UiEvent};
-use crate::connection::AgentSpec;
-use crate::editor::Policy;
+use crate::config::{AgentSpec, Policy};
 use crate::handlers;
 use crate::model::entries::NoticeLevel;
 use crate::model::events::ThreadEvent;

@@ -18,45 +18,10 @@ use agent_client_protocol::v1::Responder;
 use serde_json::{json, Value};
 use tokio::sync::oneshot;
 
+use crate::config::AutoAllowRule;
 use crate::model::schema::{PermissionOptionKind, ToolKind};
 use crate::model::shellwords::Command;
 use crate::model::update::PermissionOption;
-
-/// One auto-allow rule of the user's config: `{ kind = "read" }` or
-/// `{ kind = "execute", pattern = "git status*" }`. A bare string is a kind
-/// with the pattern `*`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AutoAllowRule {
-    pub kind: String,
-    /// `*` matches any run of characters, `?` one; everything else is
-    /// literal. Matched against the whole command (or the title).
-    pub pattern: String,
-}
-
-impl<'de> serde::Deserialize<'de> for AutoAllowRule {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(serde::Deserialize)]
-        #[serde(untagged)]
-        enum Raw {
-            Kind(String),
-            Rule {
-                kind: String,
-                #[serde(default)]
-                pattern: Option<String>,
-            },
-        }
-        Ok(match Raw::deserialize(d)? {
-            Raw::Kind(kind) => AutoAllowRule {
-                kind,
-                pattern: "*".into(),
-            },
-            Raw::Rule { kind, pattern } => AutoAllowRule {
-                kind,
-                pattern: pattern.unwrap_or_else(|| "*".into()),
-            },
-        })
-    }
-}
 
 /// `*` / `?` wildcard match of the whole `text`.
 pub fn wildcard_match(pattern: &str, text: &str) -> bool {

@@ -23,8 +23,9 @@ use serde_json::{json, Value};
 use tokio::sync::oneshot;
 
 use crate::bridge::{bridge, UiEvent};
-use crate::connection::{AgentSpec, Connection, SessionSink};
-use crate::editor::{EditorState, Policy, TerminalConfirm};
+use crate::config::{AgentSpec, Policy, TerminalConfirm};
+use crate::connection::{Connection, SessionSink};
+use crate::editor::EditorState;
 use crate::log;
 use crate::model::entries::{ClientState, NoticeLevel};
 use crate::model::events::{ThreadEvent, TurnState};
@@ -1132,7 +1133,7 @@ impl crate::handlers::EditorHost for ThreadHandle {
         &self.editor
     }
 
-    fn caps(&self) -> crate::connection::Caps {
+    fn caps(&self) -> crate::config::Caps {
         self.spec.caps
     }
 

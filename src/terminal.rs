@@ -8,6 +8,8 @@ use std::collections::{HashMap, VecDeque};
 use serde::Serialize;
 use tokio::sync::oneshot;
 
+use crate::config::DEFAULT_TERMINAL_OUTPUT_CAP;
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ExitStatus {
@@ -56,10 +58,6 @@ pub fn signal_name(n: i32) -> String {
     }
 }
 
-/// Output kept of a terminal when the agent sets no `outputByteLimit` (or
-/// a larger one): the tail of what the command printed.
-pub const DEFAULT_OUTPUT_CAP: usize = 1 << 20;
-
 /// The most an agent's own `outputByteLimit` can make the client keep.
 pub const MAX_OUTPUT_LIMIT: usize = 64 << 20;
 
@@ -80,9 +78,9 @@ impl Default for OutputBuffer {
 }
 
 impl OutputBuffer {
-    /// The agent's `outputByteLimit`, else [`DEFAULT_OUTPUT_CAP`].
+    /// The agent's `outputByteLimit`, else [`DEFAULT_TERMINAL_OUTPUT_CAP`].
     pub fn new(limit: Option<usize>) -> Self {
-        Self::with_cap(limit, DEFAULT_OUTPUT_CAP)
+        Self::with_cap(limit, DEFAULT_TERMINAL_OUTPUT_CAP)
     }
 
     /// The agent's `outputByteLimit` when it gives one (up to
@@ -177,7 +175,7 @@ impl Default for Terminals {
         Self {
             map: HashMap::new(),
             next: 0,
-            output_cap: DEFAULT_OUTPUT_CAP,
+            output_cap: DEFAULT_TERMINAL_OUTPUT_CAP,
         }
     }
 }
@@ -295,7 +293,7 @@ mod tests {
 
     #[test]
     fn no_agent_limit_keeps_a_capped_tail() {
-        assert_eq!(OutputBuffer::new(None).limit(), DEFAULT_OUTPUT_CAP);
+        assert_eq!(OutputBuffer::new(None).limit(), DEFAULT_TERMINAL_OUTPUT_CAP);
         assert_eq!(OutputBuffer::new(Some(10)).limit(), 10);
         // The agent's own limit is honoured up to a hard maximum.
         assert_eq!(
@@ -354,9 +352,12 @@ mod tests {
             t0.elapsed(),
             b.len()
         );
-        assert!(max_len <= DEFAULT_OUTPUT_CAP, "{max_len}");
-        assert!(max_cap <= 2 * DEFAULT_OUTPUT_CAP, "{max_cap}");
-        assert!(peak <= 2 * DEFAULT_OUTPUT_CAP + (64 << 10), "{peak}");
+        assert!(max_len <= DEFAULT_TERMINAL_OUTPUT_CAP, "{max_len}");
+        assert!(max_cap <= 2 * DEFAULT_TERMINAL_OUTPUT_CAP, "{max_cap}");
+        assert!(
+            peak <= 2 * DEFAULT_TERMINAL_OUTPUT_CAP + (64 << 10),
+            "{peak}"
+        );
         assert!(b.truncated);
         let text = b.text();
         assert!(!text.starts_with('\u{fffd}'), "starts inside a character");

@@ -16,8 +16,6 @@ use serde_json::{json, Value};
 
 use crate::redact;
 
-/// Default number of messages kept.
-pub const DEFAULT_MAX_MESSAGES: usize = 5000;
 /// One message is kept up to this many bytes (a longer one is cut and
 /// marked), and all of them up to `TOTAL_MAX_BYTES`.
 pub const MESSAGE_MAX_BYTES: usize = 256 << 10;
