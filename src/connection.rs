@@ -24,7 +24,7 @@ use tokio::io::{AsyncRead, AsyncWrite, BufReader};
 use tokio::sync::{watch, Notify};
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
-use crate::bridge::bridge;
+use crate::bridge::handoff::bridge;
 use crate::config::{AgentSpec, Caps};
 use crate::framing::{self, LineRead};
 use crate::log;

@@ -12,7 +12,8 @@ use agent_client_protocol::v1::Responder;
 use parking_lot::Mutex;
 use serde_json::{json, Value};
 
-use crate::bridge::{bridge, UiEvent};
+use crate::bridge::handoff::bridge;
+use crate::bridge::queue::UiEvent;
 use crate::log;
 
 struct Pending {

@@ -14,7 +14,8 @@ use std::collections::BTreeMap;
 
 use agent_client_protocol::v1::schema as v1s;
 
-use crate::calls::{self, BufferApplyReply, BufferReadReply, MainCall, TerminalStartReply};
+use crate::bridge::calls;
+use crate::bridge::main_call::{BufferApplyReply, BufferReadReply, MainCall, TerminalStartReply};
 use crate::config::Caps;
 use crate::editor::{EditorState, Original};
 use crate::fs::{self, FsError, INTERNAL, INVALID_PARAMS};

@@ -23,7 +23,6 @@
 //!   secrets in logs or saved traces), `procs` (process identity).
 
 pub mod bridge;
-pub mod calls;
 pub mod config;
 pub mod connection;
 pub mod editor;
@@ -54,12 +53,12 @@ pub mod trace;
 /// `package.loaded.acp_core`. The table is not returned through nvim-oxi
 /// because nvim-oxi cannot push an mlua value.
 fn plugin_body() -> nvim_oxi::Result<()> {
-    let result = bridge::catch("load", || -> mlua::Result<()> {
+    let result = bridge::drain::catch("load", || -> mlua::Result<()> {
         let lua = nvim_oxi::mlua::lua();
         let module = lua_api::module(&lua)?;
         let loaded: mlua::Table = lua.globals().get::<mlua::Table>("package")?.get("loaded")?;
         loaded.set("acp_core", module)?;
-        lua_api::set_lua(lua);
+        bridge::drain::set_lua(lua);
         Ok(())
     });
     match result {

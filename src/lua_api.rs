@@ -1,9 +1,8 @@
 //! The Lua-facing API, built from mlua functions: mlua turns bad arguments,
 //! errors and panics into Lua errors, where an nvim-oxi callback would abort
-//! Neovim. Also the main-thread half of the bridge: the drain that hands a
-//! batch of events to the Lua view.
+//! Neovim. The main-thread half of the bridge (the drain, the event tables)
+//! is `bridge::drain` and `bridge::lua_tables`.
 
-use std::cell::{OnceCell, RefCell};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -11,309 +10,18 @@ use std::time::Duration;
 use mlua::{Function, Lua, LuaSerdeExt, Result as LuaResult, Table, Value as LuaValue};
 use serde_json::Value;
 
-use crate::bridge::{bridge, catch, UiEvent};
+use crate::bridge::drain;
+use crate::bridge::handoff::bridge;
+use crate::bridge::lua_tables::{lines_table, to_lua};
+use crate::bridge::queue::UiEvent;
 use crate::config::{AgentSpec, Policy};
 use crate::handlers;
 use crate::model::entries::NoticeLevel;
-use crate::model::events::ThreadEvent;
 use crate::session::registry;
 use crate::{log, runtime};
 
-thread_local! {
-    // One cached handle: creating an mlua handle per call costs a full GC.
-    static LUA: OnceCell<Lua> = const { OnceCell::new() };
-    static DISPATCH: RefCell<Option<Function>> = const { RefCell::new(None) };
-    static WAKER_READY: OnceCell<()> = const { OnceCell::new() };
-}
-
-pub fn set_lua(lua: Lua) {
-    LUA.with(|l| {
-        let _ = l.set(lua);
-    });
-}
-
-/// JSON to Lua with `null` as nil: Lua code then tests fields with plain
-/// truthiness, and the values can cross msgpack-RPC (tests, remote UIs).
-fn to_lua<T: serde::Serialize + ?Sized>(lua: &Lua, v: &T) -> LuaResult<LuaValue> {
-    lua.to_value_with(
-        v,
-        mlua::SerializeOptions::new()
-            .serialize_none_to_null(false)
-            .serialize_unit_to_null(false),
-    )
-}
-
 fn lua_err(msg: impl Into<String>) -> mlua::Error {
     mlua::Error::runtime(msg.into())
-}
-
-/// Hooks the bridge to Neovim's loop: a libuv async handle whose callback
-/// only schedules the drain (the API is unsafe inside the libuv callback).
-fn install_waker() -> Result<(), String> {
-    if WAKER_READY.with(|w| w.get().is_some()) {
-        return Ok(());
-    }
-    let handle = nvim_oxi::libuv::AsyncHandle::new(|| {
-        let _ = catch("wake-up", || {
-            if bridge().claim_schedule() {
-                nvim_oxi::schedule(|_| {
-                    if let Err(e) = catch("drain", drain) {
-                        log::error(&e);
-                    }
-                });
-            }
-        });
-    })
-    .map_err(|e| format!("cannot create the libuv async handle: {e}"))?;
-    bridge().set_waker(move || {
-        let _ = handle.send();
-    });
-    WAKER_READY.with(|w| {
-        let _ = w.set(());
-    });
-    Ok(())
-}
-
-/// Main thread: hand one frame's slice of the queue to the Lua dispatcher in
-/// one call. The slice is bounded (see `bridge::pacing`); what is left gets
-/// the next frame's wake-up, after Neovim had the chance to redraw.
-fn drain() {
-    struct EndDrain(usize);
-    impl Drop for EndDrain {
-        // Also on a panic, so that leftovers still get their wake-up.
-        fn drop(&mut self) {
-            bridge().end_drain(self.0);
-        }
-    }
-    let budget = bridge().begin_drain();
-    let slice = bridge().take_slice(budget);
-    let _end = EndDrain(slice.bytes);
-    let events = slice.events;
-    if events.is_empty() {
-        return;
-    }
-    LUA.with(|lua| {
-        let Some(lua) = lua.get() else { return };
-        let dispatch = DISPATCH.with(|d| d.borrow().clone());
-        let Some(dispatch) = dispatch else {
-            log::error(format!(
-                "{} events arrived before a dispatcher was set",
-                events.len()
-            ));
-            return;
-        };
-        let result = (|| -> LuaResult<()> {
-            let batch = lua.create_table_with_capacity(events.len(), 0)?;
-            for (i, ev) in events.into_iter().enumerate() {
-                batch.raw_set(i + 1, event_table(lua, ev)?)?;
-            }
-            dispatch.call::<()>(batch)
-        })();
-        if let Err(e) = result {
-            let msg = format!("acp.nvim: the chat view failed on an update: {e}");
-            log::error(&msg);
-            notify(lua, &msg, "error");
-        }
-    });
-}
-
-fn notify(lua: &Lua, msg: &str, level: &str) {
-    let _ = lua
-        .load("local msg, level = ...; vim.notify(msg, vim.log.levels[level:upper()] or vim.log.levels.INFO)")
-        .call::<()>((msg, level));
-}
-
-fn lines_table(lua: &Lua, lines: Vec<String>) -> LuaResult<Table> {
-    let t = lua.create_table_with_capacity(lines.len(), 0)?;
-    for (i, l) in lines.into_iter().enumerate() {
-        t.raw_set(i + 1, l)?;
-    }
-    Ok(t)
-}
-
-fn event_table(lua: &Lua, ev: UiEvent) -> LuaResult<Table> {
-    let t = lua.create_table()?;
-    match ev {
-        UiEvent::Thread { thread, event } => {
-            t.set("thread", thread)?;
-            match event {
-                ThreadEvent::Added { index, kind, lines } => {
-                    t.set("type", "added")?;
-                    t.set("index", index)?;
-                    t.set("kind", kind.as_str())?;
-                    t.set("lines", lines_table(lua, lines)?)?;
-                }
-                ThreadEvent::Appended { index, text } => {
-                    t.set("type", "appended")?;
-                    t.set("index", index)?;
-                    t.set("text", text)?;
-                }
-                ThreadEvent::Replaced { index, lines } => {
-                    t.set("type", "replaced")?;
-                    t.set("index", index)?;
-                    t.set("lines", lines_table(lua, lines)?)?;
-                }
-                ThreadEvent::Status { state, detail } => {
-                    t.set("type", "status")?;
-                    t.set("state", state.as_str())?;
-                    t.set("detail", detail)?;
-                }
-                ThreadEvent::Session { session_id } => {
-                    t.set("type", "session")?;
-                    t.set("session_id", session_id)?;
-                }
-                ThreadEvent::Title { title } => {
-                    t.set("type", "title")?;
-                    t.set("title", title)?;
-                }
-                ThreadEvent::Mode { mode_id } => {
-                    t.set("type", "mode")?;
-                    t.set("mode_id", mode_id)?;
-                }
-                ThreadEvent::Modes { modes } => {
-                    t.set("type", "modes")?;
-                    t.set("modes", to_lua(lua, &modes)?)?;
-                }
-                ThreadEvent::Commands { commands } => {
-                    t.set("type", "commands")?;
-                    t.set("commands", to_lua(lua, &commands)?)?;
-                }
-                ThreadEvent::ConfigOptions { options } => {
-                    t.set("type", "config_options")?;
-                    t.set("options", to_lua(lua, &options)?)?;
-                }
-                ThreadEvent::Models { models } => {
-                    t.set("type", "models")?;
-                    t.set("models", to_lua(lua, &models)?)?;
-                }
-                ThreadEvent::Usage { usage } => {
-                    t.set("type", "usage")?;
-                    t.set("usage", to_lua(lua, &usage)?)?;
-                }
-                ThreadEvent::Card { index, card } => {
-                    t.set("type", "card")?;
-                    t.set("index", index)?;
-                    t.set("card", to_lua(lua, &*card)?)?;
-                }
-                ThreadEvent::Agent {
-                    name,
-                    info,
-                    capabilities,
-                } => {
-                    t.set("type", "agent")?;
-                    t.set("name", name)?;
-                    t.set("info", to_lua(lua, &info)?)?;
-                    t.set("capabilities", to_lua(lua, &capabilities)?)?;
-                }
-                ThreadEvent::TurnStarted { turn } => {
-                    t.set("type", "turn_started")?;
-                    t.set("turn", turn)?;
-                }
-                ThreadEvent::TurnEnded {
-                    turn,
-                    stop_reason,
-                    duration_ms,
-                    usage,
-                } => {
-                    t.set("type", "turn_ended")?;
-                    t.set("turn", turn)?;
-                    t.set("stop_reason", stop_reason)?;
-                    t.set("duration_ms", duration_ms)?;
-                    if let Some(usage) = usage {
-                        t.set("usage", to_lua(lua, &usage)?)?;
-                    }
-                }
-                ThreadEvent::TerminalOutput { id, data } => {
-                    t.set("type", "terminal_output")?;
-                    t.set("id", id)?;
-                    t.set("data", data)?;
-                }
-            }
-        }
-        UiEvent::Permission {
-            thread,
-            request,
-            payload,
-        } => {
-            t.set("type", "permission")?;
-            t.set("thread", thread)?;
-            t.set("request", request)?;
-            t.set("payload", to_lua(lua, &payload)?)?;
-        }
-        UiEvent::PermissionDone { thread, request } => {
-            t.set("type", "permission_done")?;
-            t.set("thread", thread)?;
-            t.set("request", request)?;
-        }
-        UiEvent::Elicitation {
-            thread,
-            request,
-            payload,
-        } => {
-            t.set("type", "elicitation")?;
-            t.set("thread", thread)?;
-            t.set("request", request)?;
-            t.set("payload", to_lua(lua, &payload)?)?;
-        }
-        UiEvent::ElicitationDone { request } => {
-            t.set("type", "elicitation_done")?;
-            t.set("request", request)?;
-        }
-        UiEvent::ElicitationComplete { elicitation_id } => {
-            t.set("type", "elicitation_complete")?;
-            t.set("elicitation_id", elicitation_id)?;
-        }
-        UiEvent::Reply {
-            request,
-            result,
-            error,
-        } => {
-            t.set("type", "reply")?;
-            t.set("request", request)?;
-            // `null` results (session/load may answer null) arrive as `true`.
-            match result {
-                Some(Value::Null) => t.set("result", true)?,
-                Some(v) => t.set("result", to_lua(lua, &v)?)?,
-                None => {}
-            }
-            t.set("error", error)?;
-        }
-        UiEvent::Notify { level, message } => {
-            t.set("type", "notify")?;
-            t.set("level", level)?;
-            t.set("message", message)?;
-        }
-        UiEvent::Call {
-            call,
-            thread,
-            request,
-        } => {
-            // `{ method, payload }` from the enum's serde tagging.
-            let LuaValue::Table(r) = to_lua(lua, &request)? else {
-                return Err(lua_err("a main-thread call did not serialise to a table"));
-            };
-            t.set("type", "call")?;
-            t.set("call", call)?;
-            t.set("thread", thread)?;
-            t.set("method", r.get::<LuaValue>("method")?)?;
-            t.set("payload", r.get::<LuaValue>("payload")?)?;
-        }
-        UiEvent::Files {
-            request,
-            root,
-            count,
-            truncated,
-            error,
-        } => {
-            t.set("type", "files")?;
-            t.set("request", request)?;
-            t.set("root", root)?;
-            t.set("count", count)?;
-            t.set("truncated", truncated)?;
-            t.set("error", error)?;
-        }
-    }
-    Ok(t)
 }
 
 /// Lua tables arrive as JSON objects when empty; ACP wants arrays there.
@@ -357,9 +65,9 @@ fn register_lifecycle(lua: &Lua, m: &Table) -> LuaResult<()> {
             }
             log::install_panic_hook();
             if let Some(f) = opts.get::<Option<Function>>("dispatch")? {
-                DISPATCH.with(|d| *d.borrow_mut() = Some(f));
+                drain::set_dispatch(f);
             }
-            install_waker().map_err(lua_err)?;
+            drain::install_waker().map_err(lua_err)?;
             Ok(())
         })?,
     )?;
@@ -863,7 +571,7 @@ fn register_editor_calls(lua: &Lua, m: &Table) -> LuaResult<()> {
     m.set(
         "call_part",
         lua.create_function(|_, (id, text): (u64, mlua::String)| {
-            crate::calls::part(id, text.to_str()?.to_string()).map_err(lua_err)
+            crate::bridge::calls::part(id, text.to_str()?.to_string()).map_err(lua_err)
         })?,
     )?;
 
@@ -875,14 +583,14 @@ fn register_editor_calls(lua: &Lua, m: &Table) -> LuaResult<()> {
             } else {
                 lua.from_value(value)?
             };
-            crate::calls::finish(id, Ok(v)).map_err(lua_err)
+            crate::bridge::calls::finish(id, Ok(v)).map_err(lua_err)
         })?,
     )?;
 
     m.set(
         "call_fail",
         lua.create_function(|_, (id, msg): (u64, String)| {
-            crate::calls::finish(id, Err(msg)).map_err(lua_err)
+            crate::bridge::calls::finish(id, Err(msg)).map_err(lua_err)
         })?,
     )?;
 

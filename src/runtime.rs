@@ -47,7 +47,7 @@ where
         Ok(h) => {
             h.spawn(fut);
         }
-        Err(e) => crate::bridge::bridge().push(crate::bridge::UiEvent::Notify {
+        Err(e) => crate::bridge::handoff::bridge().push(crate::bridge::queue::UiEvent::Notify {
             level: "error",
             message: e,
         }),

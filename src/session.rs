@@ -22,7 +22,8 @@ use parking_lot::Mutex;
 use serde_json::{json, Value};
 use tokio::sync::oneshot;
 
-use crate::bridge::{bridge, UiEvent};
+use crate::bridge::handoff::bridge;
+use crate::bridge::queue::UiEvent;
 use crate::config::{AgentSpec, Policy, TerminalConfirm};
 use crate::connection::{Connection, SessionSink};
 use crate::editor::EditorState;

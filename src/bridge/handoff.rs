@@ -1,23 +1,15 @@
-//! The one crossing from background threads to Neovim's main thread.
-//!
-//! Producers (tokio tasks) push `UiEvent`s into a queue and poke a libuv async
-//! handle. Its callback only schedules a drain with `vim.schedule`: calling
-//! the API inside the libuv callback itself can re-enter the loop and abort
-//! Neovim. Consecutive text chunks of one message coalesce in the queue, so a
-//! drain delivers them as one append. Nothing is dropped; producers that run
-//! far ahead wait (asynchronously) until the main thread catches up.
+//! The hand-off point between the background and the main thread: the
+//! shared queue (`bridge()`), the wake-up of Neovim (now, or at the next
+//! frame boundary while a stream lasts), and the back-pressure: above a
+//! high-water mark producers wait (asynchronously) for a drain.
 //!
 //! Frames (see `pacing`): the first event after a pause wakes Neovim at once;
 //! while a stream lasts Neovim is woken at most once per frame (a timer
 //! thread sends the wake-up at the frame boundary), and one drain takes a
-//! bounded slice of the queue, splitting a huge text if needed. The rest
-//! waits for the next frame, so Neovim's event queue empties and it redraws
-//! between slices.
-
-mod pacing;
+//! bounded slice of the queue. The rest waits for the next frame, so
+//! Neovim's event queue empties and it redraws between slices.
 
 use std::collections::VecDeque;
-use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Once, OnceLock};
 use std::time::{Duration, Instant};
@@ -25,334 +17,12 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 use tokio::sync::Notify;
 
-pub use pacing::{Pacer, Wake, MAX_FRAME, MIN_FRAME};
-
+use super::pacing::{Pacer, Wake};
+use super::queue::{Queue, Slice, UiEvent};
 use crate::model::events::ThreadEvent;
 
 /// Above this many queued bytes, producers wait for a drain (back-pressure).
 const HIGH_WATER_BYTES: usize = 16 * 1024 * 1024;
-
-#[derive(Debug, Clone, PartialEq)]
-pub enum UiEvent {
-    Thread {
-        thread: u64,
-        event: ThreadEvent,
-    },
-    /// A permission request waiting for the user's choice.
-    Permission {
-        thread: u64,
-        request: u64,
-        payload: serde_json::Value,
-    },
-    /// A permission request that no longer needs an answer (turn cancelled).
-    PermissionDone {
-        thread: u64,
-        request: u64,
-    },
-    Notify {
-        level: &'static str,
-        message: String,
-    },
-    /// The answer to `list_files`: how many files `root` has (see `files`).
-    Files {
-        request: u64,
-        root: String,
-        count: usize,
-        truncated: bool,
-        error: Option<String>,
-    },
-    /// An `elicitation/create` waiting for the user (see `elicitation`);
-    /// `thread` is None for a request-scoped one.
-    Elicitation {
-        thread: Option<u64>,
-        request: u64,
-        payload: serde_json::Value,
-    },
-    /// An elicitation that needs no answer any more.
-    ElicitationDone {
-        request: u64,
-    },
-    /// `elicitation/complete` for a URL elicitation.
-    ElicitationComplete {
-        elicitation_id: String,
-    },
-    /// The agent's answer to a request the view made (`lua_api` `request`).
-    Reply {
-        request: u64,
-        result: Option<serde_json::Value>,
-        error: Option<String>,
-    },
-    /// A request for the main thread (see `calls`); `call` 0 wants no answer.
-    Call {
-        call: u64,
-        thread: u64,
-        request: crate::calls::MainCall,
-    },
-}
-
-impl UiEvent {
-    fn weight(&self) -> usize {
-        match self {
-            UiEvent::Thread {
-                event: ThreadEvent::Appended { text, .. },
-                ..
-            } => text.len(),
-            UiEvent::Thread {
-                event: ThreadEvent::Added { lines, .. },
-                ..
-            }
-            | UiEvent::Thread {
-                event: ThreadEvent::Replaced { lines, .. },
-                ..
-            } => lines.iter().map(|l| l.len() + 1).sum(),
-            _ => 64,
-        }
-    }
-}
-
-#[derive(Default)]
-struct Queue {
-    events: VecDeque<UiEvent>,
-    bytes: usize,
-}
-
-impl Queue {
-    /// Appends, merging text into the previous event for the same entry.
-    fn push(&mut self, ev: UiEvent) {
-        self.bytes += ev.weight();
-        if let (
-            Some(UiEvent::Thread {
-                thread: t0,
-                event: last,
-            }),
-            UiEvent::Thread {
-                thread: t1,
-                event: ThreadEvent::Appended { index: i1, text },
-            },
-        ) = (self.events.back_mut(), &ev)
-        {
-            if t0 == t1 {
-                match last {
-                    ThreadEvent::Appended { index, text: acc } if index == i1 => {
-                        acc.push_str(text);
-                        return;
-                    }
-                    ThreadEvent::Added { index, lines, .. } if index == i1 => {
-                        append_to_lines(lines, text);
-                        return;
-                    }
-                    _ => {}
-                }
-            }
-        }
-        // A card's metadata supersedes the previous one of the same card.
-        if let (
-            Some(UiEvent::Thread {
-                thread: t0,
-                event:
-                    ThreadEvent::Card {
-                        index: i0,
-                        card: old,
-                    },
-            }),
-            UiEvent::Thread {
-                thread: t1,
-                event:
-                    ThreadEvent::Card {
-                        index: i1,
-                        card: new,
-                    },
-            },
-        ) = (self.events.back_mut(), &ev)
-        {
-            if t0 == t1 && i0 == i1 {
-                old.clone_from(new);
-                return;
-            }
-        }
-        // A full re-render supersedes the previous one of the same entry
-        // (a card whose terminal output streams in): keep only the newest.
-        // A card re-renders as [Replaced, Card]: look past its Card.
-        if let Some(at) = self.replaced_before_card(&ev) {
-            if let (
-                UiEvent::Thread {
-                    event: ThreadEvent::Replaced { lines: old, .. },
-                    ..
-                },
-                UiEvent::Thread {
-                    event: ThreadEvent::Replaced { lines: new, .. },
-                    ..
-                },
-            ) = (&mut self.events[at], &ev)
-            {
-                *old = new.clone();
-                return;
-            }
-        }
-        if let (
-            Some(UiEvent::Thread {
-                thread: t0,
-                event:
-                    ThreadEvent::Replaced {
-                        index: i0,
-                        lines: old,
-                    },
-            }),
-            UiEvent::Thread {
-                thread: t1,
-                event:
-                    ThreadEvent::Replaced {
-                        index: i1,
-                        lines: new,
-                    },
-            },
-        ) = (self.events.back_mut(), &ev)
-        {
-            if t0 == t1 && i0 == i1 {
-                *old = new.clone();
-                return;
-            }
-        }
-        self.events.push_back(ev);
-    }
-}
-
-impl Queue {
-    /// For a `Replaced` event: the position of a queued `Replaced` of the
-    /// same entry directly followed by that entry's `Card` at the back.
-    fn replaced_before_card(&self, ev: &UiEvent) -> Option<usize> {
-        let UiEvent::Thread {
-            thread,
-            event: ThreadEvent::Replaced { index, .. },
-        } = ev
-        else {
-            return None;
-        };
-        let n = self.events.len();
-        if n < 2 {
-            return None;
-        }
-        let same = |e: &UiEvent, want_card: bool| match e {
-            UiEvent::Thread {
-                thread: t,
-                event: ThreadEvent::Card { index: i, .. },
-            } => want_card && t == thread && i == index,
-            UiEvent::Thread {
-                thread: t,
-                event: ThreadEvent::Replaced { index: i, .. },
-            } => !want_card && t == thread && i == index,
-            _ => false,
-        };
-        (same(&self.events[n - 1], true) && same(&self.events[n - 2], false)).then_some(n - 2)
-    }
-}
-
-/// Appends text (which may hold newlines) to the last of `lines`.
-pub fn append_to_lines(lines: &mut Vec<String>, text: &str) {
-    let mut parts = text.split('\n');
-    if let Some(first) = parts.next() {
-        match lines.last_mut() {
-            Some(last) => last.push_str(first),
-            None => lines.push(first.to_owned()),
-        }
-    }
-    lines.extend(parts.map(str::to_owned));
-}
-
-/// Splits `ev` so that its head weighs at most `room` bytes: returns the
-/// head and leaves the tail in `ev`. Only text can be split (an append, or
-/// the lines of a new entry, whose tail becomes an append); `None` when `ev`
-/// cannot be split or `room` is too small for a useful head.
-fn split_event(ev: &mut UiEvent, room: usize) -> Option<UiEvent> {
-    const MIN_SLICE: usize = 1024;
-    if room < MIN_SLICE {
-        return None;
-    }
-    let UiEvent::Thread { thread, event } = ev else {
-        return None;
-    };
-    let thread = *thread;
-    match event {
-        ThreadEvent::Appended { index, text } => {
-            let cut = cut_point(text, room)?;
-            let tail = text.split_off(cut);
-            let head = std::mem::replace(text, tail);
-            Some(UiEvent::Thread {
-                thread,
-                event: ThreadEvent::Appended {
-                    index: *index,
-                    text: head,
-                },
-            })
-        }
-        ThreadEvent::Added { index, kind, lines } => {
-            // Whole lines first; a single line longer than the room is cut.
-            let mut used = 0;
-            let mut n = 0;
-            while n < lines.len() && used + lines[n].len() < room {
-                used += lines[n].len() + 1;
-                n += 1;
-            }
-            let index = *index;
-            let (head, tail) = if n > 0 {
-                // Added{head lines} then Appended{"\n" + the rest, joined}.
-                let rest = lines.split_off(n);
-                if rest.is_empty() {
-                    return None;
-                }
-                (std::mem::take(lines), format!("\n{}", rest.join("\n")))
-            } else {
-                let first = &mut lines[0];
-                let cut = cut_point(first, room)?;
-                let rest_of_first = first.split_off(cut);
-                let head = vec![std::mem::take(first)];
-                let mut tail = rest_of_first;
-                for l in &lines[1..] {
-                    tail.push('\n');
-                    tail.push_str(l);
-                }
-                (head, tail)
-            };
-            let kind = *kind;
-            *event = ThreadEvent::Appended { index, text: tail };
-            Some(UiEvent::Thread {
-                thread,
-                event: ThreadEvent::Added {
-                    index,
-                    kind,
-                    lines: head,
-                },
-            })
-        }
-        _ => None,
-    }
-}
-
-/// Where to cut `text` so that the head has at most `room` bytes: after the
-/// last newline in the second half of that range, else at a char boundary.
-fn cut_point(text: &str, room: usize) -> Option<usize> {
-    if text.len() <= room {
-        return None;
-    }
-    let mut cut = room;
-    while cut > 0 && !text.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    if let Some(nl) = text.as_bytes()[room / 2..cut]
-        .iter()
-        .rposition(|&b| b == b'\n')
-    {
-        cut = room / 2 + nl + 1;
-    }
-    (cut > 0).then_some(cut)
-}
-
-/// What one drain takes from the queue.
-pub struct Slice {
-    pub events: VecDeque<UiEvent>,
-    /// Their weight (about the bytes of text).
-    pub bytes: usize,
-}
 
 /// Counters for tests and benchmarks.
 #[derive(Default)]
@@ -479,7 +149,7 @@ impl Bridge {
     }
 
     pub fn queued_bytes(&self) -> usize {
-        self.queue.lock().bytes
+        self.queue.lock().bytes()
     }
 
     /// Waits (without blocking a thread) until the queue is below the high
@@ -506,52 +176,21 @@ impl Bridge {
         self.take_slice(usize::MAX).events
     }
 
-    /// Takes queued events in order up to `budget` bytes, splitting a text
-    /// that does not fit. At least one event (or slice) is taken, so a drain
-    /// always makes progress. Main thread, inside the scheduled drain.
+    /// Takes queued events in order up to `budget` bytes (see
+    /// `Queue::take_slice`). Main thread, inside the scheduled drain.
     pub fn take_slice(&self, budget: usize) -> Slice {
         self.scheduled.store(false, Ordering::SeqCst);
-        let mut events = VecDeque::new();
-        let mut bytes = 0usize;
-        {
-            let mut q = self.queue.lock();
-            if budget == usize::MAX {
-                events = std::mem::take(&mut q.events);
-                bytes = q.bytes;
-            } else {
-                while let Some(front) = q.events.front_mut() {
-                    let w = front.weight();
-                    if bytes.saturating_add(w) <= budget {
-                        bytes += w;
-                        events.push_back(q.events.pop_front().expect("front exists"));
-                        continue;
-                    }
-                    if let Some(head) = split_event(front, budget - bytes) {
-                        bytes += head.weight();
-                        events.push_back(head);
-                    } else if events.is_empty() {
-                        // Cannot be split: deliver it whole rather than stall.
-                        bytes += w;
-                        events.push_back(q.events.pop_front().expect("front exists"));
-                    }
-                    break;
-                }
-            }
-            q.bytes = q.bytes.saturating_sub(bytes);
-            if q.events.is_empty() {
-                q.bytes = 0;
-            }
-        }
+        let slice = self.queue.lock().take_slice(budget);
         self.space.notify_waiters();
         self.stats.drains.fetch_add(1, Ordering::Relaxed);
         self.stats
             .delivered
-            .fetch_add(events.len() as u64, Ordering::Relaxed);
-        Slice { events, bytes }
+            .fetch_add(slice.events.len() as u64, Ordering::Relaxed);
+        slice
     }
 
     fn is_empty(&self) -> bool {
-        self.queue.lock().events.is_empty()
+        self.queue.lock().is_empty()
     }
 
     /// Start of a drain (main thread): returns its byte budget.
@@ -614,21 +253,10 @@ pub fn bridge() -> &'static Bridge {
     BRIDGE.get_or_init(Bridge::new)
 }
 
-/// Runs `f`, turning a panic into an error string (already logged by the hook).
-pub fn catch<T>(what: &str, f: impl FnOnce() -> T) -> Result<T, String> {
-    std::panic::catch_unwind(AssertUnwindSafe(f)).map_err(|p| {
-        let msg = p
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| p.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "unknown panic".into());
-        format!("acp.nvim core panicked in {what}: {msg}")
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bridge::pacing::MIN_FRAME;
     use crate::model::entries::EntryKind;
 
     fn appended(thread: u64, index: usize, text: &str) -> UiEvent {
@@ -639,41 +267,6 @@ mod tests {
                 text: text.into(),
             },
         }
-    }
-
-    #[test]
-    fn consecutive_appends_to_one_entry_coalesce() {
-        let mut q = Queue::default();
-        q.push(appended(1, 2, "a"));
-        q.push(appended(1, 2, "b\nc"));
-        q.push(appended(2, 2, "other thread"));
-        q.push(appended(1, 2, "d"));
-        assert_eq!(q.events.len(), 3);
-        assert_eq!(q.events[0], appended(1, 2, "ab\nc"));
-        assert_eq!(q.bytes, 1 + 3 + 12 + 1);
-    }
-
-    #[test]
-    fn appends_fold_into_a_queued_added_event() {
-        let mut q = Queue::default();
-        q.push(UiEvent::Thread {
-            thread: 1,
-            event: ThreadEvent::Added {
-                index: 0,
-                kind: EntryKind::Agent,
-                lines: vec!["x".into()],
-            },
-        });
-        q.push(appended(1, 0, "y\nz"));
-        assert_eq!(q.events.len(), 1);
-        let UiEvent::Thread {
-            event: ThreadEvent::Added { lines, .. },
-            ..
-        } = &q.events[0]
-        else {
-            panic!()
-        };
-        assert_eq!(lines, &vec!["xy".to_string(), "z".to_string()]);
     }
 
     #[test]
@@ -943,11 +536,5 @@ mod tests {
             "one append per message per frame"
         );
         b.end_drain(slice.bytes);
-    }
-
-    #[test]
-    fn catch_turns_panic_into_error() {
-        let r: Result<(), String> = catch("test", || panic!("boom"));
-        assert!(r.unwrap_err().contains("boom"));
     }
 }
