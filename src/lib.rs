@@ -24,14 +24,9 @@
 
 pub mod bridge;
 pub mod config;
-pub mod connection;
 pub mod editor;
-pub mod elicitation;
 pub mod files;
-pub mod framing;
 pub mod fs;
-#[cfg(test)]
-mod fuzz;
 pub mod handlers;
 pub mod kept;
 pub mod log;
@@ -39,7 +34,7 @@ pub mod lua_api;
 pub mod model;
 pub mod permission;
 pub mod platform;
-pub mod procs;
+pub mod protocol;
 pub mod redact;
 pub mod roots;
 pub mod runtime;
@@ -47,7 +42,6 @@ pub mod session;
 pub mod terminal;
 #[cfg(test)]
 mod testutil;
-pub mod trace;
 
 /// Module body: builds the API table with mlua and stores it in
 /// `package.loaded.acp_core`. The table is not returned through nvim-oxi

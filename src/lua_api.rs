@@ -252,7 +252,7 @@ fn register_threads(lua: &Lua, m: &Table) -> LuaResult<()> {
         "answer_elicitation",
         lua.create_function(|lua, (request, response): (u64, LuaValue)| {
             let response: Value = lua.from_value(response)?;
-            crate::elicitation::answer(request, response).map_err(lua_err)
+            crate::protocol::elicitation::answer(request, response).map_err(lua_err)
         })?,
     )?;
 

@@ -25,7 +25,6 @@ use tokio::sync::oneshot;
 use crate::bridge::handoff::bridge;
 use crate::bridge::queue::UiEvent;
 use crate::config::{AgentSpec, Policy, TerminalConfirm};
-use crate::connection::{Connection, SessionSink};
 use crate::editor::EditorState;
 use crate::log;
 use crate::model::entries::{ClientState, NoticeLevel};
@@ -34,6 +33,7 @@ use crate::model::schema::{PermissionOptionKind, ToolKind};
 use crate::model::thread::Thread;
 use crate::model::update::{AgentRequest, PermissionOption, PermissionRequest, SessionUpdate};
 use crate::permission::{self, Choice, Pending, Permissions, ReplyTo, Subject};
+use crate::protocol::connection::{Connection, SessionSink};
 
 /// An outgoing request built from the protocol crate's typed params, sent
 /// untyped so that the answer is read leniently (agents' answers carry
@@ -1031,7 +1031,7 @@ impl ThreadHandle {
     /// agent answers the prompt, or here after `timeouts.cancel_grace`.
     /// True when a turn was running (or already cancelling).
     pub fn cancel(self: &Arc<Self>) -> bool {
-        crate::elicitation::cancel_thread(self.id);
+        crate::protocol::elicitation::cancel_thread(self.id);
         if self.loading.lock().is_some() {
             // A slow session/load or session/resume: stop waiting for it.
             self.give_up.notify_one();
@@ -1313,7 +1313,7 @@ impl Registry {
     }
 
     pub fn close_thread(&self, id: u64) {
-        crate::elicitation::cancel_thread(id);
+        crate::protocol::elicitation::cancel_thread(id);
         if let Some(t) = self.threads.lock().remove(&id) {
             t.cancel();
             if let Some((conn, sid)) = t.current.lock().clone() {
@@ -1342,7 +1342,7 @@ impl Registry {
 
     /// The protocol trace of the agent a chat uses (its newest process,
     /// even if that one exited).
-    pub fn trace_of(&self, thread: u64) -> Result<Arc<crate::trace::Trace>, String> {
+    pub fn trace_of(&self, thread: u64) -> Result<Arc<crate::protocol::trace::Trace>, String> {
         let t = self.thread(thread)?;
         self.last
             .lock()

@@ -16,9 +16,9 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use serde_json::{json, Value};
 
-use crate::connection::{self, Connection, Incoming, SessionSink};
-use crate::framing::{self, LineRead};
 use crate::model::update::{self, AgentRequest, RequestError, SessionUpdate};
+use crate::protocol::connection::{self, Connection, Incoming, SessionSink};
+use crate::protocol::framing::{self, LineRead};
 use crate::redact;
 
 // ---------------------------------------------------------------------------

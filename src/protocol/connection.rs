@@ -26,13 +26,13 @@ use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
 use crate::bridge::handoff::bridge;
 use crate::config::{AgentSpec, Caps};
-use crate::framing::{self, LineRead};
 use crate::log;
 use crate::model::render::human_ms;
 use crate::model::update::{self, AgentRequest, RequestError, SessionUpdate};
 use crate::platform;
-use crate::procs::{self, ProcId};
-use crate::trace::{self, Trace, TracedWriter};
+use crate::protocol::framing::{self, LineRead};
+use crate::protocol::procs::{self, ProcId};
+use crate::protocol::trace::{self, Trace, TracedWriter};
 
 /// What a connection routes a session's traffic to (a chat thread). The
 /// connection knows nothing else about chats: it parses, routes, and
@@ -866,7 +866,7 @@ async fn handle_notification(conn: &Arc<Connection>, msg: UntypedMessage) {
         // Normally taken by `route_incoming` before the SDK sees it.
         "session/update" => apply_session_update(conn, msg.params()).await,
         "elicitation/complete" => match msg.params().get("elicitationId").and_then(Value::as_str) {
-            Some(id) => crate::elicitation::complete(id),
+            Some(id) => crate::protocol::elicitation::complete(id),
             None => log::warn("elicitation/complete without elicitationId"),
         },
         // Extension notifications (`_auth/status_update`, ...) are optional.
@@ -902,7 +902,7 @@ fn handle_request(conn: &Arc<Connection>, msg: UntypedMessage, responder: Respon
         let thread = session_id
             .and_then(|sid| conn.sink_for(&sid))
             .and_then(|sink| sink.thread_id());
-        crate::elicitation::ask(thread, raw, responder);
+        crate::protocol::elicitation::ask(thread, raw, responder);
         return;
     }
     match conn.sink_for(request.session_id()) {

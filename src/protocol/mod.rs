@@ -1,0 +1,21 @@
+//! The agent side: one agent process per connection and the ACP traffic
+//! over its stdio. A connection parses what the agent sends once, routes
+//! each session's traffic to the chat that owns it (a `SessionSink`), and
+//! holds the agent's read loop while the view is far behind.
+//!
+//! - `connection`: a connection's state: routes, the bookkeeping of the
+//!   traffic, the process group it may signal;
+//! - `framing`: bounded line reads of the agent's stdout;
+//! - `trace`: each connection's traffic, for `:AcpTrace`;
+//! - `procs`: process identity (a reaped pid is not ours any more);
+//! - `elicitation`: the agent's forms and URLs waiting for the user.
+//!
+//! May use: bridge, model, config, platform, log, redact.
+
+pub mod connection;
+pub mod elicitation;
+pub mod framing;
+#[cfg(test)]
+mod fuzz;
+pub mod procs;
+pub mod trace;
