@@ -22,7 +22,7 @@ use crate::fs::{self, FsError, INTERNAL, INVALID_PARAMS};
 
 use crate::model::shellwords::{self, Command};
 use crate::model::textdiff::{self, Lines};
-use crate::model::update::AgentRequest;
+use crate::protocol::inbound::AgentRequest;
 use crate::terminal::ExitStatus;
 
 /// What the handlers need of a chat (implemented by the session's thread):

@@ -31,9 +31,10 @@ use crate::model::entries::{ClientState, NoticeLevel};
 use crate::model::events::{ThreadEvent, TurnState};
 use crate::model::schema::{PermissionOptionKind, ToolKind};
 use crate::model::thread::Thread;
-use crate::model::update::{AgentRequest, PermissionOption, PermissionRequest, SessionUpdate};
+use crate::model::update::{PermissionOption, PermissionRequest, SessionUpdate};
 use crate::permission::{self, Choice, Pending, Permissions, ReplyTo, Subject};
 use crate::protocol::connection::{Connection, SessionSink};
+use crate::protocol::inbound::AgentRequest;
 
 /// An outgoing request built from the protocol crate's typed params, sent
 /// untyped so that the answer is read leniently (agents' answers carry

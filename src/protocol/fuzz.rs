@@ -16,9 +16,11 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use serde_json::{json, Value};
 
-use crate::model::update::{self, AgentRequest, RequestError, SessionUpdate};
-use crate::protocol::connection::{self, Connection, Incoming, SessionSink};
-use crate::protocol::framing::{self, LineRead};
+use super::connection::{Connection, SessionSink};
+use super::dispatch::route_incoming;
+use super::framing::{self, LineRead};
+use super::inbound::{classify, session_update_params, AgentRequest, Incoming, RequestError};
+use crate::model::update::{self, SessionUpdate};
 use crate::redact;
 
 // ---------------------------------------------------------------------------
@@ -244,7 +246,7 @@ fn check_utf8(bytes: &[u8]) -> Result<(), TestCaseError> {
 /// other line is classified without a panic, consistently with a parse.
 fn check_classification(line: &[u8]) -> Result<(), TestCaseError> {
     let parsed: Option<Value> = serde_json::from_slice(line).ok();
-    match connection::session_update_params(line) {
+    match session_update_params(line) {
         Some(params) => {
             let msg = parsed
                 .clone()
@@ -265,7 +267,7 @@ fn check_classification(line: &[u8]) -> Result<(), TestCaseError> {
             }
         }
     }
-    match connection::classify(line) {
+    match classify(line) {
         Incoming::Blank => prop_assert!(line.iter().all(u8::is_ascii_whitespace)),
         Incoming::NotJson => prop_assert!(parsed.is_none()),
         Incoming::Message => prop_assert!(parsed
@@ -434,8 +436,8 @@ fn check_routing(lines: &[Line], invalid_at: Option<usize>) -> Result<(), TestCa
             }
             let mut fixed = bytes.clone();
             framing::sanitize_utf8_in_place(&mut fixed);
-            let is_update = connection::session_update_params(&fixed).is_some();
-            let skipped = matches!(connection::classify(&fixed), Incoming::Blank);
+            let is_update = session_update_params(&fixed).is_some();
+            let skipped = matches!(classify(&fixed), Incoming::Blank);
             if !is_update && !skipped {
                 want_sdk.extend_from_slice(&fixed);
                 want_sdk.push(b'\n');
@@ -445,7 +447,7 @@ fn check_routing(lines: &[Line], invalid_at: Option<usize>) -> Result<(), TestCa
         }
         conn.expect_response("1", "session/prompt");
         let (mut sdk_read, sdk_write) = tokio::io::duplex(1 << 22);
-        connection::route_incoming(conn.clone(), &input[..], sdk_write).await;
+        route_incoming(conn.clone(), &input[..], sdk_write).await;
         let mut got_sdk = Vec::new();
         tokio::io::AsyncReadExt::read_to_end(&mut sdk_read, &mut got_sdk)
             .await

@@ -5,6 +5,10 @@
 //!
 //! - `connection`: a connection's state: routes, the bookkeeping of the
 //!   traffic, the process group it may signal;
+//! - `process`: starting the agent, its stderr, its exit report;
+//! - `dispatch`: reading the agent's stdout, the ACP SDK's handlers, and
+//!   routing updates and requests to their session;
+//! - `inbound`: what the agent sent, classified and typed (`AgentRequest`);
 //! - `framing`: bounded line reads of the agent's stdout;
 //! - `trace`: each connection's traffic, for `:AcpTrace`;
 //! - `procs`: process identity (a reaped pid is not ours any more);
@@ -13,9 +17,12 @@
 //! May use: bridge, model, config, platform, log, redact.
 
 pub mod connection;
+mod dispatch;
 pub mod elicitation;
 pub mod framing;
 #[cfg(test)]
 mod fuzz;
+pub mod inbound;
+pub mod process;
 pub mod procs;
 pub mod trace;

@@ -1,0 +1,323 @@
+//! Reading and answering the agent. Its stdout goes through our own line
+//! reader first: the stream of `session/update` notifications (nearly all
+//! the traffic) is parsed once and applied in arrival order; every other
+//! line goes on to the ACP SDK, whose handlers pass the agent's requests to
+//! the session they name.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::schema::{
+    AuthCapabilities, BooleanConfigOptionCapabilities, ClientCapabilities,
+    ClientSessionCapabilities, ElicitationCapabilities, ElicitationFormCapabilities,
+    ElicitationUrlCapabilities, FileSystemCapabilities, Implementation, InitializeRequest,
+    SessionConfigOptionsCapabilities,
+};
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::Responder;
+use agent_client_protocol::{Agent, ByteStreams, Client, UntypedMessage};
+use serde_json::Value;
+use tokio::io::{AsyncRead, AsyncWrite, BufReader};
+use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
+
+use super::connection::{ConnState, Connection};
+use super::elicitation;
+use super::framing::{self, LineRead};
+use super::inbound::{classify, session_update_params, AgentRequest, Incoming, RequestError};
+use super::trace::{self, TracedWriter};
+use crate::bridge::handoff::bridge;
+use crate::config::Caps;
+use crate::log;
+use crate::model::render::human_ms;
+use crate::model::update;
+
+/// The client capabilities advertised in `initialize`: only what is on in
+/// `caps`. `_meta.terminal_output` asks the Claude and Codex adapters for
+/// their own display terminals. Always implemented: `terminal` sign-in
+/// methods, boolean config options, and both elicitation modes (form and
+/// URL).
+fn client_capabilities(caps: &Caps) -> ClientCapabilities {
+    let mut advertised = ClientCapabilities::new()
+        .fs(FileSystemCapabilities::new()
+            .read_text_file(caps.fs_read)
+            .write_text_file(caps.fs_write))
+        .terminal(caps.terminal)
+        .auth(AuthCapabilities::new().terminal(true))
+        .session(ClientSessionCapabilities::new().config_options(
+            SessionConfigOptionsCapabilities::new().boolean(BooleanConfigOptionCapabilities::new()),
+        ))
+        .elicitation(
+            ElicitationCapabilities::new()
+                .form(ElicitationFormCapabilities::new())
+                .url(ElicitationUrlCapabilities::new()),
+        );
+    if caps.terminal {
+        let mut meta = serde_json::Map::new();
+        meta.insert("terminal_output".into(), Value::Bool(true));
+        advertised = advertised.meta(meta);
+    }
+    advertised
+}
+
+pub(super) async fn run_protocol(
+    conn: Arc<Connection>,
+    stdin: tokio::process::ChildStdin,
+    stdout: tokio::process::ChildStdout,
+) {
+    let on_notif = conn.clone();
+    let on_req = conn.clone();
+    let main = conn.clone();
+    // The agent's stdout goes through our own line reader first: the
+    // stream of session/update notifications (nearly all the traffic) is
+    // parsed once and applied here; everything else goes on to the SDK.
+    let (sdk_side, feed) = tokio::io::duplex(1 << 20);
+    tokio::spawn(route_incoming(conn.clone(), stdout, feed));
+    let observer = Arc::downgrade(&conn);
+    let stdin = TracedWriter::new(stdin, conn.trace.clone()).observe(move |line| {
+        if let Some(conn) = observer.upgrade() {
+            conn.note_outgoing(line);
+        }
+    });
+    let transport = ByteStreams::new(stdin.compat_write(), sdk_side.compat());
+    let result = Client
+        .v1()
+        .name("acp.nvim")
+        .on_receive_notification(
+            async move |msg: UntypedMessage, _cx: ConnectionTo<Agent>| {
+                handle_notification(&on_notif, msg).await;
+                Ok(())
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+        .on_receive_request(
+            async move |msg: UntypedMessage,
+                        responder: Responder<Value>,
+                        _cx: ConnectionTo<Agent>| {
+                handle_request(&on_req, msg, responder);
+                Ok(())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .connect_with(transport, async move |cx: ConnectionTo<Agent>| {
+            let request = InitializeRequest::new(ProtocolVersion::V1)
+                .client_capabilities(client_capabilities(&main.spec.caps))
+                .client_info(Implementation::new("acp.nvim", env!("CARGO_PKG_VERSION")));
+            let params = serde_json::to_value(&request)
+                .map_err(|e| agent_client_protocol::Error::internal_error().data(e.to_string()))?;
+            // Kept as sent: sign-in methods of kinds the typed schema does
+            // not know (`env_var`) keep their fields.
+            let limit = main.spec.timeouts.initialize;
+            let answer = tokio::time::timeout(
+                Duration::from_millis(limit),
+                cx.send_request(UntypedMessage::new("initialize", params)?)
+                    .block_task(),
+            )
+            .await;
+            let init = match answer {
+                Ok(answer) => answer?,
+                Err(_) => {
+                    // The exit report carries the reason; the next message
+                    // starts the agent again.
+                    let reason = format!(
+                        "Agent `{}` did not answer `initialize` within {}; it was stopped (send a message to start it again)",
+                        main.spec.name,
+                        human_ms(limit)
+                    );
+                    log::warn(&reason);
+                    *main.fault.lock() = Some(reason);
+                    main.terminate();
+                    return Ok(());
+                }
+            };
+            *main.init.lock() = Some(init);
+            *main.cx.lock() = Some(cx.clone());
+            main.state.send_replace(ConnState::Ready);
+            log::info(format!("agent {} initialized", main.spec.name));
+            tokio::select! {
+                _ = cx.terminated() => {}
+                _ = main.stop.notified() => {}
+            }
+            Ok(())
+        })
+        .await;
+    if let Err(e) = result {
+        log::warn(format!("agent {} connection ended: {e}", conn.spec.name));
+        // A handshake failure on a live process: report it and stop the
+        // agent. A process that is exiting (a broken pipe) gets its exit
+        // report instead, which says more (exit code, what it printed).
+        if matches!(conn.state(), ConnState::Starting)
+            && tokio::time::timeout(Duration::from_millis(500), conn.closed())
+                .await
+                .is_err()
+        {
+            *conn.fault.lock() = Some(format!(
+                "Agent `{}` failed the ACP handshake: {e}",
+                conn.spec.name
+            ));
+            conn.terminate();
+        }
+    }
+}
+
+/// Reads the agent's stdout line by line. A `session/update` notification
+/// is applied in arrival order before the next line is read, so a later
+/// response (the end of a turn) can never overtake it; every other line is
+/// passed to the SDK unchanged. Cuts the per-message cost of a stream to a
+/// single JSON parse (the SDK parses, re-serialises and parses again).
+pub(super) async fn route_incoming(
+    conn: Arc<Connection>,
+    stdout: impl AsyncRead + Unpin,
+    mut feed: impl AsyncWrite + Unpin,
+) {
+    use tokio::io::AsyncWriteExt;
+    let mut reader = BufReader::with_capacity(1 << 16, stdout);
+    let mut line = Vec::with_capacity(1024);
+    let cap = conn.spec.line_max;
+    loop {
+        line.clear();
+        match framing::read_line_capped(&mut reader, &mut line, cap).await {
+            Ok(LineRead::Line(_)) => {}
+            Ok(LineRead::Eof) | Err(_) => break,
+            Ok(LineRead::TooLong { .. }) => {
+                conn.trace.record(trace::Dir::In, &line);
+                // Memory stays bounded: the agent is stopped, and its exit
+                // report carries the reason.
+                let reason = framing::too_long_message(&conn.spec.name, cap);
+                log::warn(&reason);
+                *conn.fault.lock() = Some(reason);
+                conn.terminate();
+                break;
+            }
+        }
+        // One invalid byte must not cost the message (or the connection).
+        if framing::sanitize_utf8_in_place(&mut line) {
+            conn.protocol_fault("invalid_utf8", "invalid UTF-8 (replaced by U+FFFD)");
+        }
+        conn.trace.record(trace::Dir::In, &line);
+        if let Some(params) = session_update_params(&line) {
+            apply_session_update(&conn, &params).await;
+            continue;
+        }
+        match classify(&line) {
+            Incoming::Blank => continue,
+            Incoming::NotJson => {
+                {
+                    let mut book = conn.book.lock();
+                    if book.junk.is_none() {
+                        let text = String::from_utf8_lossy(&line);
+                        let text = text.trim_end();
+                        book.junk = Some(log::cap_line(text, 200).into_owned());
+                    }
+                }
+                conn.protocol_fault("not_json", "a line that is not JSON")
+            }
+            Incoming::NotJsonRpc => {
+                conn.protocol_fault("not_jsonrpc", "JSON that is not a JSON-RPC message")
+            }
+            Incoming::Response { id, result } => {
+                // Passed on either way: the SDK matches responses itself.
+                if !conn.note_response(&id, result.as_ref()) {
+                    conn.protocol_fault(
+                        "unknown_id",
+                        &format!("a response to request id {id}, which was never sent or is already answered"),
+                    );
+                }
+            }
+            Incoming::Message => {}
+        }
+        if feed.write_all(&line).await.is_err() {
+            break;
+        }
+    }
+    let _ = feed.shutdown().await;
+}
+
+async fn apply_session_update(conn: &Arc<Connection>, params: &Value) {
+    let Some(sid) = params.get("sessionId").and_then(Value::as_str) else {
+        log::warn("session/update without sessionId");
+        return;
+    };
+    let Some(update) = params.get("update") else {
+        return;
+    };
+    // The one parse into the model's types.
+    let update = update::parse_update(update);
+    let _order = conn.apply.lock().await;
+    match conn.sink_for(sid) {
+        Some(sink) => {
+            sink.apply_update(update);
+            // Holds the agent's read loop while the UI is far behind: the
+            // back-pressure.
+            bridge().wait_for_space().await;
+        }
+        None if !conn.session_may_exist(sid) => {
+            conn.protocol_fault(
+                "unknown_session",
+                &format!("an update for session `{sid}`, which it never created"),
+            );
+        }
+        None => {
+            if !conn.early.lock().push(sid, update) {
+                log::warn(format!(
+                    "session/update for unknown session {sid} (dropped: too many early updates)"
+                ));
+            }
+        }
+    }
+}
+
+async fn handle_notification(conn: &Arc<Connection>, msg: UntypedMessage) {
+    match msg.method() {
+        // Normally taken by `route_incoming` before the SDK sees it.
+        "session/update" => apply_session_update(conn, msg.params()).await,
+        "elicitation/complete" => match msg.params().get("elicitationId").and_then(Value::as_str) {
+            Some(id) => elicitation::complete(id),
+            None => log::warn("elicitation/complete without elicitationId"),
+        },
+        // Extension notifications (`_auth/status_update`, ...) are optional.
+        m if m.starts_with('_') => {}
+        m => log::info(format!("ignored notification {m}")),
+    }
+}
+
+/// Answers agent requests: parsed once into `AgentRequest`, then handed to
+/// the session's sink. Never awaits the agent here: anything slow is the
+/// sink's to spawn (it holds the responder until the user answers).
+fn handle_request(conn: &Arc<Connection>, msg: UntypedMessage, responder: Responder<Value>) {
+    let (method, params) = msg.into_parts();
+    log::info(format!("request {method}"));
+    let request = match AgentRequest::parse(&method, params) {
+        Ok(r) => r,
+        Err(RequestError::UnknownMethod(m)) => {
+            log::info(format!("answered -32601 to {m}"));
+            let _ = responder.respond_with_error(agent_client_protocol::Error::method_not_found());
+            return;
+        }
+        Err(RequestError::InvalidParams(reason)) => {
+            log::info(format!("answered -32602 to {method}: {reason}"));
+            let _ = responder.respond_with_error(
+                agent_client_protocol::Error::invalid_params()
+                    .data(serde_json::json!({ "reason": reason })),
+            );
+            return;
+        }
+    };
+    if let AgentRequest::Elicitation { session_id, raw } = request {
+        // Request-scoped ones (no session) belong to no chat.
+        let thread = session_id
+            .and_then(|sid| conn.sink_for(&sid))
+            .and_then(|sink| sink.thread_id());
+        elicitation::ask(thread, raw, responder);
+        return;
+    }
+    match conn.sink_for(request.session_id()) {
+        Some(sink) => sink.agent_request(request, responder),
+        None => {
+            let _ = responder.respond_with_error(
+                agent_client_protocol::Error::invalid_params()
+                    .data(serde_json::json!({"reason": "unknown sessionId"})),
+            );
+        }
+    }
+}
