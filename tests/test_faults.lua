@@ -371,11 +371,11 @@ return {
     H.open(f.child)
     track(f)
     f.child:lua([[require('acp').send('perm')]])
-    f.child:wait_for([[return #require('acp.permission').queue == 1]])
+    f.child:wait_for([[return #require('acp.ask.permission').queue == 1]])
     H.enter_permission(f.child)
     f.child:cmd('AcpCancel')
     f.child:wait_for([[return require('acp').current().state == 'idle']])
-    T.eq(f.child:lua([[return #require('acp.permission').queue]]), 0, 'the float has nothing left')
+    T.eq(f.child:lua([[return #require('acp.ask.permission').queue]]), 0, 'the float has nothing left')
     T.wait(function()
       return #H.responses(f.paths) == 1
     end, 3000)

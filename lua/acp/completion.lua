@@ -14,15 +14,15 @@ local M = {}
 ---@param col integer
 ---@return { start: integer, items: { word: string, label: string, detail?: string, doc?: string, kind: 'command'|'file'|'buffer'|'special' }[] }?
 function M.complete(buf, row, line, col)
-  local mention = require('acp.mention')
+  local mention = require('acp.prompt.mention')
   local view = mention.views[buf]
   if not view then
     return nil
   end
-  local name = require('acp.commands').command_at(row, line, col)
+  local name = require('acp.prompt.slash').command_at(row, line, col)
   if name then
     local items = {}
-    for _, it in ipairs(require('acp.commands').items(view, name)) do
+    for _, it in ipairs(require('acp.prompt.slash').items(view, name)) do
       items[#items + 1] = { word = it.word, label = it.abbr, detail = it.menu, doc = it.info, kind = 'command' }
     end
     return { start = 0, items = items }

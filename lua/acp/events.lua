@@ -210,7 +210,7 @@ end
 --- file's new disk text (`by = 'sync'`).
 ---@param info { path: string, bufnr?: integer, by: 'agent'|'sync', how: string, thread?: integer }
 function M.file_changed(info)
-  local view = info.thread and require('acp.bridge').handlers[info.thread]
+  local view = info.thread and require('acp.core.dispatch').handlers[info.thread]
   info.agent = view and view.agent or nil
   M.emit('AcpFileChanged', info)
 end
@@ -218,7 +218,7 @@ end
 --- An error the user should know about that is not tied to a turn: a
 --- core message of level error, or a view error.
 function M.error(message, source, thread)
-  local view = thread and require('acp.bridge').handlers[thread]
+  local view = thread and require('acp.core.dispatch').handlers[thread]
   M.emit('AcpError', { message = message, source = source, thread = thread, agent = view and view.agent or nil })
 end
 

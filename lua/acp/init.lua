@@ -12,7 +12,7 @@ local config = require('acp.config')
 function M.setup(opts)
   local ok, err = pcall(config.setup, opts)
   if not ok then
-    vim.notify(require('acp.text').error(err), vim.log.levels.ERROR)
+    vim.notify(require('acp.util.text').error(err), vim.log.levels.ERROR)
     return false
   end
   if config.options.keymaps then
@@ -71,10 +71,10 @@ function M._core()
       log_max_bytes = config.options.log_max_bytes,
       kept_text_max_bytes = config.options.fs.kept_text_max_bytes,
       secret_names = config.options.terminal.env_deny,
-      dispatch = require('acp.bridge').dispatch,
+      dispatch = require('acp.core.dispatch').dispatch,
     })
     if not ok then
-      vim.notify('acp.nvim: ' .. require('acp.text').error(err), vim.log.levels.ERROR)
+      vim.notify('acp.nvim: ' .. require('acp.util.text').error(err), vim.log.levels.ERROR)
       return nil
     end
     started = true
@@ -246,7 +246,7 @@ function M.open(agent, opts)
   end
   if M.root_too_wide(spec.cwd) and not M.wide_roots_allowed[spec.cwd] then
     local yes = ('Open the chat in %s (the agent may read and change everything under it)'):format(spec.cwd)
-    require('acp.escape').select({ yes, 'Cancel' }, {
+    require('acp.util.escape').select({ yes, 'Cancel' }, {
       prompt = ('acp.nvim: no project found; the root would be %s'):format(spec.cwd),
     }, function(choice)
       if choice == yes then
@@ -267,17 +267,17 @@ function M.open(agent, opts)
   end
   local ok, thread = pcall(core.open_thread, spec)
   if not ok then
-    vim.notify('acp.nvim: ' .. require('acp.text').error(thread), vim.log.levels.ERROR)
+    vim.notify('acp.nvim: ' .. require('acp.util.text').error(thread), vim.log.levels.ERROR)
     return nil
   end
   if view then
     view:hide()
     vim.notify(('acp.nvim: the chat with %s is kept; :AcpChats switches back'):format(view.agent))
   end
-  view = require('acp.chat').new({ agent = agent, thread = thread, root = spec.cwd, tab = tab })
+  view = require('acp.chat.view').new({ agent = agent, thread = thread, root = spec.cwd, tab = tab })
   M._views[tab] = view
   M._all[thread] = view
-  require('acp.bridge').register(thread, view)
+  require('acp.core.dispatch').register(thread, view)
   view:show(opts.focus ~= false)
   if opts.on_open then
     opts.on_open(view)
@@ -312,10 +312,10 @@ end
 ---@param view acp.ChatView
 ---@return acp.Status
 local function status_of(view)
-  local controls = require('acp.controls')
+  local controls = require('acp.agents.controls')
   -- Statusline-safe: the strings come from the agent and end up in
   -- statuslines (one line, capped, `%` doubled).
-  local esc = require('acp.escape')
+  local esc = require('acp.util.escape')
   local function safe(v, max)
     return v ~= nil and v ~= vim.NIL and esc.statusline(v, max) or nil
   end
@@ -406,7 +406,7 @@ function M.reopen(view, opts)
     return nil
   end
   local tab = view.tab
-  local new = require('acp.chat').new({
+  local new = require('acp.chat.view').new({
     agent = view.agent,
     thread = thread,
     root = spec.cwd,
@@ -418,17 +418,17 @@ function M.reopen(view, opts)
   -- The windows stay: they show the new chat's buffers.
   local win, input_win = view.win, view.input_win
   view.win, view.input_win = nil, nil
-  require('acp.layout').adopt(new, win, input_win)
+  require('acp.chat.layout').adopt(new, win, input_win)
   pcall(core.close_thread, view.thread)
   view:destroy()
   M._views[tab] = new
   M._all[thread] = new
-  require('acp.bridge').register(thread, new)
+  require('acp.core.dispatch').register(thread, new)
   if new.win then
     new:_update_winbar()
   end
-  require('acp.context').render(new)
-  require('acp.queue').render(new)
+  require('acp.prompt.context').render(new)
+  require('acp.prompt.queue').render(new)
   return new
 end
 
@@ -444,36 +444,36 @@ end
 --- `:AcpSessions`: the agent's sessions, to resume, close or delete.
 function M.sessions()
   local view = chat_and_core()
-  return view and require('acp.sessions').pick(view)
+  return view and require('acp.agents.sessions').pick(view)
 end
 
 --- `:AcpResume [id]`: opens a session (default: this chat's last one).
 function M.resume(id)
   local view = chat_and_core()
-  return view and require('acp.sessions').resume(view, id)
+  return view and require('acp.agents.sessions').resume(view, id)
 end
 
 --- `:AcpConfig [id [value]]`: the agent's config options.
 function M.config(id, value)
   local view = chat_and_core()
-  return view and require('acp.controls').config(view, id, value)
+  return view and require('acp.agents.controls').config(view, id, value)
 end
 
 --- `:AcpModel [id]`: the `model` config option, else the legacy models.
 function M.model(id)
   local view = chat_and_core()
-  return view and require('acp.controls').model(view, id)
+  return view and require('acp.agents.controls').model(view, id)
 end
 
 --- `:AcpQueue [edit|drop {n}|clear]`: messages waiting for the turn to end.
 function M.queue(args)
   local view = chat_and_core()
-  return view and require('acp.queue').command(view, args)
+  return view and require('acp.prompt.queue').command(view, args)
 end
 
 --- `:AcpElicitation`: moves into the agent's request for input.
 function M.elicitation()
-  return require('acp.elicitation').focus()
+  return require('acp.ask.elicitation').focus()
 end
 
 --- `:AcpLogout`: signs out (`logout`) when the agent supports it.
@@ -486,7 +486,7 @@ function M.logout()
   if not (type(caps.auth) == 'table' and caps.auth.logout ~= nil and caps.auth.logout ~= false) then
     return vim.notify(('acp.nvim: %s does not support logout'):format(view.agent), vim.log.levels.WARN)
   end
-  require('acp.controls').request(view, 'logout', vim.empty_dict(), function(ev)
+  require('acp.agents.controls').request(view, 'logout', vim.empty_dict(), function(ev)
     if ev.error then
       vim.notify('acp.nvim: logout failed: ' .. ev.error, vim.log.levels.ERROR)
     else
@@ -497,7 +497,7 @@ end
 
 --- Sends `text` to the current tab's chat, opening it (without moving the
 --- cursor) when needed. `opts.context`: items attached to this prompt
---- only (see `acp.context`), besides the chat's pending ones. Returns true
+--- only (see `acp.prompt.context`), besides the chat's pending ones. Returns true
 --- when the prompt was sent (or waits for the agent to be ready).
 ---@param text string
 ---@param opts? { context?: table[] }
@@ -542,7 +542,7 @@ function M.cancel()
   end
   local ok, res = pcall(core.cancel, view.thread)
   if not ok then
-    vim.notify('acp.nvim: ' .. require('acp.text').error(res), vim.log.levels.WARN)
+    vim.notify('acp.nvim: ' .. require('acp.util.text').error(res), vim.log.levels.WARN)
     return false
   end
   if not res then
@@ -565,26 +565,26 @@ end
 --- `:AcpTrace`: the protocol trace of the current chat's agent.
 function M.trace()
   local view, core = chat_and_core()
-  return view and require('acp.trace').open(view, core)
+  return view and require('acp.agents.trace').open(view, core)
 end
 
 --- `:AcpTraceSave {file}`: the trace as JSONL, secrets redacted.
 function M.trace_save(path)
   local view, core = chat_and_core()
-  return view and require('acp.trace').save(view, core, path)
+  return view and require('acp.agents.trace').save(view, core, path)
 end
 
 --- Opens a terminal's output (`:AcpTerminal {id}`) of the current chat.
 function M.open_terminal(id)
   local view = chat_and_core()
-  return view and require('acp.terminal').open(view, id)
+  return view and require('acp.editor.terminal').open(view, id)
 end
 
 --- `:AcpReview`: every file the session changed, against its text from
 --- before the session.
 function M.review()
   local view = chat_and_core()
-  return view and require('acp.review').review(view)
+  return view and require('acp.editor.review').review(view)
 end
 
 --- `:AcpDiff`: reviews the diff of the card under the cursor (in the
@@ -594,7 +594,7 @@ function M.diff()
   if not view then
     return
   end
-  local review = require('acp.review')
+  local review = require('acp.editor.review')
   if vim.api.nvim_get_current_buf() == view.buf then
     local index, kind = view:entry_at(vim.api.nvim_win_get_cursor(0)[1] - 1)
     local e = kind == 'tool_call' and core.entry(view.thread, index)
@@ -638,10 +638,10 @@ local function choose_from_agent(what, items, id, apply, view, core)
     )
     return
   end
-  require('acp.escape').select(items, {
+  require('acp.util.escape').select(items, {
     prompt = what[1],
     format_item = function(it)
-      local of = require('acp.text').of
+      local of = require('acp.util.text').of
       return (of(it.name) or of(it.id) or '?') .. (it.description and (': ' .. (of(it.description) or '')) or '')
     end,
   }, function(it)
@@ -662,7 +662,7 @@ function M.auth(method)
     return choose_from_agent({ 'sign-in method', 'methods' }, methods, method, function(c, v, id)
       for _, m in ipairs(methods) do
         if m.id == id then
-          return require('acp.auth').sign_in(v, m)
+          return require('acp.ask.auth').sign_in(v, m)
         end
       end
       c.authenticate(v.thread, id)
@@ -674,7 +674,7 @@ end
 --- ask / code / plan); without an id, pick from the list.
 function M.mode(id)
   local view, core = chat_and_core()
-  if view and require('acp.controls').mode(view, id) then
+  if view and require('acp.agents.controls').mode(view, id) then
     -- The agent's `mode` config option (it wins over the legacy modes).
     return
   end
@@ -688,7 +688,7 @@ end
 --- `:AcpLocations`: the session's quickfix list of tool-call locations.
 function M.locations()
   local view = chat_and_core()
-  return view and require('acp.quickfix').open(view)
+  return view and require('acp.chat.quickfix').open(view)
 end
 
 --- Files the current chat's agent wrote: { path, time, tool_call_id, ... }.

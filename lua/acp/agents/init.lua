@@ -1,0 +1,89 @@
+--- The agents `:AcpChat {name}` knows, in order of precedence:
+--- 1. the user's `agents` entries (`false` removes a name);
+--- 2. the ACP registry's ids (lua/acp/registry.json): the copy installed
+---    with `:AcpInstall`, else the hand-written preset of the same name when
+---    its command is in PATH;
+--- 3. the hand-written presets (`config.defaults.agents`), for agents
+---    outside the registry, each with an install hint.
+local M = {}
+
+local function options()
+  return require('acp.config').options
+end
+
+--- Every agent name, sorted.
+---@return string[]
+function M.names()
+  local seen, out = {}, {}
+  local configured = options().agents
+  for name, a in pairs(configured) do
+    if a then
+      seen[name] = true
+    end
+  end
+  for id in pairs(require('acp.agents.install').presets()) do
+    if configured[id] ~= false then
+      seen[id] = true
+    end
+  end
+  for name in pairs(seen) do
+    out[#out + 1] = name
+  end
+  table.sort(out)
+  return out
+end
+
+--- True when `name` is an agent (configured, preset or registry id).
+function M.exists(name)
+  local a = options().agents[name]
+  if a == false then
+    return false
+  end
+  return a ~= nil or M.registry_id(name) ~= nil
+end
+
+--- The registry id behind `name`, if any.
+function M.registry_id(name)
+  local a = options().agents[name]
+  local id = type(a) == 'table' and a.registry or name
+  return require('acp.agents.install').entry(id) and id or nil
+end
+
+--- The command of agent `name`: { cmd, args, env, install? }, or nil and
+--- a message naming what to do.
+---@return { cmd: string, args: string[], env: table<string, string>, install?: string }?
+---@return string? err
+function M.resolve(name)
+  local a = options().agents[name]
+  if a == false then
+    return nil, ('acp.nvim: agent %q is disabled (agents.%s = false)'):format(name, name)
+  end
+  local user_cmd = type(a) == 'table' and a.cmd
+  local id = M.registry_id(name)
+  -- A command the user (or a hand-written preset) gave, unless the
+  -- registry's installed copy is the one to use.
+  if id and not (type(a) == 'table' and a._user_cmd) then
+    local installed = require('acp.agents.install').command(id)
+    if installed then
+      local spec = vim.deepcopy(installed)
+      if type(a) == 'table' then
+        spec.env = vim.tbl_extend('force', spec.env, a.env or {})
+        if a._user_args then
+          spec.args = vim.deepcopy(a.args)
+        end
+      end
+      return spec
+    end
+    if not user_cmd or vim.fn.executable(user_cmd) ~= 1 then
+      local _, err = require('acp.agents.install').command(id)
+      return nil, err
+    end
+  end
+  if not user_cmd then
+    local names = table.concat(M.names(), ', ')
+    return nil, ('acp.nvim: unknown agent %q (configured: %s)'):format(name, names)
+  end
+  return { cmd = user_cmd, args = a.args or {}, env = a.env or {}, install = a.install }
+end
+
+return M
