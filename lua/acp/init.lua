@@ -45,7 +45,7 @@ end
 ---@param on_done? fun(ok: boolean)
 ---@return acp.BuildHandle
 function M.build(on_done)
-  return require('acp.core').build(on_done)
+  return require('acp.core.build').run(on_done)
 end
 
 --- Chats by tabpage handle (internal: use `chats()` and `current()`).

@@ -1,7 +1,9 @@
 --- Building the Rust core: `cargo build --release` in the background, with
 --- a progress line that updates, a clear end message, the whole output in
 --- the build log (`:AcpLog build`), and a handle that plugin managers (and
---- headless bootstraps) can wait on.
+--- headless bootstraps) can wait on. It asks the facade (`acp.core`) where
+--- the plugin and its build log are; the facade never calls it back:
+--- `acp.build()` starts it directly.
 local M = {}
 
 local uv = vim.uv or vim.loop

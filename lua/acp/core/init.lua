@@ -280,14 +280,6 @@ function M.helptags()
   end
 end
 
---- Builds the core in the background (see `acp.core.build`): a handle with
---- `:wait(timeout_ms)`.
----@param on_done? fun(ok: boolean)
----@return acp.BuildHandle
-function M.build(on_done)
-  return require('acp.core.build').run(on_done)
-end
-
 -- The native functions ---------------------------------------------------------
 -- Each forwards to the native function of the same name (declared with its
 -- arguments in `acp.Native`, lua/acp/core/types.lua), loading the core on first
