@@ -1,6 +1,6 @@
 --- Agents from the ACP registry (https://github.com/agentclientprotocol/registry):
---- the snapshot shipped in lua/acp/registry.json (refreshed with
---- scripts/refresh_registry.lua), its entries as agent presets, and
+--- the registry in use (the snapshot `acp.registry` reads, or
+--- `install.registry`), its entries as agent presets, and
 --- `:AcpInstall` / `:AcpUpdate`, which install an agent into a prefix of
 --- its own under stdpath('data') (`install.dir`):
 --- - `npx` entries: `npm install --prefix <dir>` at the pinned version;
@@ -26,48 +26,20 @@ local function read_json(path)
   return ok and data or nil
 end
 
-local cache = {}
+local registry = require('acp.registry')
 
 --- The registry in use: `install.registry` (a path) or the snapshot.
 ---@param path? string A registry file (default: `install.registry`, else the snapshot).
 function M.registry(path)
-  path = path or config().registry or (vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':h:h') .. '/registry.json')
-  if not cache[path] then
-    cache[path] = read_json(path) or { agents = {} }
-  end
-  return cache[path]
+  return registry.read(path or config().registry)
 end
 
---- An entry of the ACP registry (FORMAT.md of the registry).
----@class acp.RegistryEntry
----@field id string
----@field name string
----@field version string
----@field description string
----@field distribution { npx?: acp.RegistryPackage, uvx?: acp.RegistryPackage, binary?: table<string, acp.RegistryBinary> }
-
----@class acp.RegistryPackage
----@field package string `name@version`
----@field args? string[]
----@field env? table<string, string>
----@field bin? string The script to run (a bin name or a path in the package), when not its default bin.
-
----@class acp.RegistryBinary
----@field archive string
----@field cmd string
----@field args? string[]
----@field env? table<string, string>
----@field sha256? string
-
+--- The registry entry `id` (see `acp.registry`).
 ---@param id string
 ---@return acp.RegistryEntry?
----@param registry? string
-function M.entry(id, registry)
-  for _, e in ipairs(M.registry(registry).agents or {}) do
-    if e.id == id then
-      return e
-    end
-  end
+---@param path? string A registry file (default: `install.registry`, else the snapshot).
+function M.entry(id, path)
+  return registry.entry(id, path or config().registry)
 end
 
 --- The platform key of binary distributions (`linux-x86_64`, ...).
