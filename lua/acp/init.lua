@@ -57,6 +57,28 @@ M._all = {}
 
 local started
 
+--- What answers the core besides the chat views, registered with its
+--- dispatcher (which knows no module above the core): the editor's
+--- services (agent reads and writes of buffers, client terminals) and the
+--- agent's requests for input. Each module loads on its first use.
+local function wire(dispatch)
+  dispatch.services.buffer_read = function(ev)
+    require('acp.editor.fs').buffer_read(ev)
+  end
+  dispatch.services.buffer_apply = function(ev)
+    require('acp.editor.fs').buffer_apply(ev)
+  end
+  dispatch.services.terminal_start = function(ev)
+    require('acp.editor.terminal').start(ev)
+  end
+  dispatch.services.terminal_kill = function(ev)
+    require('acp.editor.terminal').kill(ev)
+  end
+  dispatch.on_elicitation = function(ev)
+    require('acp.ask.elicitation').on_event(ev)
+  end
+end
+
 --- Loads and initialises the core once; the facade (`acp.core`), or nil
 --- (after telling the user) if it is not available.
 ---@return acp.core?
@@ -66,6 +88,7 @@ function M._core()
     return nil
   end
   if not started then
+    wire(require('acp.core.dispatch'))
     local ok, err = pcall(core.init, {
       log_file = config.options.log_file,
       log_max_bytes = config.options.log_max_bytes,

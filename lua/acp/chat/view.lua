@@ -685,7 +685,7 @@ function ChatView:apply(events)
     end
   end
   -- User autocmds (acp.events): read now, fired after this drain.
-  self:_guard(nil, require('acp.events').observe, self, events)
+  self:_guard(nil, require('acp.chat.announce').observe, self, events)
 end
 
 --- Runs `fn(...)` for event `ev`; a failure is logged and shown in the

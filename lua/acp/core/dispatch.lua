@@ -1,6 +1,9 @@
 --- Main-thread end of the core's bridge: receives each drained batch of
 --- events and routes it to the chat views. One call per wake-up; events of
 --- one thread are applied as one run so a view edits its buffer once.
+--- It knows no module above the core: the chat views, the main-thread
+--- services and the elicitation handler are registered here by the layers
+--- that own them (acp.chat.lifecycle wires them when the core starts).
 local M = {}
 
 --- thread id -> handler with `apply(events)` (a ChatView)
@@ -60,21 +63,15 @@ end
 
 --- Main-thread services the core calls (see src/calls.rs), by method;
 --- payloads and replies are declared in lua/acp/core/types.lua (acp.Call.*).
+--- Registered when the core starts (the editor layer serves them).
 ---@type table<string, fun(ev: acp.Event.call)>
-M.services = {
-  buffer_read = function(ev)
-    require('acp.editor.fs').buffer_read(ev)
-  end,
-  buffer_apply = function(ev)
-    require('acp.editor.fs').buffer_apply(ev)
-  end,
-  terminal_start = function(ev)
-    require('acp.editor.terminal').start(ev)
-  end,
-  terminal_kill = function(ev)
-    require('acp.editor.terminal').kill(ev)
-  end,
-}
+M.services = {}
+
+--- Takes the elicitation events (`elicitation`, `elicitation_done`,
+--- `elicitation_complete`), which belong to no chat view; registered when
+--- the core starts (the ask layer shows them).
+---@type fun(ev: acp.Event)?
+M.on_elicitation = nil
 
 --- Runs a service; a failure is answered (never left pending).
 local function serve(ev)
@@ -129,7 +126,7 @@ function M.dispatch(batch)
     elseif ev.type == 'files' or ev.type == 'reply' then
       answer(ev)
     elseif ev.type == 'elicitation' or ev.type == 'elicitation_done' or ev.type == 'elicitation_complete' then
-      local ok, err = xpcall(require('acp.ask.elicitation').on_event, debug.traceback, ev)
+      local ok, err = xpcall(M.on_elicitation, debug.traceback, ev)
       if not ok then
         M.log_error('elicitation: ' .. tostring(err))
       end

@@ -75,20 +75,6 @@ function M.buffer_read(ev)
   step()
 end
 
---- Applies hunks ({old_start, old_end, lines}: 0-based, end exclusive,
---- ascending) bottom-up, so earlier offsets stay valid, as one undo step.
-function M.apply_hunks(buf, hunks)
-  for i = #hunks, 1, -1 do
-    local h = hunks[i]
-    if i < #hunks then
-      api.nvim_buf_call(buf, function()
-        vim.cmd('silent! undojoin')
-      end)
-    end
-    api.nvim_buf_set_lines(buf, h.old_start, h.old_end, false, h.lines)
-  end
-end
-
 --- buffer_apply: { bufnr, tick, hunks = {{old_start, old_end, lines}}, save }
 --- Hunks are ascending; applied bottom-up so earlier offsets stay valid.
 ---@param ev acp.Event.call payload acp.Call.buffer_apply, reply acp.Reply.buffer_apply
@@ -103,7 +89,7 @@ function M.buffer_apply(ev)
   if not (api.nvim_buf_is_valid(buf) and api.nvim_buf_is_loaded(buf)) or api.nvim_buf_get_changedtick(buf) ~= p.tick then
     return c.call_done(call, { stale = true })
   end
-  local ok, err = pcall(M.apply_hunks, buf, p.hunks)
+  local ok, err = pcall(require('acp.editor.sync').apply_hunks, buf, p.hunks)
   if not ok then
     return c.call_done(call, { error = tostring(err) })
   end
@@ -114,7 +100,16 @@ function M.buffer_apply(ev)
     saved = require('acp.editor.sync').save(buf)
   end
   c.call_done(call, { saved = saved, modified = vim.bo[buf].modified })
-  require('acp.events').file_changed({ path = p.path, bufnr = buf, by = 'agent', how = 'buffer', thread = ev.thread })
+  -- The chat the call came from names the agent (the sync follows its files).
+  local view = require('acp.editor.sync').views[ev.thread]
+  require('acp.events').file_changed({
+    path = p.path,
+    bufnr = buf,
+    by = 'agent',
+    how = 'buffer',
+    thread = ev.thread,
+    agent = view and view.agent,
+  })
 end
 
 return M

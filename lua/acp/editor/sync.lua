@@ -142,8 +142,24 @@ local function same(a, b)
   return true
 end
 
+--- Applies hunks ({old_start, old_end, lines}: 0-based, end exclusive,
+--- ascending) bottom-up, so earlier offsets stay valid, as one undo step.
+--- Both the sync and the agent's buffer writes (`acp.editor.fs`) edit
+--- buffers this way.
+function M.apply_hunks(buf, hunks)
+  for i = #hunks, 1, -1 do
+    local h = hunks[i]
+    if i < #hunks then
+      api.nvim_buf_call(buf, function()
+        vim.cmd('silent! undojoin')
+      end)
+    end
+    api.nvim_buf_set_lines(buf, h.old_start, h.old_end, false, h.lines)
+  end
+end
+
 --- Minimal hunks turning `old` into `new` ({old_start, old_end, lines},
---- 0-based, end exclusive, ascending), as `acp.editor.fs` applies them.
+--- 0-based, end exclusive, ascending), as `M.apply_hunks` applies them.
 function M.hunks(old, new)
   local a = table.concat(old, '\n') .. '\n'
   local b = table.concat(new, '\n') .. '\n'
@@ -174,7 +190,7 @@ local function replace(buf, old, new, reload)
       -- there makes `u` mark the buffer modified.
       vim.bo[buf].modified = true
     end
-    require('acp.editor.fs').apply_hunks(buf, hunks)
+    M.apply_hunks(buf, hunks)
   end)
   if not ok then
     if reload then
@@ -411,7 +427,14 @@ end
 
 --- `User AcpFileChanged` for a buffer that took its file's new disk text.
 local function file_changed(buf, path, how, view)
-  require('acp.events').file_changed({ path = path, bufnr = buf, by = 'sync', how = how, thread = view and view.thread })
+  require('acp.events').file_changed({
+    path = path,
+    bufnr = buf,
+    by = 'sync',
+    how = how,
+    thread = view and view.thread,
+    agent = view and view.agent,
+  })
 end
 
 --- Checks one buffer against its file; syncs it when the file changed.
