@@ -15,7 +15,10 @@
 --- the options out of view. Closing the float leaves the request pending.
 --- An edit can be reviewed (`d`) before answering. A request that cannot
 --- be drawn is shown in the chat with its raw options and answered through
---- `:AcpPermission`; the queue keeps moving.
+--- `:AcpPermission`; the queue keeps moving. The chat is reached only
+--- through the view each request came with (its window, its cards, the
+--- rows its status area covers): the chat layer uses this module, not the
+--- other way round.
 local api = vim.api
 local config = require('acp.config')
 local text = require('acp.util.text')
@@ -568,7 +571,7 @@ function M.placement(item, width, height)
     }
   end
   local wh, ww = api.nvim_win_get_height(win), api.nvim_win_get_width(win)
-  local covered = require('acp.chat.status').height(view)
+  local covered = view:status_height()
   local col = math.max(0, ww - width - 2)
   local first, last = card_rows(item)
   if first then
@@ -622,7 +625,7 @@ local function place(item, cfg)
     if api.nvim_win_get_cursor(view.win)[1] >= last then
       vim.schedule(function()
         if view.win and api.nvim_win_is_valid(view.win) then
-          require('acp.chat.status').keep_end_visible(view, view.win)
+          view:keep_end_visible(view.win)
         end
       end)
     end

@@ -815,10 +815,24 @@ function ChatView:scroll_to_end(wins)
       api.nvim_win_set_cursor(win, { last, 0 })
       if win == self.win then
         -- The last line stays above the status area, not under it.
-        require('acp.chat.status').keep_end_visible(self, win)
+        self:keep_end_visible(win)
       end
     end
   end
+end
+
+--- Rows the live status area covers at the bottom of the transcript
+--- window (0 when it is not shown). The permission float, which asks
+--- through the view, keeps clear of them.
+function ChatView:status_height()
+  return require('acp.chat.status').height(self)
+end
+
+--- Scrolls `win` (following the output) so that the last line sits above
+--- what covers the bottom of the transcript: the status area and a
+--- permission float placed at the bottom.
+function ChatView:keep_end_visible(win)
+  require('acp.chat.status').keep_end_visible(self, win)
 end
 
 local state_label = {
