@@ -276,7 +276,7 @@ return {
     ]])
     H.open(child)
     child:wait_for([[return require('acp').current().info.commands ~= nil]])
-    T.eq(child:lua([[return require('acp.completion').builtin_popup()]]), false)
+    T.eq(child:lua([[return require('acp.prompt.popup').builtin_popup()]]), false)
     child:lua([[require('acp.prompt.mention').refresh(require('acp').current().root, function() _G.listed = true end)]])
     child:wait_for('return _G.listed')
     -- Typing `@al` opens no built-in menu.
@@ -322,7 +322,7 @@ return {
     T.eq(c[1].textEdit.range.start.character, 0)
     -- With completion = 'builtin' the built-in popup stays.
     child:lua([[require('acp.config').options.completion = 'builtin']])
-    T.eq(child:lua([[return require('acp.completion').builtin_popup()]]), true)
+    T.eq(child:lua([[return require('acp.prompt.popup').builtin_popup()]]), true)
     -- The omnifunc stays in every mode.
     T.eq(child:lua([[return vim.bo.omnifunc]]), "v:lua.require'acp.prompt.mention'.omnifunc")
   end },
@@ -342,7 +342,7 @@ return {
     ]])
     H.open(child)
     child:wait_for([[return require('acp').current().info.commands ~= nil]])
-    T.eq(child:lua([[return require('acp.completion').builtin_popup()]]), false)
+    T.eq(child:lua([[return require('acp.prompt.popup').builtin_popup()]]), false)
     child:feed('/in')
     child:wait_for([[return vim.api.nvim_get_current_line() == '/in']])
     vim.wait(100)

@@ -226,7 +226,7 @@ function M.attach(view)
     callback = function()
       local was_typed = typed
       typed = false
-      if not require('acp.completion').builtin_popup() then
+      if not require('acp.prompt.popup').builtin_popup() then
         return -- a completion plugin's source shows the mentions
       end
       local pum = vim.fn.pumvisible() == 1

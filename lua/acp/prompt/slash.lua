@@ -49,7 +49,7 @@ function M.attach(view)
     group = api.nvim_create_augroup('acp_commands_' .. buf, { clear = true }),
     buffer = buf,
     callback = function()
-      local base = require('acp.completion').builtin_popup() and typed_command()
+      local base = require('acp.prompt.popup').builtin_popup() and typed_command()
       if not base or (vim.fn.pumvisible() == 1 and vim.fn.complete_info({ 'selected' }).selected ~= -1) then
         return
       end
