@@ -8,7 +8,7 @@ vim.g.loaded_acp = true
 local cmd = vim.api.nvim_create_user_command
 
 cmd('AcpChat', function(o)
-  require('acp.chat.layout').toggle(o.args)
+  require('acp.chat.commands').toggle(o.args)
 end, {
   nargs = '?',
   desc = 'Toggle the agent chat of this tab (with an agent: open a chat with it)',
@@ -32,14 +32,14 @@ end, {
 
 cmd('AcpSend', function(o)
   if o.range > 0 then
-    require('acp.prompt.context').send_range(o)
+    require('acp.chat.commands').send_range(o)
   else
     require('acp').send(o.args)
   end
 end, { nargs = '+', range = true, desc = 'Send a message to the chat of this tab (with a range: the selection attached)' })
 
 cmd('AcpAdd', function(o)
-  require('acp.prompt.context').add_command(o)
+  require('acp.chat.commands').add(o)
 end, {
   nargs = '?',
   range = true,
@@ -48,7 +48,7 @@ end, {
 })
 
 cmd('AcpContext', function(o)
-  require('acp.prompt.context').command(o)
+  require('acp.chat.commands').context(o)
 end, {
   nargs = '*',
   complete = function(_, line)
@@ -58,11 +58,11 @@ end, {
 })
 
 cmd('AcpImage', function(o)
-  require('acp.prompt.image').attach_file(o.args)
+  require('acp.chat.commands').image(o.args)
 end, { nargs = 1, complete = 'file', desc = 'Attach a PNG, JPEG, GIF or WebP image to the next prompt' })
 
 cmd('AcpPasteImage', function()
-  require('acp.prompt.image').paste()
+  require('acp.chat.commands').paste_image()
 end, { desc = "Attach the clipboard's image to the next prompt" })
 
 
@@ -307,7 +307,7 @@ end, 'Show or hide the agent chat of this tab')
 plug('n', 'AcpSend', ':AcpSend ', 'Type a message for the chat')
 plug('x', 'AcpSend', ":<C-u>'<,'>AcpSend ", 'Type a message sent with the selection attached')
 plug('x', 'AcpAddSelection', function()
-  require('acp.prompt.context').add_visual()
+  require('acp.chat.commands').add_visual()
 end, 'Add the selection to the next prompt')
 plug('n', 'AcpAddBuffer', run('AcpAdd'), 'Add the current buffer to the next prompt')
 plug('n', 'AcpContext', run('AcpContext'), 'List the context attached to the next prompt')

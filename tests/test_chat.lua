@@ -208,7 +208,7 @@ return {
     H.turn(child, 'second tab')
     local r = child:lua([[
       local core, out = require('acp.core'), {}
-      for tab, v in pairs(require('acp')._views) do
+      for tab, v in pairs(require('acp.chat').by_tab) do
         local i = core.thread_info(v.thread)
         out[#out + 1] = { pid = i.pid, sid = i.session_id, last = v:lines()[#v:lines()] }
       end

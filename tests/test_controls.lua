@@ -239,9 +239,9 @@ return {
     child:cmd('tabnew')
     H.open(child)
     child:lua([=[
-      local acp = require('acp')
+      local chats = require('acp.chat')
       local tabs = vim.api.nvim_list_tabpages()
-      _G.views = { acp._views[tabs[1] ], acp._views[tabs[2] ] }
+      _G.views = { chats.by_tab[tabs[1] ], chats.by_tab[tabs[2] ] }
       _G.views[1]:send('alpha')
       _G.views[2]:send('omega')
     ]=])

@@ -458,7 +458,7 @@ return {
       end
     ]])
     f.child:wait_for([[
-      for _, v in pairs(require('acp')._views) do
+      for _, v in pairs(require('acp.chat').by_tab) do
         if v.turns_ended < 1 then return false end
       end
       return true
@@ -466,7 +466,7 @@ return {
     local got = f.child:lua([[
       local out = {}
       for i, tab in ipairs(vim.api.nvim_list_tabpages()) do
-        local l = require('acp')._views[tab]:lines()
+        local l = require('acp.chat').by_tab[tab]:lines()
         out[i] = l[#l]
       end
       return out

@@ -1,6 +1,6 @@
 --- Agent controls of a chat: config options (`:AcpConfig`), the model
 --- (`:AcpModel`) and the mode (`:AcpMode`), what the winbar shows of them
---- and of the usage, and `require('acp').status()` for statuslines.
+--- and of the usage, and `acp.status()` for statuslines.
 ---
 --- Agents send config options (`configOptions`, with categories `mode`,
 --- `model`, `thought_level`...) or the older `modes` / `models`; some send

@@ -86,4 +86,81 @@ function M.resolve(name)
   return { cmd = user_cmd, args = a.args or {}, env = a.env or {}, install = a.install }
 end
 
+--- MCP servers of agent `name`: the global ones, then the agent's own (an
+--- agent's server replaces a global one of the same name). Missing list
+--- fields get their empty default.
+function M.mcp_servers(name)
+  local o = options()
+  local out, index = {}, {}
+  local agent = o.agents[name] or {}
+  for _, list in ipairs({ o.mcp_servers or {}, agent.mcp_servers or {} }) do
+    for _, server in ipairs(list) do
+      local s = vim.deepcopy(server)
+      if s.type == 'http' or s.type == 'sse' then
+        s.headers = s.headers or {}
+      else
+        s.args, s.env = s.args or {}, s.env or {}
+      end
+      if s.name and index[s.name] then
+        out[index[s.name]] = s
+      else
+        out[#out + 1] = s
+        index[s.name or #out] = #out
+      end
+    end
+  end
+  return out
+end
+
+--- What the core needs to start agent `name` in project `root`
+--- (acp.AgentSpec): its command, the MCP servers, the capabilities and the
+--- policy the config gives; nil and a message naming what to do when the
+--- agent cannot run.
+function M.spec(name, root)
+  local a, err = M.resolve(name)
+  if not a then
+    return nil, err
+  end
+  local o = options()
+  local roots = {}
+  for _, r in ipairs(o.roots) do
+    -- `~` and `$VAR` (vim.fs.normalize), never expand(): no backticks run.
+    roots[#roots + 1] = (vim.fn.fnamemodify(vim.fs.normalize(r), ':p'):gsub('(.)/$', '%1'))
+  end
+  return {
+    name = name,
+    cmd = a.cmd,
+    args = a.args or {},
+    env = a.env or {},
+    cwd = root,
+    mcp_servers = M.mcp_servers(name),
+    caps = { fs_read = o.fs.read, fs_write = o.fs.write, terminal = o.terminal.enabled },
+    line_max = o.max_message_bytes,
+    timeouts = o.timeouts,
+    trace_max = o.trace.max_messages,
+    policy = {
+      roots = roots,
+      allow_read_outside = o.fs.allow_outside_roots,
+      allow_write_outside = o.fs.allow_outside_roots,
+      allow_terminal_outside = o.terminal.allow_outside_roots,
+      save_unmodified = o.fs.save_unmodified,
+      shell = o.terminal.shell,
+      terminal_confirm = o.terminal.confirm,
+      terminal_output_max_bytes = o.terminal.output_max_bytes,
+      -- [name, value] pairs, sorted (an empty Lua table is no map).
+      terminal_inert_env = (function()
+        local pairs_ = {}
+        for k, v in pairs(o.terminal.inert_env) do
+          pairs_[#pairs_ + 1] = { k, v }
+        end
+        table.sort(pairs_, function(a, b) return a[1] < b[1] end)
+        return pairs_
+      end)(),
+      protected = o.fs.protected,
+      read_max_bytes = o.fs.read_max_bytes,
+      auto_allow = o.permissions.auto_allow,
+    },
+  }
+end
+
 return M

@@ -75,12 +75,14 @@ function M.format(view, s)
   return ('%s%s  %s  %s'):format(esc.line(title or s.sessionId, 120), here, esc.line(time, 40), esc.line(cwd, 120))
 end
 
---- Opens `session_id` in the chat (a fresh transcript for its history).
-function M.open(view, session_id)
+--- Opens `session_id` in the chat (a fresh transcript for its history)
+--- with `reopen(view, { resume = session_id })`: the chat layer's, passed
+--- down by the caller (a chat is replaced above this layer).
+function M.open(view, session_id, reopen)
   if not M.can_open(view) then
     return notify(('%s cannot load sessions'):format(view.agent), vim.log.levels.WARN)
   end
-  return require('acp').reopen(view, { resume = session_id })
+  return reopen(view, { resume = session_id })
 end
 
 local function confirm(prompt, yes)
@@ -106,8 +108,8 @@ function M.act(view, s, action)
 end
 
 --- `:AcpSessions`: pick a session, then resume it (or close / delete it
---- when the agent supports that).
-function M.pick(view)
+--- when the agent supports that); `reopen` as for `M.open`.
+function M.pick(view, reopen)
   if view.capabilities == nil then
     return notify('the agent is still starting; try again in a moment')
   end
@@ -143,13 +145,13 @@ function M.pick(view)
         actions[#actions + 1] = 'delete'
       end
       if #actions == 1 and actions[1] == 'resume' then
-        return M.open(view, s.sessionId)
+        return M.open(view, s.sessionId, reopen)
       elseif #actions == 0 then
         return notify(('%s cannot open sessions'):format(view.agent), vim.log.levels.WARN)
       end
       require('acp.util.escape').select(actions, { prompt = M.format(view, s) }, function(action)
         if action == 'resume' then
-          M.open(view, s.sessionId)
+          M.open(view, s.sessionId, reopen)
         elseif action then
           M.act(view, s, action)
         end
@@ -158,13 +160,14 @@ function M.pick(view)
   end)
 end
 
---- `:AcpResume [id]`: opens session `id`, or the chat's last one.
-function M.resume(view, id)
+--- `:AcpResume [id]`: opens session `id`, or the chat's last one;
+--- `reopen` as for `M.open`.
+function M.resume(view, id, reopen)
   id = (id and id ~= '') and id or view.info.session or view.history_of
   if not id then
     return notify('this chat has no session to resume yet', vim.log.levels.WARN)
   end
-  return M.open(view, id)
+  return M.open(view, id, reopen)
 end
 
 --- After the agent stopped: says how to get the conversation back.

@@ -101,7 +101,7 @@ local function schedule_quickfix(view)
   end
   qf_timer = vim.defer_fn(function()
     qf_timer = nil
-    for _, v in pairs(require('acp')._views) do
+    for _, v in pairs(require('acp.chat').by_tab) do
       if v.qf_dirty then
         v.qf_dirty = false
         pcall(require('acp.chat.quickfix').update, v)

@@ -1,11 +1,13 @@
 --- The chat's windows as a pair that survives the user:
 --- * closing either window (`:q`, `<C-w>c`) closes the other one too, and
 ---   the next `:AcpChat` brings both back at the size the user last gave;
---- * `:AcpChat` toggles; `:AcpChat {other agent}` opens another chat and
----   keeps the first one reachable (`:AcpChats` lists and switches);
+--- * `:AcpChat` toggles (acp.chat.commands); `:AcpChat {other agent}`
+---   opens another chat and keeps the first one reachable (`:AcpChats`
+---   lists and switches);
 --- * `chat.position = 'tab'`: the chat's own tab is registered too, so every
 ---   command works there.
 local api = vim.api
+local chats = require('acp.chat')
 
 local M = {}
 
@@ -92,23 +94,10 @@ function M.adopt(view, win, input_win)
   end
 end
 
---- `:AcpChat [agent]`: toggles the tab's chat; another agent opens a new
---- chat and keeps the old one (`:AcpChats`).
-function M.toggle(agent)
-  local acp = require('acp')
-  local view = acp.current()
-  agent = agent ~= '' and agent or nil
-  if view and (agent == nil or agent == view.agent) and view:is_visible() then
-    view:hide()
-    return view
-  end
-  return acp.open(agent)
-end
-
 --- Every chat of this Neovim, oldest first.
 function M.list()
   local out = {}
-  for _, view in pairs(require('acp')._all) do
+  for _, view in pairs(chats.by_thread) do
     out[#out + 1] = view
   end
   table.sort(out, function(a, b)
@@ -125,9 +114,8 @@ end
 --- Makes `view` the current tab's chat (the tab's previous chat is hidden
 --- and stays reachable).
 function M.switch(view)
-  local acp = require('acp')
   local tab = api.nvim_get_current_tabpage()
-  local cur = acp._views[tab]
+  local cur = chats.by_tab[tab]
   if cur == view then
     view:show(true)
     return view
@@ -136,7 +124,7 @@ function M.switch(view)
     cur:hide()
   end
   view:hide()
-  acp._views[tab] = view
+  chats.by_tab[tab] = view
   view.tab = tab
   view:show(true)
   return view
@@ -145,7 +133,7 @@ end
 --- `:AcpChats [n]`: lists the chats; picks one to show in this tab.
 function M.pick(id)
   local list = M.list()
-  local current = require('acp').current()
+  local current = chats.current()
   if id and id ~= '' then
     for _, view in ipairs(list) do
       if tostring(view.thread) == id then
@@ -192,7 +180,7 @@ local function acp_label(name)
   if kind == 'chat' then
     return 'ACP ' .. (rest:match('^%d+/(.*)$') or rest)
   elseif kind == 'input' then
-    local view = require('acp')._all[tonumber(rest)]
+    local view = chats.by_thread[tonumber(rest)]
     return 'ACP ' .. (view and view.agent or rest)
   elseif kind then
     return ('ACP %s %s'):format(kind, vim.fn.fnamemodify(rest:match('^%d+/(.*)$') or rest, ':t'))

@@ -153,7 +153,7 @@ function ChatView:_keymaps()
   end, 'Send the message to the agent')
   for _, buf in ipairs({ self.input, self.buf }) do
     map(buf, { 'n', 'i' }, keys.cancel, function()
-      require('acp').cancel()
+      require('acp.chat').cancel()
     end, 'Cancel the running turn')
   end
   local key = config.options.permissions.focus_key
@@ -188,7 +188,7 @@ function ChatView:show(focus_input)
     if pos == 'tab' then
       vim.cmd(('tab sbuffer %d'):format(self.buf))
       -- Commands typed in the chat's own tab find it there.
-      require('acp')._views[api.nvim_get_current_tabpage()] = self
+      require('acp.chat').by_tab[api.nvim_get_current_tabpage()] = self
     else
       local cols = vim.o.columns
       local size = opts.width <= 1 and math.floor(cols * opts.width) or opts.width
@@ -957,7 +957,7 @@ end
 
 function ChatView:destroy()
   require('acp.core.dispatch').unregister(self.thread)
-  require('acp')._all[self.thread] = nil
+  require('acp.chat').by_thread[self.thread] = nil
   -- A closed chat sends nothing more.
   self:_release_agent_waiters(nil, true)
   -- The session ended: so do the commands it started, background ones too.

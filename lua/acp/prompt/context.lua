@@ -211,21 +211,6 @@ end
 
 -- The chat's pending items ------------------------------------------------------
 
---- The chat of this tab, opened (without moving the cursor) when needed.
-function M.view()
-  local acp = require('acp')
-  local view = acp.current()
-  if view then
-    return view
-  end
-  local win = api.nvim_get_current_win()
-  view = acp.open(nil, { focus = false })
-  if api.nvim_win_is_valid(win) then
-    api.nvim_set_current_win(win)
-  end
-  return view
-end
-
 ---@param view acp.ChatView
 function M.items(view)
   return view.context
@@ -700,76 +685,51 @@ function M.attach(view)
   end, { buffer = view.input, nowait = true, silent = true, desc = 'Remove a context item ([count] or the last)' })
 end
 
---- `:'<,'>AcpAdd` / `:AcpAdd [path]`: a selection (with a range), a file
---- Adds a captured item to the tab's chat, or says why there is none.
-local function add_to_chat(item, err)
-  if not item then
-    return notify(err)
-  end
-  local view = M.view()
-  if view then
-    M.add(view, item)
-  end
-end
-
---- (with an argument) or the current buffer (neither).
-function M.add_command(o)
-  local root = require('acp').project_root()
-  local item, err
+--- What `:AcpAdd` adds: the selection (with a range), a file (with an
+--- argument) or the current buffer (neither), labelled relative to
+--- `root`; nil and why not. The command itself is acp.chat.commands'.
+function M.command_item(o, root)
   if o.range > 0 then
     if is_chat_buf(api.nvim_get_current_buf()) then
-      return notify('select text in a file or buffer, not in the chat')
+      return nil, 'select text in a file or buffer, not in the chat'
     end
-    item, err = M.capture_range(o.line1, o.line2, root)
+    return M.capture_range(o.line1, o.line2, root)
   elseif o.args ~= '' then
     -- A completed file name can be any text (an agent's file): `%`, `#` and
     -- `~` only, never expand() (backticks run commands).
     local path = vim.fs.normalize(vim.fn.fnamemodify(require('acp.util.escape').arg_path(o.args), ':p'), { expand_env = false })
     local stat = vim.uv.fs_stat(path)
     if not stat then
-      return notify(o.args .. ': no such file or directory')
+      return nil, o.args .. ': no such file or directory'
     end
-    item = { kind = 'file', path = path:gsub('(.)/$', '%1'), label = M.relpath(root, path) }
+    return { kind = 'file', path = path:gsub('(.)/$', '%1'), label = M.relpath(root, path) }
   else
     local buf = api.nvim_get_current_buf()
     if is_chat_buf(buf) then
-      return notify(':AcpAdd adds the current buffer; this is the chat')
+      return nil, ':AcpAdd adds the current buffer; this is the chat'
     end
     local src = M.buffer_source(buf, root)
-    item = { kind = 'buffer', buf = buf, label = src.label, uri = src.uri }
+    return { kind = 'buffer', buf = buf, label = src.label, uri = src.uri }
   end
-  add_to_chat(item, err)
 end
 
---- `<Plug>(AcpAddSelection)`: adds the live visual selection.
-function M.add_visual()
+--- The live visual selection as an item (visual mode ends), labelled
+--- relative to `root`; nil and why not (for `<Plug>(AcpAddSelection)`).
+function M.visual_item(root)
   local mode = vim.fn.mode()
   if not (mode == 'v' or mode == 'V' or mode == '\22') then
-    return notify('<Plug>(AcpAddSelection) works in visual mode')
+    return nil, '<Plug>(AcpAddSelection) works in visual mode'
   end
   api.nvim_feedkeys(api.nvim_replace_termcodes('<Esc>', true, false, true), 'nx', false)
   if is_chat_buf(api.nvim_get_current_buf()) then
-    return notify('select text in a file or buffer, not in the chat')
+    return nil, 'select text in a file or buffer, not in the chat'
   end
-  local item, err = capture_region(vim.fn.getpos("'<"), vim.fn.getpos("'>"), mode, require('acp').project_root())
-  add_to_chat(item, err)
+  return capture_region(vim.fn.getpos("'<"), vim.fn.getpos("'>"), mode, root)
 end
 
---- `:'<,'>AcpSend {text}`: sends `text` with the selection attached.
-function M.send_range(o)
-  if vim.trim(o.args) == '' then
-    return notify(':AcpSend needs a message')
-  end
-  local item, err = M.capture_range(o.line1, o.line2, require('acp').project_root())
-  if not item then
-    return notify(err)
-  end
-  return require('acp').send(o.args, { context = { item } })
-end
-
---- `:AcpContext [list | clear | remove {n}]`.
-function M.command(o)
-  local view = require('acp').current()
+--- `:AcpContext [list | clear | remove {n}]` for `view`, the tab's chat
+--- (nil without one).
+function M.command(o, view)
   local sub, arg = o.fargs[1] or 'list', o.fargs[2]
   if not view then
     return notify('no chat in this tab', vim.log.levels.INFO)

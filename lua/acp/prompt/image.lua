@@ -35,9 +35,11 @@ local function size_text(n)
   return ('%.1f MB'):format(n / 1024 / 1024)
 end
 
---- Attaches image bytes to the chat of this tab once the agent's
---- capabilities are known; refuses (with a message) when it takes no images.
-function M.attach(data, label, uri)
+--- Attaches image bytes to the chat `chat()` gives (the tab's, opened when
+--- needed: passed by acp.chat.commands, since this layer opens no chat)
+--- once the agent's capabilities are known; refuses (with a message) when
+--- it takes no images.
+function M.attach(data, label, uri, chat)
   if #data == 0 then
     return notify(label .. ': empty image')
   end
@@ -53,7 +55,7 @@ function M.attach(data, label, uri)
     return notify(label .. ' is not a PNG, JPEG, GIF or WebP image')
   end
   local context = require('acp.prompt.context')
-  local view = context.view()
+  local view = chat()
   if not view then
     return
   end
@@ -78,8 +80,8 @@ function M.attach(data, label, uri)
   end)
 end
 
---- `:AcpImage {path}`.
-function M.attach_file(path)
+--- `:AcpImage {path}`, into the chat `chat()` gives (see `M.attach`).
+function M.attach_file(path, chat)
   if not path or vim.trim(path) == '' then
     return notify(':AcpImage needs the path of a PNG, JPEG, GIF or WebP file')
   end
@@ -101,7 +103,7 @@ function M.attach_file(path)
   if not data then
     return notify(('%s: %s'):format(path, tostring(err)))
   end
-  M.attach(data, vim.fn.fnamemodify(full, ':t'), vim.uri_from_fname(full))
+  M.attach(data, vim.fn.fnamemodify(full, ':t'), vim.uri_from_fname(full), chat)
 end
 
 local IMAGE_TYPES = { 'image/png', 'image/jpeg', 'image/gif', 'image/webp' }
@@ -164,9 +166,10 @@ function M.clipboard_tools()
   return tools
 end
 
---- `:AcpPasteImage`: attaches the clipboard's image. Runs the tool
---- asynchronously; the result is attached on the main thread.
-function M.paste()
+--- `:AcpPasteImage`: attaches the clipboard's image to the chat `chat()`
+--- gives (see `M.attach`). Runs the tool asynchronously; the result is
+--- attached on the main thread.
+function M.paste(chat)
   local tool = M.clipboard_tools()[1]
   if not tool then
     return notify(
@@ -200,7 +203,7 @@ function M.paste()
         if data == '' then
           return notify(tool.name .. ': the clipboard holds no image')
         end
-        M.attach(data, 'clipboard.' .. ((M.detect(data) or 'image/png'):match('/(%w+)$')))
+        M.attach(data, 'clipboard.' .. ((M.detect(data) or 'image/png'):match('/(%w+)$')), nil, chat)
       end)
     end)
   end
