@@ -4,6 +4,7 @@
 --- steps aside for them is decided in acp.prompt.popup. Above the prompt
 --- layer (its mentions and commands), below the chat (a new chat
 --- registers the nvim-cmp source).
+-- May use: prompt.
 local M = {}
 
 --- What can be completed at byte `col` (0-based) of 1-based `row` in the

@@ -1,5 +1,6 @@
 --- Configuration: one documented default table, validated in `setup()`.
 --- The plugin works without `setup()`; these defaults apply then.
+-- May use: registry.
 local M = {}
 
 --- Default configuration. Documented in `:h acp-config`.

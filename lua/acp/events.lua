@@ -12,6 +12,7 @@
 ---   AcpPermissionRequest  { agent, thread, request, id, title, kind, options }
 ---   AcpFileChanged        { path, bufnr?, by = 'agent'|'sync', how, thread? , agent? }
 ---   AcpError              { message, agent?, thread?, source }
+-- May use: nothing.
 local M = {}
 
 local api = vim.api

@@ -1,4 +1,5 @@
 --- `:checkhealth acp`: says exactly what is missing and how to fix it.
+-- May use: config, core, agents.
 local M = {}
 
 function M.check()

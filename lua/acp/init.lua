@@ -2,6 +2,29 @@
 --- Public API (`:h acp-api`): the functions documented here are stable
 --- within a major version (see CHANGELOG.md); names starting with `_` are
 --- internal.
+---
+--- The modules are layers, top to bottom. A folder is a layer: its
+--- init.lua says what the layer owns and, on its `May use:` line, the
+--- layers and root modules below it that its files may require. A file
+--- requires files of its own layer or of those, never one above, and no
+--- two files require each other, not even inside a function. What a
+--- lower layer must call above it is handed down: the dispatcher gets its
+--- services registered, the chat view is passed to the modules that act
+--- on it, and nothing requires this file.
+---
+---   init.lua, health.lua   the public API and `:checkhealth acp`
+---   chat/                  a chat on screen and over its life
+---   completion.lua         `@` and `/` completion for blink.cmp and nvim-cmp
+---   prompt/                what the user sends
+---   agents/                the agents outside a turn
+---   ask/                   questions the agent asks the user
+---   editor/                what the agent reaches in this Neovim
+---   core/                  the Rust core: facade, build, dispatch, contract
+---   config.lua             the options
+---   events.lua             the User autocmds
+---   registry.lua           the ACP registry snapshot (registry.json)
+---   util/                  text and escaping helpers
+-- May use: chat, prompt, agents, ask, editor, core, config, util.
 local M = {}
 
 local config = require('acp.config')

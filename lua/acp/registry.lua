@@ -5,6 +5,7 @@
 --- once. It requires nothing of the plugin: `acp.config` checks agent names
 --- against it and the agents layer (presets, `:AcpInstall`) reads its
 --- entries, so it sits below both.
+-- May use: nothing.
 local M = {}
 
 --- The shipped snapshot.

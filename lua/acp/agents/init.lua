@@ -1,3 +1,11 @@
+--- The agents layer: the agents and what the plugin asks of them outside
+--- a turn. This file: which agents exist and how to start one; install.lua
+--- installs agents from the ACP registry (`:AcpInstall`); controls.lua
+--- switches their config options, modes and models; sessions.lua lists,
+--- resumes, closes and deletes their sessions; trace.lua shows the
+--- protocol trace.
+-- May use: util, config, registry, core.
+---
 --- The agents `:AcpChat {name}` knows, in order of precedence:
 --- 1. the user's `agents` entries (`false` removes a name);
 --- 2. the ACP registry's ids (lua/acp/registry.json): the copy installed

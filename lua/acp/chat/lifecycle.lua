@@ -14,23 +14,10 @@ local started
 --- What answers the core besides the chat views, registered with its
 --- dispatcher (which knows no module above the core): the editor's
 --- services (agent reads and writes of buffers, client terminals) and the
---- agent's requests for input. Each module loads on its first use.
+--- agent's requests for input.
 local function wire(dispatch)
-  dispatch.services.buffer_read = function(ev)
-    require('acp.editor.fs').buffer_read(ev)
-  end
-  dispatch.services.buffer_apply = function(ev)
-    require('acp.editor.fs').buffer_apply(ev)
-  end
-  dispatch.services.terminal_start = function(ev)
-    require('acp.editor.terminal').start(ev)
-  end
-  dispatch.services.terminal_kill = function(ev)
-    require('acp.editor.terminal').kill(ev)
-  end
-  dispatch.on_elicitation = function(ev)
-    require('acp.ask.elicitation').on_event(ev)
-  end
+  require('acp.editor').serve(dispatch)
+  require('acp.ask').serve(dispatch)
 end
 
 --- Loads and initialises the core once; the facade (`acp.core`), or nil

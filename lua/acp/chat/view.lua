@@ -164,11 +164,7 @@ function ChatView:_keymaps()
   if key then
     for _, buf in ipairs({ self.input, self.buf }) do
       map(buf, { 'n', 'i' }, key, function()
-        local elicitation = require('acp.ask.elicitation')
-        if #require('acp.ask.permission').queue == 0 and #elicitation.queue > 0 then
-          return elicitation.focus()
-        end
-        require('acp.ask.permission').focus()
+        require('acp.ask').focus()
       end, 'Answer the pending permission request (or request for input)')
     end
   end

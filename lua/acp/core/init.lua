@@ -1,6 +1,13 @@
---- The one door to the Rust core (`libacp_core.so`): finds, checks, loads
---- and builds it, and forwards every call of the rest of the plugin to it.
---- No other module touches the native module (tests/test_contract.lua
+--- The core layer: the Rust core as the rest of the plugin sees it. This
+--- file is the facade; build.lua builds the library with cargo,
+--- dispatch.lua takes each drained batch of events on the main thread and
+--- routes it, types.lua declares the contract (every event, main-thread
+--- call and native function).
+-- May use: util, events.
+---
+--- The facade is the one door to the Rust core (`libacp_core.so`): it
+--- finds, checks and loads it, and forwards every call of the rest of the
+--- plugin to it. No other module touches the native module (tests/test_contract.lua
 --- checks that). Loading happens on first use, never at startup; a missing
 --- or stale core gives one message naming :AcpBuild. The native functions
 --- and the events the core sends are declared in `lua/acp/core/types.lua`.
