@@ -129,10 +129,8 @@ function ChatView.new(opts)
   api.nvim_buf_set_name(self.input, ('acp://input/%d'):format(self.thread))
   set_buf_opts(self.input, { buftype = 'nofile', bufhidden = 'hide', swapfile = false })
   vim.bo[self.input].filetype = 'acpchat_input'
-  -- Pending context (shown above the input text) and `@` completion.
-  require('acp.prompt.context').attach(self)
-  require('acp.prompt.mention').attach(self)
-  require('acp.prompt.slash').attach(self)
+  -- The input: pending context (shown above its text), `@` mentions, `/` commands.
+  require('acp.prompt').attach(self)
   require('acp.completion').register_cmp()
   require('acp.chat.activity').attach(self)
   -- Buffers of the session's files follow the disk.

@@ -673,7 +673,8 @@ local function track()
 end
 
 --- Sets up the context of a new chat: the pending list, the removal key and
---- the tracking of the source buffer. Called by ChatView.new.
+--- the tracking of the source buffer. Called for each new chat
+--- (acp.prompt.attach, from ChatView.new).
 function M.attach(view)
   local cur = api.nvim_get_current_buf()
   if is_source_buf(cur) and cur ~= view.input and cur ~= view.buf then

@@ -6,4 +6,15 @@
 --- sent messages; queue.lua holds messages until the turn ends. It opens
 --- no chat: the chat layer passes the chat to act on.
 -- May use: util, config, core, editor.
-return {}
+local M = {}
+
+--- Sets up the input area of a new chat (from ChatView.new): its pending
+--- context, `@` mentions and `/` commands.
+---@param view acp.ChatView
+function M.attach(view)
+  require('acp.prompt.context').attach(view)
+  require('acp.prompt.mention').attach(view)
+  require('acp.prompt.slash').attach(view)
+end
+
+return M
