@@ -101,7 +101,7 @@ function M.setup(agent, scenario, log, columns, lines)
     log_file = log,
   }))
   -- Something to look at in the editor window, like a real session.
-  api.nvim_buf_set_lines(0, 0, -1, false, vim.fn.readfile(vim.env.ACP_ROOT .. '/lua/acp/chat.lua'))
+  api.nvim_buf_set_lines(0, 0, -1, false, vim.fn.readfile(vim.env.ACP_ROOT .. '/lua/acp/chat/view.lua'))
   vim.bo.filetype = 'lua'
   vim.cmd('AcpChat')
   return true
@@ -231,7 +231,7 @@ function M.start(opts)
     end
     r.lines = #lines
     r.bytes = api.nvim_buf_get_offset(buf, #lines)
-    r.highlight_on = require('acp.markdown').highlighted(buf)
+    r.highlight_on = require('acp.chat.markdown').highlighted(buf)
     if opts.check_lines then
       r.text_ok = r.text_ok and #lines - n0 == opts.check_lines
     end
@@ -268,8 +268,8 @@ function M.paced_floor(opts)
   end
   local buf = api.nvim_create_buf(false, true)
   vim.bo[buf].undolevels = -1
-  -- The chat's own highlighting (see lua/acp/markdown.lua), in the chat's window.
-  assert(require('acp.markdown').start(buf))
+  -- The chat's own highlighting (see lua/acp/chat/markdown.lua), in the chat's window.
+  assert(require('acp.chat.markdown').start(buf))
   vim.wo[view.win].winfixbuf = false
   api.nvim_win_set_buf(view.win, buf)
   local r = {}

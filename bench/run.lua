@@ -98,8 +98,8 @@ local function start_child(ui, history)
     -- A long chat: a first turn that leaves `history` in the transcript.
     c:lua([[return require('acp').send(...)]], history)
     c:wait_for([[return require('bench.driver').idle(2)]], 60000)
-    -- and its highlights are in place (acp.markdown.freeze works in slices).
-    c:wait_for([[return require('acp.markdown').pending == 0]], 60000)
+    -- and its highlights are in place (acp.chat.markdown.freeze works in slices).
+    c:wait_for([[return require('acp.chat.markdown').pending == 0]], 60000)
   end
   -- The measured turn starts from a quiet chat, as when a user types the next prompt.
   vim.wait(100)

@@ -8,7 +8,7 @@ vim.g.loaded_acp = true
 local cmd = vim.api.nvim_create_user_command
 
 cmd('AcpChat', function(o)
-  require('acp.layout').toggle(o.args)
+  require('acp.chat.commands').toggle(o.args)
 end, {
   nargs = '?',
   desc = 'Toggle the agent chat of this tab (with an agent: open a chat with it)',
@@ -21,25 +21,25 @@ end, {
 })
 
 cmd('AcpChats', function(o)
-  require('acp.layout').pick(o.args)
+  require('acp.chat.layout').pick(o.args)
 end, {
   nargs = '?',
   complete = function(lead)
-    return require('acp.layout').complete(lead)
+    return require('acp.chat.layout').complete(lead)
   end,
   desc = 'List the chats and show one in this tab',
 })
 
 cmd('AcpSend', function(o)
   if o.range > 0 then
-    require('acp.context').send_range(o)
+    require('acp.chat.commands').send_range(o)
   else
     require('acp').send(o.args)
   end
 end, { nargs = '+', range = true, desc = 'Send a message to the chat of this tab (with a range: the selection attached)' })
 
 cmd('AcpAdd', function(o)
-  require('acp.context').add_command(o)
+  require('acp.chat.commands').add(o)
 end, {
   nargs = '?',
   range = true,
@@ -48,7 +48,7 @@ end, {
 })
 
 cmd('AcpContext', function(o)
-  require('acp.context').command(o)
+  require('acp.chat.commands').context(o)
 end, {
   nargs = '*',
   complete = function(_, line)
@@ -58,11 +58,11 @@ end, {
 })
 
 cmd('AcpImage', function(o)
-  require('acp.image').attach_file(o.args)
+  require('acp.chat.commands').image(o.args)
 end, { nargs = 1, complete = 'file', desc = 'Attach a PNG, JPEG, GIF or WebP image to the next prompt' })
 
 cmd('AcpPasteImage', function()
-  require('acp.image').paste()
+  require('acp.chat.commands').paste_image()
 end, { desc = "Attach the clipboard's image to the next prompt" })
 
 
@@ -75,17 +75,17 @@ cmd('AcpBuild', function()
 end, { desc = 'Build the Rust core (cargo build --release)' })
 
 cmd('AcpInstall', function(o)
-  require('acp.install').command_install(o.args)
+  require('acp.agents.install').command_install(o.args)
 end, {
   nargs = '?',
   complete = function(lead)
-    return require('acp.install').complete(lead)
+    return require('acp.agents.install').complete(lead)
   end,
   desc = 'Install an agent from the ACP registry (a picker without an id)',
 })
 
 cmd('AcpUpdate', function(o)
-  require('acp.install').update(o.args)
+  require('acp.agents.install').update(o.args)
 end, {
   nargs = '?',
   complete = function(lead)
@@ -93,7 +93,7 @@ end, {
       return vim.startswith(id, lead)
     end, vim.tbl_map(function(i)
       return i.id
-    end, require('acp.install').list_installed()))
+    end, require('acp.agents.install').list_installed()))
   end,
   desc = "Install the registry snapshot's version of installed agents",
 })
@@ -117,7 +117,7 @@ cmd('AcpTraceSave', function(o)
 end, { nargs = 1, complete = 'file', desc = 'Save the protocol trace as JSONL, secrets redacted' })
 
 cmd('AcpPermission', function()
-  require('acp.permission').focus()
+  require('acp.ask.permission').focus()
 end, { desc = 'Answer the pending permission request' })
 
 
@@ -152,7 +152,7 @@ cmd('AcpLocations', function()
 end, { desc = "Open the chat's quickfix list of agent locations" })
 
 cmd('AcpPermissions', function(o)
-  require('acp.permission').decisions(require('acp').current(), o.args == 'reset')
+  require('acp.ask.permission').decisions(require('acp').current(), o.args == 'reset')
 end, {
   nargs = '?',
   complete = function()
@@ -169,7 +169,7 @@ end, { desc = 'Review the diff of the card under the cursor (or the newest one)'
 local function complete_values(category)
   return function(lead)
     local view = package.loaded.acp and require('acp').current()
-    return view and require('acp.controls').complete_values(view, category, lead) or {}
+    return view and require('acp.agents.controls').complete_values(view, category, lead) or {}
   end
 end
 
@@ -195,7 +195,7 @@ end, {
       return {}
     end
     local words = vim.split(line, '%s+')
-    local controls = require('acp.controls')
+    local controls = require('acp.agents.controls')
     if #words <= 2 then
       local ids = vim.tbl_map(function(opt)
         return tostring(opt.id)
@@ -274,11 +274,11 @@ end, {
 })
 
 cmd('AcpConflict', function(o)
-  require('acp.sync').open_conflict(o.args)
+  require('acp.editor.sync').open_conflict(o.args)
 end, {
   nargs = '?',
   complete = function(lead)
-    return require('acp.sync').complete(lead)
+    return require('acp.editor.sync').complete(lead)
   end,
   desc = 'Compare a buffer with its file changed on disk (a sync conflict)',
 })
@@ -307,7 +307,7 @@ end, 'Show or hide the agent chat of this tab')
 plug('n', 'AcpSend', ':AcpSend ', 'Type a message for the chat')
 plug('x', 'AcpSend', ":<C-u>'<,'>AcpSend ", 'Type a message sent with the selection attached')
 plug('x', 'AcpAddSelection', function()
-  require('acp.context').add_visual()
+  require('acp.chat.commands').add_visual()
 end, 'Add the selection to the next prompt')
 plug('n', 'AcpAddBuffer', run('AcpAdd'), 'Add the current buffer to the next prompt')
 plug('n', 'AcpContext', run('AcpContext'), 'List the context attached to the next prompt')
@@ -315,7 +315,7 @@ plug('n', 'AcpImage', ':AcpImage ', 'Attach an image file to the next prompt')
 plug('n', 'AcpPasteImage', run('AcpPasteImage'), "Attach the clipboard's image to the next prompt")
 plug('n', 'AcpCancel', run('AcpCancel'), 'Cancel the running agent turn')
 plug({ 'n', 'i' }, 'AcpPermission', function()
-  require('acp.permission').focus()
+  require('acp.ask.permission').focus()
 end, 'Answer the pending permission request')
 plug('n', 'AcpPermissions', run('AcpPermissions'), 'Show the permission decisions of this session')
 plug('n', 'AcpReview', run('AcpReview'), 'Review every file the agent changed this session')

@@ -239,19 +239,19 @@ return {
         options = OPTIONS }),
     } } } })
     child:lua([[require('acp').send('go')]])
-    child:wait_for([[return #require('acp.permission').queue == 1]])
-    local float = child:lua([[return vim.api.nvim_buf_get_lines(require('acp.permission').buf, 0, -1, false)]])
+    child:wait_for([[return #require('acp.ask.permission').queue == 1]])
+    local float = child:lua([[return vim.api.nvim_buf_get_lines(require('acp.ask.permission').buf, 0, -1, false)]])
     T.contains(float, '  edit /p/cfg.json: +1 -1   (d: review)')
     child:feed('<Esc>')
     H.enter_permission(child)
     child:feed('d')
     T.eq(child:lua('return #vim.api.nvim_list_tabpages()'), 2)
     T.eq(child:lua('return vim.wo.diff'), true)
-    T.eq(child:lua('return require("acp.permission").armed'), false, 'no key of the review tab answers')
+    T.eq(child:lua('return require("acp.ask.permission").armed'), false, 'no key of the review tab answers')
     child:feed('q')
     T.eq(child:lua('return #vim.api.nvim_list_tabpages()'), 1, 'q closed the review tab')
     -- Back in the float, after its grace period.
-    child:wait_for([[local p = require('acp.permission')
+    child:wait_for([[local p = require('acp.ask.permission')
       return p.armed and vim.api.nvim_get_current_win() == p.win]])
     child:feed('y')
     child:wait_for([[return require('acp').current().turns_ended == 1]])
@@ -269,7 +269,7 @@ return {
     child:feed('<Esc>')
     child:cmd('AcpReview')
     local r = child:lua([[
-      local s = require('acp.review').last
+      local s = require('acp.editor.review').last
       local out = {}
       for _, f in ipairs(s.files) do out[#out + 1] = { vim.fn.fnamemodify(f.path, ':t'), f.new_file } end
       local wins = vim.api.nvim_tabpage_list_wins(0)
@@ -292,7 +292,7 @@ return {
       { 'one', 'two', 'three', 'four' })
     -- ]f goes to the new file; R deletes it.
     child:feed(']f')
-    T.eq(child:lua([[return require('acp.review').last.idx]]), 2)
+    T.eq(child:lua([[return require('acp.editor.review').last.idx]]), 2)
     child:feed('R')
     T.wait(function()
       return vim.uv.fs_stat(dir .. '/new.txt') == nil
@@ -310,10 +310,10 @@ return {
     local child, paths = run(nil, { no_turn = true, turns = turns, config = { permissions = { auto_allow = {} } } })
     for i, key in ipairs(keys) do
       child:lua([[require('acp').send(...)]], { 'go' .. i .. '!' })
-      child:wait_for([[return #require('acp.permission').queue == 1]])
+      child:wait_for([[return #require('acp.ask.permission').queue == 1]])
       child:feed('<Esc>')
       H.enter_permission(child)
-      local lines = child:lua([[return vim.api.nvim_buf_get_lines(require('acp.permission').buf, 0, -1, false)]])
+      local lines = child:lua([[return vim.api.nvim_buf_get_lines(require('acp.ask.permission').buf, 0, -1, false)]])
       T.eq(lines[3], '[execute] rm -rf build')
       -- Each option with its keys and its kind, which is what the answer means.
       T.eq(vim.list_slice(lines, #lines - 5), {
@@ -334,14 +334,14 @@ return {
       { sleep_ms = 5000 },
     } } } })
     child:lua([[require('acp').send('go')]])
-    child:wait_for([[return #require('acp.permission').queue == 2]])
-    local head = child:lua([[return vim.api.nvim_buf_get_lines(require('acp.permission').buf, 0, 3, false)]])
+    child:wait_for([[return #require('acp.ask.permission').queue == 2]])
+    local head = child:lua([[return vim.api.nvim_buf_get_lines(require('acp.ask.permission').buf, 0, 3, false)]])
     T.eq(head, { 'test asks for permission (1 of 2)', '', '[execute] first' })
     child:feed('<Esc>')
     H.enter_permission(child)
     child:feed('n')
-    child:wait_for([[return #require('acp.permission').queue == 1]])
-    T.eq(child:lua([[return vim.api.nvim_buf_get_lines(require('acp.permission').buf, 0, 3, false)]]),
+    child:wait_for([[return #require('acp.ask.permission').queue == 1]])
+    T.eq(child:lua([[return vim.api.nvim_buf_get_lines(require('acp.ask.permission').buf, 0, 3, false)]]),
       { 'test asks for permission', '', '[edit] second' })
     H.enter_permission(child)
     child:feed('y')
@@ -359,11 +359,11 @@ return {
   { 'closing the float leaves the request pending; <CR> on the card reopens it', function()
     local child, paths = run(nil, { no_turn = true, turns = { { match = 'go', steps = { perm('w1') } } } })
     child:lua([[require('acp').send('go')]])
-    child:wait_for([[return #require('acp.permission').queue == 1]])
+    child:wait_for([[return #require('acp.ask.permission').queue == 1]])
     child:feed('<Esc>')
     H.enter_permission(child)
     child:feed('q')
-    T.eq(child:lua([[return require('acp.permission').win == nil and #require('acp.permission').queue]]), 1)
+    T.eq(child:lua([[return require('acp.ask.permission').win == nil and #require('acp.ask.permission').queue]]), 1)
     T.match(H.transcript_text(child), 'run · rm %-rf build · waiting for you')
     child:lua([[
       local v = require('acp').current()
@@ -372,8 +372,8 @@ return {
       vim.api.nvim_win_set_cursor(v.win, { first + 1, 0 })
     ]])
     child:feed('<CR>')
-    T.eq(child:lua([[return vim.api.nvim_get_current_win() == require('acp.permission').win]]), true)
-    child:wait_for([[return require('acp.permission').armed]])
+    T.eq(child:lua([[return vim.api.nvim_get_current_win() == require('acp.ask.permission').win]]), true)
+    child:wait_for([[return require('acp.ask.permission').armed]])
     child:feed('2')
     child:wait_for([[return require('acp').current().turns_ended == 1]])
     T.eq(H.responses(paths)[1].result.outcome.optionId, 'o-always')
@@ -383,9 +383,9 @@ return {
   { 'cancelling the turn answers pending requests cancelled and marks the card', function()
     local child, paths = run(nil, { no_turn = true, turns = { { match = 'go', steps = { perm('c1') } } } })
     child:lua([[require('acp').send('go')]])
-    child:wait_for([[return #require('acp.permission').queue == 1]])
+    child:wait_for([[return #require('acp.ask.permission').queue == 1]])
     child:cmd('AcpCancel')
-    child:wait_for([[return #require('acp.permission').queue == 0]])
+    child:wait_for([[return #require('acp.ask.permission').queue == 0]])
     T.wait(function()
       return #H.responses(paths) == 1
     end, 3000)
@@ -462,9 +462,9 @@ return {
     H.open(child)
     local input_win = child:lua([[return vim.api.nvim_get_current_win()]])
     H.turn(child, 'go')
-    child:wait_for([[return require('acp.follow').last ~= nil]], 3000)
+    child:wait_for([[return require('acp.chat.follow').last ~= nil]], 3000)
     local r = child:lua([[
-      local f = require('acp.follow').last
+      local f = require('acp.chat.follow').last
       return { name = vim.fn.fnamemodify(vim.api.nvim_buf_get_name(vim.api.nvim_win_get_buf(f.win)), ':t'),
                line = vim.api.nvim_win_get_cursor(f.win)[1], cur = vim.api.nvim_get_current_win() }
     ]])

@@ -314,7 +314,7 @@ return {
     }
     local child, log = start_raw(dir, plan)
     child:lua([[require('acp').send('go')]])
-    child:wait_for([[return #require('acp.permission').queue == 1]], 5000)
+    child:wait_for([[return #require('acp.ask.permission').queue == 1]], 5000)
     H.enter_permission(child)
     T.contains(table.concat(child:buf_lines(0), '\n'), 'Run caf\u{FFFD}', 'the float shows the title')
     child:feed('y')
@@ -410,7 +410,7 @@ return {
     end, 5000))
     local jobs = child:lua([[
       local out = {}
-      for _, j in pairs(require('acp.terminal').jobs) do out[#out + 1] = j.pid end
+      for _, j in pairs(require('acp.editor.terminal').jobs) do out[#out + 1] = j.pid end
       return out
     ]])
     T.eq(#jobs, 1, 'the terminal still runs')
@@ -481,7 +481,7 @@ return {
       return r.method == 'terminal/create'
     end, errors)
     T.eq(#terminals, 100, 'no terminal waits past the cap either')
-    T.eq(child:lua([[return #require('acp.permission').queue]]), 64, 'the requests kept wait for the user')
+    T.eq(child:lua([[return #require('acp.ask.permission').queue]]), 64, 'the requests kept wait for the user')
     local text = H.transcript_text(child)
     T.match(text, 'at most 16 options')
     T.match(text, 'too many pending permission requests')

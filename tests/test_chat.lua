@@ -208,7 +208,7 @@ return {
     H.turn(child, 'second tab')
     local r = child:lua([[
       local core, out = require('acp.core'), {}
-      for tab, v in pairs(require('acp')._views) do
+      for tab, v in pairs(require('acp.chat').by_tab) do
         local i = core.thread_info(v.thread)
         out[#out + 1] = { pid = i.pid, sid = i.session_id, last = v:lines()[#v:lines()] }
       end
@@ -226,9 +226,9 @@ return {
     local child, paths = H.start()
     H.open(child)
     child:lua([[require('acp').send('permission')]])
-    child:wait_for([[return #require('acp.permission').queue == 1]])
+    child:wait_for([[return #require('acp.ask.permission').queue == 1]])
     local float = child:lua([[
-      local p = require('acp.permission')
+      local p = require('acp.ask.permission')
       return vim.api.nvim_buf_get_lines(p.buf, 0, -1, false)
     ]])
     T.contains(float, '[execute] rm build/')
@@ -239,7 +239,7 @@ return {
     T.eq(child:lua([[return vim.api.nvim_get_current_win() == require('acp').current().input_win]]), true)
     child:feed('<Esc>')
     H.enter_permission(child)
-    T.eq(child:lua([[return vim.api.nvim_get_current_win() == require('acp.permission').win]]), true)
+    T.eq(child:lua([[return vim.api.nvim_get_current_win() == require('acp.ask.permission').win]]), true)
     child:feed('y')
     child:wait_for([[return require('acp').current().turns_ended == 1]])
     T.eq(#H.events_of(paths, 'check_ok'), 1)
@@ -250,9 +250,9 @@ return {
     local child, paths = H.start()
     H.open(child)
     child:lua([[require('acp').send('permission')]])
-    child:wait_for([[return #require('acp.permission').queue == 1]])
+    child:wait_for([[return #require('acp.ask.permission').queue == 1]])
     child:cmd('AcpCancel')
-    child:wait_for([[return #require('acp.permission').queue == 0]])
+    child:wait_for([[return #require('acp.ask.permission').queue == 0]])
     T.wait(function()
       return #H.events_of(paths, 'client_response') == 1
     end, 3000)

@@ -56,7 +56,7 @@ local function send(child, paths, text)
 end
 
 local function pending(child)
-  return child:lua([[return require('acp.context').lines(require('acp').current())]])
+  return child:lua([[return require('acp.prompt.context').lines(require('acp').current())]])
 end
 
 local function wait_pending(child, n)
@@ -313,7 +313,7 @@ return {
       local dir = ...
       local core = require('acp.core')
       _G.listed = nil
-      local id = require('acp.bridge').request(function(ev) _G.listed = ev end)
+      local id = require('acp.core.dispatch').request(function(ev) _G.listed = ev end)
       core.list_files(dir, 100, id)
       vim.wait(3000, function() return _G.listed ~= nil end)
       return { count = _G.listed.count, truncated = _G.listed.truncated, all = core.match_files(dir, '', 10),

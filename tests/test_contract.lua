@@ -1,5 +1,5 @@
 -- The Rust → Lua contract holds: one facade touches the native module,
--- lua/acp/types.lua declares exactly the native functions and every event a
+-- lua/acp/core/types.lua declares exactly the native functions and every event a
 -- real chat delivers (with the fields it carries), the ChatView holds only
 -- the fields declared in its constructor, and the agent's capabilities
 -- arrive by event (no polling).
@@ -8,7 +8,7 @@ local H = require('tests.helpers.acp')
 local Child = require('tests.helpers.child')
 
 local ROOT = H.root
-local FACADE = 'lua/acp/core.lua'
+local FACADE = 'lua/acp/core/init.lua'
 
 --- `---@class` blocks of a Lua file: class name -> field name -> { optional }.
 local function classes_of(path)
@@ -74,7 +74,7 @@ local RECORD = [[
     end
     r.n = r.n + 1
   end
-  local bridge = require('acp.bridge')
+  local bridge = require('acp.core.dispatch')
   local dispatch = bridge.dispatch
   bridge.dispatch = function(batch)
     for _, ev in ipairs(batch) do
@@ -146,16 +146,16 @@ local function full_chat()
   -- :AcpTerminal buffer does): follow the first client terminal.
   child:lua([[require('acp.core').watch_terminal(require('acp').current().thread, 'term-1', true)]])
   child:lua([[require('acp').send('go')]])
-  child:wait_for([[return #require('acp.permission').queue == 1]])
+  child:wait_for([[return #require('acp.ask.permission').queue == 1]])
   H.enter_permission(child)
-  child:lua([[require('acp.permission').choose(1)]])
+  child:lua([[require('acp.ask.permission').choose(1)]])
   child:wait_for([[return require('acp').current().turns_ended == 1]], 10000)
   -- A mode the agent refuses gives a notification; a file walk a `files` answer.
   child:lua([[
     vim.notify = function() end
     require('acp.core').set_mode(require('acp').current().thread, 'nope')
-    require('acp.mention').refresh(...)
-    require('acp.controls').request(require('acp').current(), 'session/set_model', { modelId = 'm1' })
+    require('acp.prompt.mention').refresh(...)
+    require('acp.agents.controls').request(require('acp').current(), 'session/set_model', { modelId = 'm1' })
   ]], { dir })
   child:wait_for([[return _G.contract.events.notify ~= nil and _G.contract.events.files ~= nil
     and _G.contract.events.reply ~= nil]])
@@ -185,7 +185,7 @@ return {
   end },
 
   { 'types.lua declares exactly the native functions, and the facade forwards each', function()
-    local declared = classes_of('lua/acp/types.lua')['acp.Native']
+    local declared = classes_of('lua/acp/core/types.lua')['acp.Native']
     T.neq(declared, nil, 'class acp.Native')
     local child = Child.new()
     local r = child:lua([[
@@ -225,7 +225,7 @@ return {
   end },
 
   { 'every event of a full chat is declared in types.lua, with the fields it carries', function()
-    local types = classes_of('lua/acp/types.lua')
+    local types = classes_of('lua/acp/core/types.lua')
     local _, _, rec = full_chat()
     local seen = sorted_keys(rec.events)
     -- The chat really produced every kind of event.
@@ -234,7 +234,7 @@ return {
       'notify', 'permission', 'permission_done', 'replaced', 'reply', 'session', 'status', 'terminal_output', 'title', 'turn_ended', 'turn_started', 'usage',
     })
     -- The alias union names each event class.
-    local union = T.read_file(ROOT .. '/lua/acp/types.lua'):match('%-%-%-@alias acp%.Event\n(.-\n)\n')
+    local union = T.read_file(ROOT .. '/lua/acp/core/types.lua'):match('%-%-%-@alias acp%.Event\n(.-\n)\n')
     for _, t in ipairs(seen) do
       check_fields('event `' .. t .. '`', types['acp.Event.' .. t], rec.events[t])
       T.match(union, '%-%-%-| acp%.Event%.' .. t .. '\n', 'acp.Event names ' .. t)
@@ -249,10 +249,10 @@ return {
   end, timeout = 30000 },
 
   { 'the ChatView holds only the fields declared in its constructor', function()
-    local declared = classes_of('lua/acp/chat.lua')['acp.ChatView']
+    local declared = classes_of('lua/acp/chat/view.lua')['acp.ChatView']
     T.neq(declared, nil, 'class acp.ChatView')
     -- Each declared field starts in ChatView.new.
-    local src = T.read_file(ROOT .. '/lua/acp/chat.lua')
+    local src = T.read_file(ROOT .. '/lua/acp/chat/view.lua')
     local ctor = src:match('\nfunction ChatView%.new%(opts%)\n(.-)\nend\n')
     T.neq(ctor, nil, 'ChatView.new')
     local assigned = {}
@@ -286,14 +286,14 @@ return {
       local defer_fn = vim.defer_fn
       _G.deferred = 0
       vim.defer_fn = function(...)
-        if debug.getinfo(2, 'S').source:find('acp/context%.lua$') then
+        if debug.getinfo(2, 'S').source:find('acp/prompt/context%.lua$') then
           _G.deferred = _G.deferred + 1
         end
         return defer_fn(...)
       end
       vim.cmd('AcpChat')
       local view = require('acp').current()
-      require('acp.context').when_ready(view, function(caps)
+      require('acp.prompt.context').when_ready(view, function(caps)
         _G.got = { caps = caps, had_caps = view.capabilities ~= nil, state = view.state }
       end)
       return { waiting = _G.got == nil, queued = #view.agent_waiters }
@@ -310,7 +310,7 @@ return {
     -- Known now: a later call runs at once.
     T.eq(child:lua([[
       local ran
-      require('acp.context').when_ready(require('acp').current(), function(caps) ran = caps.image end)
+      require('acp.prompt.context').when_ready(require('acp').current(), function(caps) ran = caps.image end)
       return ran
     ]]), true)
   end },
@@ -322,7 +322,7 @@ return {
       vim.cmd('AcpChat')
       local view = require('acp').current()
       _G.t0 = vim.uv.now()
-      require('acp.context').when_ready(view, function(caps) _G.got = { caps = caps, ms = vim.uv.now() - _G.t0 } end, 20000)
+      require('acp.prompt.context').when_ready(view, function(caps) _G.got = { caps = caps, ms = vim.uv.now() - _G.t0 } end, 20000)
     ]])
     dead:wait_for('return _G.got ~= nil', 5000)
     T.eq(dead:lua('return _G.got.caps'), {})
@@ -334,7 +334,7 @@ return {
       vim.cmd('AcpChat')
       local view = require('acp').current()
       _G.t0 = vim.uv.now()
-      require('acp.context').when_ready(view, function(caps) _G.got = { caps = caps, ms = vim.uv.now() - _G.t0 } end, 300)
+      require('acp.prompt.context').when_ready(view, function(caps) _G.got = { caps = caps, ms = vim.uv.now() - _G.t0 } end, 300)
     ]])
     mute:wait_for('return _G.got ~= nil', 3000)
     local got = mute:lua('return _G.got')

@@ -66,7 +66,7 @@ return {
     T.eq(#H.events_of(paths, 'set_mode'), 0, 'no legacy session/set_mode')
     child:lua([[_G.pick = { 'Web search', 'on' }]])
     child:cmd('AcpConfig')
-    child:wait_for([[return require('acp.controls').options(require('acp').current())[4].currentValue == true]])
+    child:wait_for([[return require('acp.agents.controls').options(require('acp').current())[4].currentValue == true]])
     T.eq(child:lua('return _G.asked[2].items'), { 'Mode: Auto', 'Model: GPT-5', 'Effort: High', 'Web search: off' })
     local sets = H.events_of(paths, 'set_config_option')
     T.eq(sets[#sets].params, { sessionId = 'sess-1', configId = 'web', type = 'boolean', value = true })
@@ -145,7 +145,7 @@ return {
       view:submit()
       assert(require('acp').send('third'))
     ]])
-    T.eq(child:lua([[return require('acp.queue').lines(require('acp').current())]]), {
+    T.eq(child:lua([[return require('acp.prompt.queue').lines(require('acp').current())]]), {
       '', '⏳ queued 1: second', '⏳ queued 2: third', '   sent when the turn ends · :AcpQueue edits or drops' })
     T.eq(child:lua([[return vim.api.nvim_buf_get_lines(require('acp').current().input, 0, -1, false)]]), { '' }, 'the input was taken')
     T.eq(child:lua([[return require('acp').status().queued]]), 2)
@@ -157,7 +157,7 @@ return {
     end, H.events_of(paths, 'prompt'))
     T.eq(prompts, { 'first', 'second' })
     T.match(H.transcript_text(child), 'working on it\n\n## You\n\nsecond\n\n## test\n\nsecond answer$')
-    T.eq(child:lua([[return require('acp.queue').lines(require('acp').current())]]), {})
+    T.eq(child:lua([[return require('acp.prompt.queue').lines(require('acp').current())]]), {})
   end },
 
   { 'the queue: <C-c> cancels the turn, not the queue; edit brings a message back; a refused send has no traceback', function()
@@ -172,7 +172,7 @@ return {
     child:lua([[vim.api.nvim_buf_set_lines(require('acp').current().input, 0, -1, false, { 'typed' })]])
     child:cmd('AcpQueue edit 1')
     T.eq(child:lua([[return vim.api.nvim_buf_get_lines(require('acp').current().input, 0, -1, false)]]), { 'edit me', 'typed' })
-    T.eq(child:lua([[return require('acp.queue').lines(require('acp').current())[2] ]]), '⏳ queued 1: after cancel')
+    T.eq(child:lua([[return require('acp.prompt.queue').lines(require('acp').current())[2] ]]), '⏳ queued 1: after cancel')
     -- The key, pressed in the chat input (not :AcpCancel): it ends the running turn only.
     child:lua([[vim.api.nvim_set_current_win(require('acp').current().input_win)]])
     child:feed('<C-c>')
@@ -185,13 +185,13 @@ return {
     T.eq(prompts, { 'long one', 'after cancel' }, 'the queued message was sent after the cancel')
     T.eq(#H.events_of(paths, 'cancel'), 1)
     T.match(H.transcript_text(child), 'echo: after cancel$')
-    T.eq(child:lua([[return require('acp.queue').lines(require('acp').current())]]), {})
+    T.eq(child:lua([[return require('acp.prompt.queue').lines(require('acp').current())]]), {})
     -- A send the core refuses (forced past the queue here) is one line, never a traceback.
     child:lua([[require('acp').send('long two')]])
     child:wait_for([[return require('acp').current().state == 'running']])
     child:lua(RECORD_NOTIFY)
     T.eq(child:lua([[
-      local queue = require('acp.queue')
+      local queue = require('acp.prompt.queue')
       local route = queue.route
       queue.route = function() return 'send' end
       local ok = require('acp').current():send('refused')
@@ -239,9 +239,9 @@ return {
     child:cmd('tabnew')
     H.open(child)
     child:lua([=[
-      local acp = require('acp')
+      local chats = require('acp.chat')
       local tabs = vim.api.nvim_list_tabpages()
-      _G.views = { acp._views[tabs[1] ], acp._views[tabs[2] ] }
+      _G.views = { chats.by_tab[tabs[1] ], chats.by_tab[tabs[2] ] }
       _G.views[1]:send('alpha')
       _G.views[2]:send('omega')
     ]=])
@@ -279,9 +279,9 @@ return {
     } })
     H.open(child)
     child:lua([[require('acp').send('form')]])
-    child:wait_for([[return #require('acp.elicitation').queue == 1]])
+    child:wait_for([[return #require('acp.ask.elicitation').queue == 1]])
     -- Shown without taking focus; the chat says how to answer.
-    T.neq(child:lua([[return vim.api.nvim_get_current_win()]]), child:lua([[return require('acp.elicitation').win]]))
+    T.neq(child:lua([[return vim.api.nvim_get_current_win()]]), child:lua([[return require('acp.ask.elicitation').win]]))
     child:wait_for([[return table.concat(require('acp').current():lines(), '\n'):find(':AcpElicitation') ~= nil]])
     child:cmd('AcpElicitation')
     local lines = child:lua([[return vim.api.nvim_buf_get_lines(0, 0, -1, false)]])
@@ -293,7 +293,7 @@ return {
     -- Missing required name, a replica count out of range: refused, shown beside the fields.
     child:lua([[vim.api.nvim_buf_set_lines(0, 7, 8, false, { 'replicas: 12' })]])
     child:feed('<C-s>')
-    T.eq(child:lua([[return #require('acp.elicitation').queue]]), 1, 'still open')
+    T.eq(child:lua([[return #require('acp.ask.elicitation').queue]]), 1, 'still open')
     local marks = child:lua([[
       local out = {}
       for _, m in ipairs(vim.api.nvim_buf_get_extmarks(0, -1, 0, -1, { details = true })) do
@@ -306,10 +306,10 @@ return {
     child:lua([[vim.api.nvim_buf_set_lines(0, 3, -1, false,
       { 'confirm: yes', 'name: web', 'ratio: 0.25', 'region: us', 'replicas: 3', 'tags: a, c' })]])
     child:feed('<C-s>')
-    child:wait_for([[return require('acp.elicitation').shown ~= nil and require('acp.elicitation').shown.payload.message == 'Again?']])
+    child:wait_for([[return require('acp.ask.elicitation').shown ~= nil and require('acp.ask.elicitation').shown.payload.message == 'Again?']])
     child:cmd('AcpElicitation')
     child:feed('<C-x>')
-    child:wait_for([[local s = require('acp.elicitation').shown return s ~= nil and s.payload.message == 'Last']])
+    child:wait_for([[local s = require('acp.ask.elicitation').shown return s ~= nil and s.payload.message == 'Last']])
     child:cmd('AcpElicitation')
     child:feed('<C-c>')
     H.wait_idle(child)
@@ -318,7 +318,7 @@ return {
     -- The agent got the decimal as a JSON number, not the text typed.
     local ratio = H.events_of(paths, 'client_response')[1].result.content.ratio
     T.eq({ type(ratio), ratio }, { 'number', 0.25 })
-    T.eq(child:lua([[return require('acp.elicitation').win]]), nil, 'the float is gone')
+    T.eq(child:lua([[return require('acp.ask.elicitation').win]]), nil, 'the float is gone')
   end },
 
   { 'elicitation URL mode: the host is shown, the URL opens only on <CR>; complete is handled; a cancelled turn cancels it', function()
@@ -335,8 +335,8 @@ return {
     H.open(child)
     child:lua(RECORD_NOTIFY .. [[ _G.opened = {}; vim.ui.open = function(u) table.insert(_G.opened, u) end ]])
     child:lua([[require('acp').send('url')]])
-    child:wait_for([[return #require('acp.elicitation').queue == 1]])
-    local lines = child:lua([[return vim.api.nvim_buf_get_lines(require('acp.elicitation').buf, 0, -1, false)]])
+    child:wait_for([[return #require('acp.ask.elicitation').queue == 1]])
+    local lines = child:lua([[return vim.api.nvim_buf_get_lines(require('acp.ask.elicitation').buf, 0, -1, false)]])
     T.eq(lines[2], '# Opens a page on auth.example.com')
     T.eq(child:lua('return _G.opened'), {}, 'nothing opened before the user asks')
     child:cmd('AcpElicitation')
@@ -344,7 +344,7 @@ return {
     child:wait_for([[return #_G.opened == 1]])
     T.eq(child:lua('return _G.opened[1]'), 'https://auth.example.com/device?code=1')
     child:wait_for([[for _, n in ipairs(_G.notes) do if n.msg:find('reports it is done') then return true end end]])
-    child:wait_for([[return #require('acp.elicitation').queue == 1]])
+    child:wait_for([[return #require('acp.ask.elicitation').queue == 1]])
     child:cmd('AcpCancel')
     H.wait_idle(child)
     child:wait_for(([[
@@ -352,7 +352,7 @@ return {
       local n = _G.n; _G.n = 0; return n == 2
     ]]):format(paths.agent_log))
     T.eq(#H.events_of(paths, 'check_failed'), 0)
-    T.eq(child:lua([[return #require('acp.elicitation').queue]]), 0)
+    T.eq(child:lua([[return #require('acp.ask.elicitation').queue]]), 0)
   end },
 
   { 'terminal sign-in runs the agent with the method args in a terminal; exit 0 opens the session; logout', function()
@@ -376,7 +376,7 @@ return {
     child:wait_for([[return require('acp').current().state == 'idle']], 8000)
     T.eq(vim.fn.filereadable(flag), 1, 'the login ran')
     T.eq(#H.events_of(paths, 'authenticate'), 0, 'no authenticate for a terminal method')
-    T.eq(child:lua([[return require('acp.auth').last_exit]]), 0)
+    T.eq(child:lua([[return require('acp.ask.auth').last_exit]]), 0)
     local term = child:lua([[
       for _, b in ipairs(vim.api.nvim_list_bufs()) do
         if vim.bo[b].buftype == 'terminal' then return table.concat(vim.api.nvim_buf_get_lines(b, 0, -1, false), '\n') end

@@ -1,11 +1,11 @@
--- Agent text is data: the escaping helpers (lua/acp/escape.lua) over hostile
+-- Agent text is data: the escaping helpers (lua/acp/util/escape.lua) over hostile
 -- inputs, then hostile paths, titles, names and mentions from a scripted
 -- agent reaching the winbar, the tab labels, status(), pickers, completion
 -- and the mention resolver without running anything.
 local T = require('tests.helpers.expect')
 local H = require('tests.helpers.acp')
 
-local E = require('acp.escape')
+local E = require('acp.util.escape')
 
 local X100K = ('x'):rep(100 * 1024)
 
@@ -249,7 +249,7 @@ return {
         options = OPTIONS }),
     }, { dir = dir })
     child:lua([[require('acp').send('go')]])
-    child:wait_for([[return #require('acp.permission').queue == 1]])
+    child:wait_for([[return #require('acp.ask.permission').queue == 1]])
     -- <CR> on the first card.
     child:feed('<Esc>')
     child:lua([[
@@ -358,7 +358,7 @@ return {
     } } })
     child:wait_for([[return #(require('acp').current().info.commands or {}) == 1]])
     -- The user picks the command from the completion menu and sends it.
-    local word = child:lua([[return require('acp.commands').items(require('acp').current(), 'fix')[1].word]])
+    local word = child:lua([[return require('acp.prompt.slash').items(require('acp').current(), 'fix')[1].word]])
     T.eq(word, '/fix @~/' .. name .. ' ')
     H.turn(child, word .. 'go')
     local prompt = H.events_of(paths, 'prompt')[1].prompt
@@ -376,7 +376,7 @@ return {
     child:cmd('wincmd t')
     child:cmd('AcpAdd ' .. vim.fn.fnameescape(name))
     child:cmd('AcpImage ' .. vim.fn.fnameescape(name))
-    local items = child:lua([[return vim.tbl_map(function(i) return i.path end, require('acp.context').items(require('acp').current()))]])
+    local items = child:lua([[return vim.tbl_map(function(i) return i.path end, require('acp.prompt.context').items(require('acp').current()))]])
     T.eq(items, { dir .. '/' .. name })
     T.falsy(exists(dir .. '/PWNED'), 'the backticks ran no command')
   end },
@@ -398,8 +398,8 @@ return {
         { expect = { action = 'decline' } }),
     })
     child2:lua([[require('acp').send('go')]])
-    child2:wait_for([[return #require('acp.elicitation').queue == 1]])
-    local lines = child2:lua([[return vim.api.nvim_buf_get_lines(require('acp.elicitation').buf, 0, -1, false)]])
+    child2:wait_for([[return #require('acp.ask.elicitation').queue == 1]])
+    local lines = child2:lua([[return vim.api.nvim_buf_get_lines(require('acp.ask.elicitation').buf, 0, -1, false)]])
     T.eq(lines[2], '# Opens a page on evil.example')
     T.eq(lines[3], '# ⚠ NOT a page on accounts.google.com: the text before "@" is no host; the page is on evil.example')
     T.contains(lines, 'host: evil.example')

@@ -71,7 +71,7 @@ return {
     T.eq(start.session_id, child:lua([[return require('acp').current().info.session]]))
 
     child:lua([[require('acp').send('go')]])
-    child:wait_for([[return #require('acp.permission').queue == 1]], 10000)
+    child:wait_for([[return #require('acp.ask.permission').queue == 1]], 10000)
     local perm = fired(child, 'AcpPermissionRequest')
     T.eq(#perm, 1)
     T.eq(perm[1].id, 't1')
@@ -80,7 +80,7 @@ return {
     T.eq(perm[1].kind, 'edit')
     T.eq(perm[1].options, { { id = 'allow', name = 'Allow', kind = 'allow_once' }, { id = 'reject', name = 'Reject', kind = 'reject_once' } })
     H.enter_permission(child)
-    child:lua([[require('acp.permission').choose(1)]])
+    child:lua([[require('acp.ask.permission').choose(1)]])
     child:wait_for([[return #vim.tbl_filter(function(e) return e.name == 'AcpTurnEnd' end, _G.fired) == 1]], 10000)
 
     local turn_start = fired(child, 'AcpTurnStart')

@@ -371,11 +371,11 @@ return {
     H.open(f.child)
     track(f)
     f.child:lua([[require('acp').send('perm')]])
-    f.child:wait_for([[return #require('acp.permission').queue == 1]])
+    f.child:wait_for([[return #require('acp.ask.permission').queue == 1]])
     H.enter_permission(f.child)
     f.child:cmd('AcpCancel')
     f.child:wait_for([[return require('acp').current().state == 'idle']])
-    T.eq(f.child:lua([[return #require('acp.permission').queue]]), 0, 'the float has nothing left')
+    T.eq(f.child:lua([[return #require('acp.ask.permission').queue]]), 0, 'the float has nothing left')
     T.wait(function()
       return #H.responses(f.paths) == 1
     end, 3000)
@@ -458,7 +458,7 @@ return {
       end
     ]])
     f.child:wait_for([[
-      for _, v in pairs(require('acp')._views) do
+      for _, v in pairs(require('acp.chat').by_tab) do
         if v.turns_ended < 1 then return false end
       end
       return true
@@ -466,7 +466,7 @@ return {
     local got = f.child:lua([[
       local out = {}
       for i, tab in ipairs(vim.api.nvim_list_tabpages()) do
-        local l = require('acp')._views[tab]:lines()
+        local l = require('acp.chat').by_tab[tab]:lines()
         out[i] = l[#l]
       end
       return out

@@ -24,7 +24,7 @@ local function start(steps, opts)
 end
 
 local function float_lines(child)
-  return child:lua([[return vim.api.nvim_buf_get_lines(require('acp.permission').buf, 0, -1, false)]])
+  return child:lua([[return vim.api.nvim_buf_get_lines(require('acp.ask.permission').buf, 0, -1, false)]])
 end
 
 local permission_answers = H.permission_answers
@@ -34,7 +34,7 @@ local permission_answers = H.permission_answers
 local function float_on_screen(child, screen)
   local shot = screen:shot()
   local pos = child:lua([[
-    local w = require('acp.permission').win
+    local w = require('acp.ask.permission').win
     local p = vim.fn.win_screenpos(w)
     return { p[1], p[2], vim.api.nvim_win_get_width(w), vim.api.nvim_win_get_height(w) }
   ]])
@@ -46,8 +46,8 @@ local function float_on_screen(child, screen)
 end
 
 local function elicitation_shown(child, message)
-  child:wait_for([[local s = require('acp.elicitation').shown
-    return s ~= nil and s.payload.message == ... and require('acp.elicitation').win ~= nil]], 3000, { message })
+  child:wait_for([[local s = require('acp.ask.elicitation').shown
+    return s ~= nil and s.payload.message == ... and require('acp.ask.elicitation').win ~= nil]], 3000, { message })
 end
 
 return {
@@ -64,7 +64,7 @@ return {
         options = swapped }, { background = true })
     end
     local child, paths = start({ req('s1'), req('s2'), { sleep_ms = 5000 } }, { config = { permissions = { auto_allow = {} } } })
-    child:wait_for([[return #require('acp.permission').queue == 2]])
+    child:wait_for([[return #require('acp.ask.permission').queue == 2]])
     local lines = float_lines(child)
     T.contains(lines, '  1/y  Reject  [allow once]')
     T.contains(lines, '       ⚠ label and kind disagree: this answers "allow once"')
@@ -77,7 +77,7 @@ return {
     T.eq(#warnings, 2, 'a label that agrees with its kind gets no warning')
     -- The warnings are highlighted.
     local marked = child:lua([[
-      local p = require('acp.permission')
+      local p = require('acp.ask.permission')
       local out = {}
       for _, m in ipairs(vim.api.nvim_buf_get_extmarks(p.buf, -1, 0, -1, { details = true })) do
         if m[4].hl_group == 'AcpPermissionMismatch' then
@@ -92,7 +92,7 @@ return {
     H.enter_permission(child)
     child:feed('y')
     T.eq(H.wait_permission_answer(paths, 1), 'o-rejectish')
-    child:wait_for([[return #require('acp.permission').queue == 1]])
+    child:wait_for([[return #require('acp.ask.permission').queue == 1]])
     H.enter_permission(child)
     child:feed('n')
     T.eq(H.wait_permission_answer(paths, 2), 'o-allowish')
@@ -106,7 +106,7 @@ return {
           content = { { type = 'diff', path = '/p/cfg.json', oldText = '{"a": 1}\n', newText = '{"a": 2}\n' } } },
         options = OPTIONS }),
     }, { config = { permissions = { grace_ms = 50 } } })
-    child:wait_for([[return #require('acp.permission').queue == 1]])
+    child:wait_for([[return #require('acp.ask.permission').queue == 1]])
     child:feed('<Esc>')
     H.enter_permission(child)
     child:feed('d')
@@ -120,7 +120,7 @@ return {
     end
     vim.wait(300)
     T.eq(permission_answers(paths), {}, 'no key of the review tab answered')
-    T.eq(child:lua([[return #require('acp.permission').queue]]), 1)
+    T.eq(child:lua([[return #require('acp.ask.permission').queue]]), 1)
     T.eq(child:lua('return #vim.api.nvim_list_tabpages()'), 2, 'still reviewing')
     local bars = child:lua([[
       local out = {}
@@ -131,7 +131,7 @@ return {
     -- q closes the review and puts the cursor back in the float.
     child:feed('q')
     T.eq(child:lua('return #vim.api.nvim_list_tabpages()'), 1)
-    child:wait_for([[local p = require('acp.permission')
+    child:wait_for([[local p = require('acp.ask.permission')
       return p.armed and vim.api.nvim_get_current_win() == p.win]], 3000)
     child:feed('y')
     T.wait(function()
@@ -148,7 +148,7 @@ return {
         toolCall = { toolCallId = 'pad', title = command, kind = 'execute', rawInput = { command = command } },
         options = OPTIONS }),
     }, { screen = { 100, 40 } })
-    child:wait_for([[return #require('acp.permission').queue == 1]])
+    child:wait_for([[return #require('acp.ask.permission').queue == 1]])
     local lines = float_lines(child)
     T.eq(#vim.tbl_filter(function(l)
       return vim.endswith(l, ' echo start␠×3000; touch /tmp/hidden-TAIL')
@@ -161,7 +161,7 @@ return {
     child:feed('<Esc>')
     H.enter_permission(child)
     child:feed('K')
-    T.neq(child:lua([[return vim.api.nvim_get_current_win()]]), child:lua([[return require('acp.permission').win]]))
+    T.neq(child:lua([[return vim.api.nvim_get_current_win()]]), child:lua([[return require('acp.ask.permission').win]]))
     T.contains(child:lua([[return vim.api.nvim_buf_get_lines(0, 0, -1, false)]]), '  ' .. command)
     child:feed('y1a')
     vim.wait(200)
@@ -181,7 +181,7 @@ return {
     local child, paths, screen = start({
       H.req('terminal/create', { command = command, cwd = dir, env = env }),
     }, { cwd = dir, screen = { 110, 40 }, config = { terminal = { confirm = 'always' } } })
-    child:wait_for([[return #require('acp.permission').queue == 1]])
+    child:wait_for([[return #require('acp.ask.permission').queue == 1]])
     local shown = float_on_screen(child, screen)
     for _, want in ipairs({ 'TAIL-ran', 'in ' .. dir, 'GIT_CONFIG_COUNT=1', 'GIT_CONFIG_KEY_0=core.pager',
       'GIT_CONFIG_VALUE_0=touch ' .. dir .. '/pager-ran', '1/y  Run', "2/n  Don't run" }) do
@@ -205,7 +205,7 @@ return {
         toolCall = { toolCallId = 'many', title = 'script', kind = 'execute', rawInput = { command = command } },
         options = OPTIONS }),
     }, { screen = { 100, 40 } })
-    child:wait_for([[return #require('acp.permission').queue == 1]])
+    child:wait_for([[return #require('acp.ask.permission').queue == 1]])
     local shown = float_on_screen(child, screen)
     for _, want in ipairs({ 'rm -rf LAST-LINE', '1/y  Allow', '4/N  Never', 'K  show all' }) do
       T.contains(shown, want, 'visible in the float')
@@ -233,7 +233,7 @@ return {
     child:lua([[vim.api.nvim_buf_set_lines(0, -2, -1, false, { 'name: one' })]])
     child:feed('<C-s>')
     elicitation_shown(child, 'Bad')
-    local lines = child:lua([[return vim.api.nvim_buf_get_lines(require('acp.elicitation').buf, 0, -1, false)]])
+    local lines = child:lua([[return vim.api.nvim_buf_get_lines(require('acp.ask.elicitation').buf, 0, -1, false)]])
     T.eq(lines[1], '# Deploy⏎settings␛[31m')
     T.contains(lines, 'two⏎lines: ')
     child:cmd('AcpElicitation')
@@ -286,6 +286,6 @@ return {
     H.wait_idle(child)
     T.eq(#H.events_of(paths, 'check_failed'), 0)
     T.eq(#H.events_of(paths, 'check_ok'), 3)
-    T.eq(child:lua([[return #require('acp.elicitation').queue]]), 0)
+    T.eq(child:lua([[return #require('acp.ask.elicitation').queue]]), 0)
   end },
 }

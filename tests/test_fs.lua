@@ -149,7 +149,7 @@ return {
     -- One line per slice, one slice per tick; while `_G.edits` > 0 the user
     -- types into line 1 right after the slice of line 2 is handed over.
     child:lua([[
-      local fs, core = require('acp.fs'), require('acp.core')
+      local fs, core = require('acp.editor.fs'), require('acp.core')
       fs.slice_lines, fs.budget_ns = 1, 0
       _G.edits = 0
       local orig = core.call_part

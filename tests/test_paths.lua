@@ -81,16 +81,16 @@ return {
     child:cmd('edit ' .. dir .. '/g.txt')
     H.open(child)
     H.turn(child, 'go')
-    child:wait_for([[return require('acp.follow').last ~= nil]], 3000)
+    child:wait_for([[return require('acp.chat.follow').last ~= nil]], 3000)
     local function shown()
       return child:lua([[
-        local f = require('acp.follow').last
+        local f = require('acp.chat.follow').last
         return { vim.api.nvim_buf_get_name(vim.api.nvim_win_get_buf(f.win)), vim.api.nvim_win_get_cursor(f.win)[1] }
       ]])
     end
     T.eq(shown(), { dir .. '/f.txt', 2 })
     H.turn(child, 'new')
-    child:wait_for([[return require('acp.follow').last.path:find('new.txt') ~= nil]], 3000)
+    child:wait_for([[return require('acp.chat.follow').last.path:find('new.txt') ~= nil]], 3000)
     T.eq(shown(), { dir .. '/new.txt', 1 })
   end },
 
@@ -149,23 +149,23 @@ return {
     H.turn(child, 'go')
     child:cmd('AcpReview')
     responsive(child)
-    local n = child:lua([[return #require('acp.review').last.files]])
+    local n = child:lua([[return #require('acp.editor.review').last.files]])
     T.eq(n, 4)
     for i = 1, n do
-      child:lua([[local r = require('acp.review'); r.show_file(r.last, ...)]], { i })
+      child:lua([[local r = require('acp.editor.review'); r.show_file(r.last, ...)]], { i })
       responsive(child)
     end
     -- The file this client wrote (listed first) still opens as itself.
-    child:lua([[local r = require('acp.review'); r.show_file(r.last, 1)]])
+    child:lua([[local r = require('acp.editor.review'); r.show_file(r.last, 1)]])
     T.eq(child:lua([[return vim.api.nvim_buf_get_name(vim.api.nvim_win_get_buf(vim.api.nvim_tabpage_list_wins(0)[2]))]]),
       dir .. '/a.txt')
     -- <CR> on the term:// card (and `d` in a float) shows the proposed text only.
     T.eq(child:lua([[
-      local core, thread = require('acp.core'), require('acp.review').last.thread
+      local core, thread = require('acp.core'), require('acp.editor.review').last.thread
       for i = 0, 20 do
         local e = core.entry(thread, i)
         if e and e.entry == 'tool_call' and e.id == 't' then
-          require('acp.review').open_entry(e)
+          require('acp.editor.review').open_entry(e)
           return true
         end
       end
@@ -202,7 +202,7 @@ return {
       local dir = ...
       local core = require('acp.core')
       _G.listed = nil
-      local id = require('acp.bridge').request(function(ev) _G.listed = ev end)
+      local id = require('acp.core.dispatch').request(function(ev) _G.listed = ev end)
       core.list_files(dir, 100, id)
       vim.wait(3000, function() return _G.listed ~= nil end)
       return core.match_files(dir, '', 10)
@@ -221,7 +221,7 @@ return {
     T.eq(vim.system({ 'tar', '-czf', work .. '/link.tar.gz', '-C', work .. '/pkg', 'bin' }):wait().code, 0)
     local child = Child.new()
     child:lua(RECORD_NOTIFY)
-    local platform = child:lua([[return require('acp.install').platform()]])
+    local platform = child:lua([[return require('acp.agents.install').platform()]])
     local function entry(id, cmd, archive)
       return { id = id, name = id, version = '1.0.0', description = 'x',
         distribution = { binary = { [platform] = { archive = archive or ('file://' .. work .. '/payload'), cmd = cmd } } } }
@@ -236,7 +236,7 @@ return {
     local before = vim.fn.readdir(work)
     child:lua([[require('acp').setup({ install = { registry = ..., dir = select(2, ...) } })]], { registry, work .. '/agents' })
     local function install(id)
-      return child:lua([[local job = require('acp.install').install(...); if not job then return { none = true } end
+      return child:lua([[local job = require('acp.agents.install').install(...); if not job then return { none = true } end
         job:wait(10000); return { ok = job.ok, msg = job.message }]], { id })
     end
     for _, id in ipairs({ 'up', 'abs' }) do
@@ -252,8 +252,8 @@ return {
     T.eq(vim.fn.readdir(work), vim.list_extend({ 'agents' }, before), 'nothing made beside the install folder')
     T.eq(T.read_file(victim), 'keep\n', 'the file outside is not replaced')
     T.eq(vim.uv.fs_stat(victim).mode % 512, tonumber('600', 8), 'nor chmodded')
-    local ok = child:lua([[local job = require('acp.install').install('ok'); job:wait(10000); return { ok = job.ok, msg = job.message }]])
+    local ok = child:lua([[local job = require('acp.agents.install').install('ok'); job:wait(10000); return { ok = job.ok, msg = job.message }]])
     T.eq(ok.ok, true, ok.msg)
-    T.eq(child:lua([[return require('acp.install').installed('ok').cmd]]), work .. '/agents/ok/bin/agent')
+    T.eq(child:lua([[return require('acp.agents.install').installed('ok').cmd]]), work .. '/agents/ok/bin/agent')
   end },
 }

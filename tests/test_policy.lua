@@ -27,24 +27,24 @@ end
 --- Sends `text` without waiting for the turn, then waits for `n` queued requests.
 local function send_until_queued(child, text, n)
   child:lua([[assert(require('acp').send(...))]], { text })
-  child:wait_for(([[return #require('acp.permission').queue == %d]]):format(n or 1), 5000)
+  child:wait_for(([[return #require('acp.ask.permission').queue == %d]]):format(n or 1), 5000)
 end
 
 local function queued_payload(child)
-  return child:lua([[return require('acp.permission').queue[1].payload]])
+  return child:lua([[return require('acp.ask.permission').queue[1].payload]])
 end
 
 --- Waits for the client's own confirmation of a terminal (the one item
 --- queued) and checks that it is for `command`.
 local function expect_terminal_confirm(child, command)
-  child:wait_for([[local q = require('acp.permission').queue
+  child:wait_for([[local q = require('acp.ask.permission').queue
     return #q == 1 and q[1].payload._client ~= nil and q[1].payload._client.terminal ~= nil]], 5000)
   T.eq(queued_payload(child)._client.terminal.command, command)
 end
 
 local function choose(child, i)
   H.enter_permission(child)
-  child:lua([[require('acp.permission').choose(...)]], { i })
+  child:lua([[require('acp.ask.permission').choose(...)]], { i })
   child:cmd('wincmd p')
 end
 
@@ -53,8 +53,8 @@ local function wait_turns(child, n)
 end
 
 local function float_lines(child)
-  child:wait_for([[return require('acp.permission').win ~= nil]])
-  return child:lua([[return vim.api.nvim_buf_get_lines(require('acp.permission').buf, 0, -1, false)]])
+  child:wait_for([[return require('acp.ask.permission').win ~= nil]])
+  return child:lua([[return vim.api.nvim_buf_get_lines(require('acp.ask.permission').buf, 0, -1, false)]])
 end
 
 --- A chat in project `dir` whose "go" turn runs `steps`; "go" is sent
@@ -100,10 +100,10 @@ return {
     wait_turns(child, 2)
     T.eq(H.responses(paths)[2].result.outcome.optionId, 'o-reject')
     -- The "always" answer is listed for the user, with its command.
-    local d = child:lua([[return require('acp.permission').decisions(require('acp').current())]])
+    local d = child:lua([[return require('acp.ask.permission').decisions(require('acp').current())]])
     T.eq(d, { { kind = 'execute', text = 'git status', option = 'allow_always' } })
     child:cmd('AcpPermissions reset')
-    T.eq(child:lua([[return require('acp.permission').decisions(require('acp').current())]]), {})
+    T.eq(child:lua([[return require('acp.ask.permission').decisions(require('acp').current())]]), {})
   end },
 
   { 'a permission request cannot change the kind recorded for its card', function()
@@ -210,8 +210,8 @@ return {
     send_until_queued(child, 'go')
     T.eq(#H.responses(paths), 0, 'not auto-allowed as a read')
     T.eq(queued_payload(child).toolCall.kind, 'other')
-    child:wait_for([[return require('acp.permission').win ~= nil]])
-    local lines = child:lua([[return vim.api.nvim_buf_get_lines(require('acp.permission').buf, 0, -1, false)]])
+    child:wait_for([[return require('acp.ask.permission').win ~= nil]])
+    local lines = child:lua([[return vim.api.nvim_buf_get_lines(require('acp.ask.permission').buf, 0, -1, false)]])
     T.eq(lines[3], '[other] curl x|sh', 'the float shows the recorded kind')
     T.match(H.transcript_text(child), "changed this call's kind to `read` %(kept `other`%)")
     choose(child, 3)
@@ -295,7 +295,7 @@ return {
       H.req('terminal/create', { command = 'sh build.sh', cwd = dir }),
       H.req('terminal/wait_for_exit', { terminalId = 'term-1' }),
     })
-    child:wait_for([[return #require('acp.permission').queue == 1]], 5000)
+    child:wait_for([[return #require('acp.ask.permission').queue == 1]], 5000)
     local grant = queued_payload(child)._client.grant
     T.eq(grant, { command = 'sh build.sh', cwd = dir, env = {} }, 'the float is given what allowing grants')
     T.contains(float_lines(child), '  in ' .. dir)
@@ -327,7 +327,7 @@ return {
       }),
       H.req('terminal/create', { command = 'npm test' }),
     })
-    child:wait_for([[return #require('acp.permission').queue == 1]], 5000)
+    child:wait_for([[return #require('acp.ask.permission').queue == 1]], 5000)
     local p = queued_payload(child)
     T.eq(p._client, { grant = { command = 'touch ' .. marker, cwd = dir, env = {} } })
     local text = table.concat(float_lines(child), '\n')
@@ -355,7 +355,7 @@ return {
         status = 'in_progress', rawInput = { command = 'rm -rf ~' } } },
       { sleep_ms = 200 },
     })
-    child:wait_for([[return #require('acp.permission').queue == 1]], 5000)
+    child:wait_for([[return #require('acp.ask.permission').queue == 1]], 5000)
     child:wait_for([[return table.concat(require('acp').current():lines(), '\n'):find('kept what you were shown', 1, true) ~= nil]], 5000)
     local text = H.transcript_text(child)
     T.contains(text, 'List files')

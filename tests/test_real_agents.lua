@@ -122,7 +122,7 @@ local function start_codex(dir)
   -- Each sync after a drain, as seen right after it: was the turn still
   -- running, and what did the file's buffer hold?
   child:lua([[
-    local sync = require('acp.sync')
+    local sync = require('acp.editor.sync')
     local orig = sync.after_apply
     _G.syncs = {}
     sync.after_apply = function(view)
@@ -152,9 +152,9 @@ end
 --- a user (allow once), and waits for the turn to end.
 local function run_patch_turn(child, file)
   child:lua([[assert(require('acp').send(...))]], { PROMPT })
-  child:wait_for([[return #require('acp.permission').queue == 1]], 20000)
+  child:wait_for([[return #require('acp.ask.permission').queue == 1]], 20000)
   local request = child:lua([[
-    local p = require('acp.permission')
+    local p = require('acp.ask.permission')
     return { lines = p.lines(p.queue[1]), options = p.queue[1].payload.options }
   ]])
   T.match(table.concat(request.lines, '\n'), 'notes%.txt', 'the request names the file')
@@ -167,7 +167,7 @@ local function run_patch_turn(child, file)
   T.truthy(allow, 'an allow-once option: ' .. vim.inspect(request.options))
   T.eq(T.read_file(file), ORIGINAL, 'nothing is applied before the answer')
   H.enter_permission(child)
-  child:lua([[require('acp.permission').choose(...)]], { allow })
+  child:lua([[require('acp.ask.permission').choose(...)]], { allow })
   child:wait_for([[return require('acp').current().turns_ended == 1]], 20000)
 end
 

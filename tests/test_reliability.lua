@@ -43,9 +43,9 @@ return {
       return (T.read_file(marker) or ''):match('%d+')
     end, 5000))
     -- The shell (the leader) exits; its background child keeps the group.
-    child:wait_for([[return next(require('acp.terminal').jobs) == nil]], 3000)
+    child:wait_for([[return next(require('acp.editor.terminal').jobs) == nil]], 3000)
     local g = child:lua([[
-      local pgid, g = next(require('acp.terminal').groups)
+      local pgid, g = next(require('acp.editor.terminal').groups)
       return { pgid = pgid, reaped = g.reaped, members = vim.tbl_map(function(m) return m.pid end, g.members) }
     ]])
     T.eq(g.reaped, true)
@@ -57,11 +57,11 @@ return {
     T.wait(function()
       return not H.pid_alive(bg)
     end, 3000)
-    child:wait_for([[return next(require('acp.terminal').groups) == nil]], 3000)
+    child:wait_for([[return next(require('acp.editor.terminal').groups) == nil]], 3000)
     local sent = child:lua([[
       local sent, kill = {}, vim.uv.kill
       vim.uv.kill = function(pid, sig) sent[#sent + 1] = { pid, sig } return kill(pid, sig) end
-      require('acp.terminal').kill_all()
+      require('acp.editor.terminal').kill_all()
       vim.uv.kill = kill
       return sent
     ]])

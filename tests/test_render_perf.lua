@@ -126,9 +126,9 @@ return {
     H.turn(child, 'history')
     -- Once the next turn started, the history's entry is finished.
     H.turn(child, 'next')
-    child:wait_for([[return require('acp.markdown').pending == 0]])
+    child:wait_for([[return require('acp.chat.markdown').pending == 0]])
     local frozen = child:lua([[
-      local md = require('acp.markdown')
+      local md = require('acp.chat.markdown')
       local v = require('acp').current()
       local groups, ids = {}, {}
       for _, m in ipairs(vim.api.nvim_buf_get_extmarks(v.buf, md.ns, 0, -1, { details = true })) do
@@ -149,7 +149,7 @@ return {
         if self.state == 'running' then
           local region = vim.treesitter.get_parser(self.buf):included_regions()[1][1]
           table.insert(_G.seen, { region = region[1], live = (self:entry_range(self.last_index)),
-            active = require('acp.markdown').active(self.buf) })
+            active = require('acp.chat.markdown').active(self.buf) })
         end
       end
     ]])
@@ -162,7 +162,7 @@ return {
       T.eq(s.active, true)
     end
     local after = child:lua([[
-      local md = require('acp.markdown')
+      local md = require('acp.chat.markdown')
       local v = require('acp').current()
       local ids = {}
       for _, m in ipairs(vim.api.nvim_buf_get_extmarks(v.buf, md.ns, 0, -1, {})) do
@@ -191,13 +191,13 @@ return {
     H.turn(child, 'big', 30000)
     -- A long entry is frozen in slices, on the next turns of the event loop.
     child:wait_for([[
-      local md = require('acp.markdown')
+      local md = require('acp.chat.markdown')
       local buf = require('acp').current().buf
       local n = vim.api.nvim_buf_line_count(buf)
       return #vim.api.nvim_buf_get_extmarks(buf, md.ns, { n - 5, 0 }, -1, { limit = 1 }) > 0
     ]], 60000)
     local r = child:lua([[
-      local md = require('acp.markdown')
+      local md = require('acp.chat.markdown')
       local v = require('acp').current()
       local n = vim.api.nvim_buf_line_count(v.buf)
       local last = vim.api.nvim_buf_get_extmarks(v.buf, md.ns, { n - 1, 0 }, 0, { limit = 1, details = true })[1]

@@ -26,10 +26,10 @@ end
 
 --- Answers the pending permission request with `key` (y: allow once, n: reject).
 local function answer(child, key)
-  child:wait_for([[return #require('acp.permission').queue == 1]], 5000)
+  child:wait_for([[return #require('acp.ask.permission').queue == 1]], 5000)
   H.enter_permission(child)
   child:feed(key)
-  child:wait_for([[return #require('acp.permission').queue == 0]], 3000)
+  child:wait_for([[return #require('acp.ask.permission').queue == 0]], 3000)
 end
 
 --- The turn is sent; returns once it ended.

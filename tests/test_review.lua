@@ -35,7 +35,7 @@ end
 local function review_files(child)
   return child:lua([[
     local out = {}
-    for _, f in ipairs(require('acp.review').last.files) do
+    for _, f in ipairs(require('acp.editor.review').last.files) do
       out[#out + 1] = { vim.fn.fnamemodify(f.path, ':t'), f.new_file, f.unknown }
     end
     return out
@@ -146,15 +146,15 @@ return {
     child:cmd('AcpReview')
     T.eq(review_files(child), { { 'made.txt', true, false }, { 'keep.txt', false, true } })
     -- The client's own record: R deletes the file.
-    T.eq(child:lua([[return require('acp.review').last.idx]]), 1)
+    T.eq(child:lua([[return require('acp.editor.review').last.idx]]), 1)
     child:feed('R')
     T.wait(function()
       return vim.uv.fs_stat(created) == nil
     end, 3000, 'R deleted the file this client created')
     -- The card's claim: R refuses and says why.
-    child:wait_for([[return require('acp.review').last.idx == 2]], 2000)
+    child:wait_for([[return require('acp.editor.review').last.idx == 2]], 2000)
     T.match(child:lua('return vim.wo.winbar'), 'keep%.txt %(before unknown%)')
-    -- Outside the roots, the file is not even opened (acp.open).
+    -- Outside the roots, the file is not even opened (acp.editor.open).
     child:feed('R')
     child:wait_for([[return vim.v.errmsg ~= '' or vim.fn.execute('messages'):find('nothing to revert') ~= nil]], 2000)
     T.match(child:messages(), vim.pesc(claimed) .. " is not opened %(outside the session's roots%): nothing to revert")
@@ -197,7 +197,7 @@ return {
     T.eq(T.read_file(file), original, 'R restored the exact original file')
     -- The ambiguous card: R refuses and the file stays as the agent left it.
     child:feed(']f')
-    child:wait_for([[return require('acp.review').last.idx == 2]], 2000)
+    child:wait_for([[return require('acp.editor.review').last.idx == 2]], 2000)
     T.match(child:lua('return vim.wo.winbar'), 't%.txt %(before unknown%)')
     child:feed('R')
     child:wait_for([[return vim.fn.execute('messages'):find('not known') ~= nil]], 2000)
@@ -276,12 +276,12 @@ return {
     child:wait_for([[return #vim.api.nvim_list_tabpages() == 1]], 2000)
     T.eq(child:lua([[return require('acp').writes()]]), {}, 'the records are cleared')
     T.eq(T.read_file(dir .. '/a.txt'), 'A\n', 'accepting changes nothing on disk')
-    child:lua([[require('acp.review').last = nil
+    child:lua([[require('acp.editor.review').last = nil
       _G.notes = {}
       vim.notify = function(msg) table.insert(_G.notes, msg) end]])
     child:cmd('AcpReview')
     T.eq(child:lua('return #vim.api.nvim_list_tabpages()'), 1, 'no review tab opened')
-    T.eq(child:lua([[return require('acp.review').last]]), nil)
+    T.eq(child:lua([[return require('acp.editor.review').last]]), nil)
     T.eq(child:lua('return _G.notes'), { 'acp.nvim: the agent changed no files in this session' })
   end },
 }

@@ -72,7 +72,7 @@ return {
       }),
     } } })
     child:lua([[require('acp').send('edit')]])
-    child:wait_for([[return require('acp.permission').win ~= nil]])
+    child:wait_for([[return require('acp.ask.permission').win ~= nil]])
     shot(screen, 'permission-float')
   end },
 
@@ -102,7 +102,7 @@ return {
     } } })
     child:lua([[require('acp').send('fix')]])
     child:wait_for([[local v = require('acp').current()
-      return vim.tbl_contains(v:lines(), 'Building now.') and require('acp.status').win(v) ~= nil]])
+      return vim.tbl_contains(v:lines(), 'Building now.') and require('acp.chat.status').win(v) ~= nil]])
     shot(screen, 'status-area')
   end },
 

@@ -21,9 +21,9 @@ return {
     local child = H.start({ agent = { cmd = 'node', args = { js } } })
     H.open(child)
     child:lua([[require('acp').send('hello')]])
-    child:wait_for([[return #require('acp.permission').queue == 1]], 10000)
+    child:wait_for([[return #require('acp.ask.permission').queue == 1]], 10000)
     local float = table.concat(child:lua([[
-      local p = require('acp.permission')
+      local p = require('acp.ask.permission')
       return p.lines(p.queue[1])
     ]]), '\n')
     T.match(float, '%[edit%] Modifying critical configuration file')
@@ -31,7 +31,7 @@ return {
     T.match(float, 'Skip this change')
     H.enter_permission(child)
     child:lua([[
-      local p = require('acp.permission')
+      local p = require('acp.ask.permission')
       for i, o in ipairs(p.queue[1].payload.options) do
         if o.optionId == 'allow' then p.choose(i) end
       end
@@ -55,19 +55,19 @@ return {
     local child = H.start({ agent = { cmd = 'node', args = { js } } })
     H.open(child)
     local function allow()
-      child:wait_for([[return #require('acp.permission').queue == 1]], 10000)
+      child:wait_for([[return #require('acp.ask.permission').queue == 1]], 10000)
       H.enter_permission(child)
       child:lua([[
-        local p = require('acp.permission')
+        local p = require('acp.ask.permission')
         for i, o in ipairs(p.queue[1].payload.options) do
           if o.optionId == 'allow' then p.choose(i) end
         end
       ]])
     end
     child:lua([[require('acp').send('hello')]])
-    child:wait_for([[return #require('acp.permission').queue == 1]], 10000)
+    child:wait_for([[return #require('acp.ask.permission').queue == 1]], 10000)
     T.eq(child:lua([[return require('acp').send('and then this')]]), true)
-    T.eq(child:lua([[return require('acp.queue').lines(require('acp').current())[2] ]]), '⏳ queued 1: and then this')
+    T.eq(child:lua([[return require('acp.prompt.queue').lines(require('acp').current())[2] ]]), '⏳ queued 1: and then this')
     T.no_match(H.transcript_text(child), 'and then this', 'not sent while the turn runs')
     allow()
     -- The first turn ends, the queued message starts the second.

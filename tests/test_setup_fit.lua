@@ -276,8 +276,8 @@ return {
     ]])
     H.open(child)
     child:wait_for([[return require('acp').current().info.commands ~= nil]])
-    T.eq(child:lua([[return require('acp.completion').builtin_popup()]]), false)
-    child:lua([[require('acp.mention').refresh(require('acp').current().root, function() _G.listed = true end)]])
+    T.eq(child:lua([[return require('acp.prompt.popup').builtin_popup()]]), false)
+    child:lua([[require('acp.prompt.mention').refresh(require('acp').current().root, function() _G.listed = true end)]])
     child:wait_for('return _G.listed')
     -- Typing `@al` opens no built-in menu.
     child:feed('@al')
@@ -322,9 +322,9 @@ return {
     T.eq(c[1].textEdit.range.start.character, 0)
     -- With completion = 'builtin' the built-in popup stays.
     child:lua([[require('acp.config').options.completion = 'builtin']])
-    T.eq(child:lua([[return require('acp.completion').builtin_popup()]]), true)
+    T.eq(child:lua([[return require('acp.prompt.popup').builtin_popup()]]), true)
     -- The omnifunc stays in every mode.
-    T.eq(child:lua([[return vim.bo.omnifunc]]), "v:lua.require'acp.mention'.omnifunc")
+    T.eq(child:lua([[return vim.bo.omnifunc]]), "v:lua.require'acp.prompt.mention'.omnifunc")
   end },
 
   { 'nvim-cmp source: registered when cmp is loaded, called as cmp calls it', function()
@@ -342,7 +342,7 @@ return {
     ]])
     H.open(child)
     child:wait_for([[return require('acp').current().info.commands ~= nil]])
-    T.eq(child:lua([[return require('acp.completion').builtin_popup()]]), false)
+    T.eq(child:lua([[return require('acp.prompt.popup').builtin_popup()]]), false)
     child:feed('/in')
     child:wait_for([[return vim.api.nvim_get_current_line() == '/in']])
     vim.wait(100)
@@ -409,22 +409,22 @@ return {
     T.eq(child:lua([[return vim.fn.getcompletion('AcpInstall sd', 'cmdline')]]), { 'sdk-example' })
     T.contains(child:lua([[return vim.fn.getcompletion('AcpChat ', 'cmdline')]]), 'sdk-example')
     child:cmd('AcpInstall sdk-example')
-    child:wait_for([[return require('acp.install').installed('sdk-example') ~= nil
+    child:wait_for([[return require('acp.agents.install').installed('sdk-example') ~= nil
       or vim.iter(_G.notes):any(function(n) return n.msg:find('failed') ~= nil end)]], 60000)
     local notes = child:lua('return _G.notes')
     T.match(notes[#notes].msg, 'installed sdk%-example 0%.14%.1', vim.inspect(notes))
     T.match(notes[1].msg, 'installing sdk%-example: npm install @agentclientprotocol/sdk@0%.14%.1')
-    local info = child:lua([[return require('acp.install').installed('sdk-example')]])
+    local info = child:lua([[return require('acp.agents.install').installed('sdk-example')]])
     T.eq(info.version, '0.14.1')
     T.eq(info.args, { install_dir .. '/sdk-example/node_modules/@agentclientprotocol/sdk/dist/examples/agent.js' })
     -- It runs from its own prefix: :AcpChat sdk-example.
     child:cmd('AcpChat sdk-example')
     child:wait_for([[local v = require('acp').current(); return v and v.state == 'idle']], 15000)
     child:lua([[require('acp').send('hello')]])
-    child:wait_for([[return #require('acp.permission').queue == 1]], 15000)
+    child:wait_for([[return #require('acp.ask.permission').queue == 1]], 15000)
     H.enter_permission(child)
     child:lua([[
-      local p = require('acp.permission')
+      local p = require('acp.ask.permission')
       for i, o in ipairs(p.queue[1].payload.options) do
         if o.optionId == 'allow' then p.choose(i) end
       end
@@ -446,7 +446,7 @@ return {
     T.eq(res.code, 0)
     local sum = vim.system({ 'sha256sum', work .. '/agent.tar.gz' }, { text = true }):wait().stdout:match('^%x+')
     local child = Child.new()
-    local platform = child:lua([[return require('acp.install').platform()]])
+    local platform = child:lua([[return require('acp.agents.install').platform()]])
     local function registry(sha)
       local path = work .. '/registry-' .. sha:sub(1, 6) .. '.json'
       T.write_file(path, vim.json.encode({ agents = {
@@ -459,15 +459,15 @@ return {
     child:lua(RECORD_NOTIFY)
     child:lua([[require('acp').setup({ install = { registry = ..., dir = select(2, ...) } })]],
       { registry(('0'):rep(64)), work .. '/agents' })
-    local bad = child:lua([[local job = require('acp.install').install('bin-agent'); job:wait(10000); return { ok = job.ok, msg = job.message }]])
+    local bad = child:lua([[local job = require('acp.agents.install').install('bin-agent'); job:wait(10000); return { ok = job.ok, msg = job.message }]])
     T.eq(bad.ok, false)
     T.match(bad.msg, 'checksum mismatch')
-    T.eq(child:lua([[return require('acp.install').installed('bin-agent') == nil]]), true)
+    T.eq(child:lua([[return require('acp.agents.install').installed('bin-agent') == nil]]), true)
     child:lua([[require('acp').setup({ default_agent = 'bin-agent', install = { registry = ..., dir = select(2, ...) } })]],
       { registry(sum), work .. '/agents' })
-    local good = child:lua([[local job = require('acp.install').install('bin-agent'); job:wait(10000); return { ok = job.ok, msg = job.message }]])
+    local good = child:lua([[local job = require('acp.agents.install').install('bin-agent'); job:wait(10000); return { ok = job.ok, msg = job.message }]])
     T.eq(good.ok, true, good.msg)
-    T.eq(child:lua([[return require('acp.install').installed('bin-agent').cmd]]), work .. '/agents/bin-agent/bin/agent')
+    T.eq(child:lua([[return require('acp.agents.install').installed('bin-agent').cmd]]), work .. '/agents/bin-agent/bin/agent')
     child:cmd('AcpChat')
     child:wait_for([[local v = require('acp').current(); return v and v.state == 'idle']])
     child:lua([[require('acp').send('stream')]])
@@ -488,7 +488,7 @@ return {
       return 'file://' .. file
     end
     local child = Child.new()
-    local platform = child:lua([[return require('acp.install').platform()]])
+    local platform = child:lua([[return require('acp.agents.install').platform()]])
     local function setup(version, url)
       local path = work .. '/registry-' .. version .. '-' .. #url .. '.json'
       T.write_file(path, vim.json.encode({ agents = {
@@ -502,19 +502,19 @@ return {
     -- test agent exits on the closed stdin).
     local function runs()
       vim.fn.delete(work .. '/ran')
-      local info = child:lua([[return require('acp.install').installed('bin-agent')]])
+      local info = child:lua([[return require('acp.agents.install').installed('bin-agent')]])
       vim.system(vim.list_extend({ info.cmd }, info.args), { stdin = '' }):wait(5000)
       return vim.trim(T.read_file(work .. '/ran') or '')
     end
     child:lua(RECORD_NOTIFY)
     setup('1.0.0', archive('1.0.0'))
-    T.eq(child:lua([[local job = require('acp.install').install('bin-agent'); job:wait(10000); return job.ok]]), true)
+    T.eq(child:lua([[local job = require('acp.agents.install').install('bin-agent'); job:wait(10000); return job.ok]]), true)
     -- 2.0.0 whose archive is missing: the install fails, 1.0.0 stays.
     setup('2.0.0', 'file://' .. work .. '/missing.tar.gz')
     child:cmd('AcpUpdate bin-agent')
     child:wait_for([[return vim.iter(_G.notes):any(function(n) return n.msg:find('failed') ~= nil end)]], 10000)
     T.match(child:lua([[return _G.notes[#_G.notes].msg]]), '^acp%.nvim: updating bin%-agent failed: `cp` failed %(exit 1%); bin%-agent 1%.0%.0 is kept; log: ')
-    T.eq(child:lua([[return require('acp.install').installed('bin-agent').version]]), '1.0.0')
+    T.eq(child:lua([[return require('acp.agents.install').installed('bin-agent').version]]), '1.0.0')
     T.eq(runs(), '1.0.0', 'the old version still runs')
     child:cmd('AcpChat')
     child:wait_for([[local v = require('acp').current(); return v and v.state == 'idle']])
@@ -524,8 +524,8 @@ return {
     -- 2.0.0 with its archive: the update moves to it, in the same prefix.
     setup('2.0.0', archive('2.0.0'))
     child:cmd('AcpUpdate')
-    child:wait_for([[return require('acp.install').installed('bin-agent').version == '2.0.0']], 10000)
-    T.eq(child:lua([[return require('acp.install').installed('bin-agent').cmd]]), work .. '/agents/bin-agent/bin/agent')
+    child:wait_for([[return require('acp.agents.install').installed('bin-agent').version == '2.0.0']], 10000)
+    T.eq(child:lua([[return require('acp.agents.install').installed('bin-agent').cmd]]), work .. '/agents/bin-agent/bin/agent')
     T.eq(runs(), '2.0.0')
     T.eq(vim.fn.readdir(work .. '/agents'), { 'bin-agent' }, 'no staging folder left')
     -- An agent that is not installed: said so, nothing started.

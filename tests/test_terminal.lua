@@ -325,7 +325,7 @@ return {
     T.wait(function()
       return #group_of(leader) == 0
     end, 3000, 'the anchor ends with the rest of its group')
-    child:wait_for([[return next(require('acp.terminal').groups) == nil]], 3000)
+    child:wait_for([[return next(require('acp.editor.terminal').groups) == nil]], 3000)
   end },
 
   { "the anchor is no child of the command: the kernel lists only the command's own children", function()

@@ -33,7 +33,7 @@ local permission_answers = H.permission_answers
 
 local function footer(child)
   return child:lua([[
-    local p = require('acp.permission')
+    local p = require('acp.ask.permission')
     local f = vim.api.nvim_win_get_config(p.win).footer
     local out = {}
     for _, chunk in ipairs(type(f) == 'table' and f or { { f } }) do out[#out + 1] = chunk[1] end
@@ -42,7 +42,7 @@ local function footer(child)
 end
 
 local function float_lines(child)
-  return child:lua([[return vim.api.nvim_buf_get_lines(require('acp.permission').buf, 0, -1, false)]])
+  return child:lua([[return vim.api.nvim_buf_get_lines(require('acp.ask.permission').buf, 0, -1, false)]])
 end
 
 --- The output of terminal `term-N` as the agent got it (the answers to its
@@ -75,7 +75,7 @@ return {
     child:feed('<Esc>')
     local file_win = child:lua('return vim.api.nvim_get_current_win()')
     child:lua([[require('acp').send('go')]])
-    child:wait_for([[return #require('acp.permission').queue == 1 and require('acp.permission').win ~= nil]])
+    child:wait_for([[return #require('acp.ask.permission').queue == 1 and require('acp.ask.permission').win ~= nil]])
     T.eq(child:lua('return vim.api.nvim_get_current_win()'), file_win, 'the float did not take focus')
     T.match(footer(child), '<C%-a> in the chat or :AcpPermission')
     -- What issue 10 saw answer "allow always": `ahi<Esc>`; then digits and
@@ -90,7 +90,7 @@ return {
     end
     vim.wait(200)
     T.eq(child:lua('return vim.api.nvim_get_current_win()'), file_win)
-    T.eq(child:lua([[return #require('acp.permission').queue]]), 1, 'still pending')
+    T.eq(child:lua([[return #require('acp.ask.permission').queue]]), 1, 'still pending')
     T.eq(#permission_answers(paths), 0, 'the agent got no answer')
     -- `ahi<Esc>` then `i1yan<Esc>` before the 'i': the keys went to the file.
     T.match(table.concat(child:buf_lines(0), '\n'), '^xh1yan.*i$', 'the keys went to the file')
@@ -106,27 +106,27 @@ return {
     -- The grace period is long enough that keys fed right after the float
     -- takes focus land inside it even on a loaded machine; each check
     -- below also asserts it was still running when the keys were read.
-    child:wait_for([[return #require('acp.permission').queue == 2]])
+    child:wait_for([[return #require('acp.ask.permission').queue == 2]])
     child:feed('<Esc>')
     child:cmd('AcpPermission')
-    T.eq(child:lua([[return vim.api.nvim_get_current_win() == require('acp.permission').win]]), true)
+    T.eq(child:lua([[return vim.api.nvim_get_current_win() == require('acp.ask.permission').win]]), true)
     T.eq(footer(child), ' wait… ')
     child:feed('y')
     child:feed('1')
-    T.eq(child:lua([[return { #require('acp.permission').queue, require('acp.permission').armed }]]), { 2, false },
+    T.eq(child:lua([[return { #require('acp.ask.permission').queue, require('acp.ask.permission').armed }]]), { 2, false },
       'keys during the grace period answer nothing')
-    child:wait_for([[return require('acp.permission').armed]], 5000)
+    child:wait_for([[return require('acp.ask.permission').armed]], 5000)
     T.match(footer(child), 'armed')
     child:feed('n')
-    child:wait_for([[return #require('acp.permission').queue == 1]])
+    child:wait_for([[return #require('acp.ask.permission').queue == 1]])
     -- The float now shows the second request: inert again.
     T.eq(float_lines(child)[3], '[execute] second')
-    T.eq(child:lua([[return require('acp.permission').armed]]), false)
+    T.eq(child:lua([[return require('acp.ask.permission').armed]]), false)
     child:feed('y')
-    T.eq(child:lua([[return { #require('acp.permission').queue, require('acp.permission').armed }]]), { 1, false })
-    child:wait_for([[return require('acp.permission').armed]], 5000)
+    T.eq(child:lua([[return { #require('acp.ask.permission').queue, require('acp.ask.permission').armed }]]), { 1, false })
+    child:wait_for([[return require('acp.ask.permission').armed]], 5000)
     child:feed('y')
-    child:wait_for([[return #require('acp.permission').queue == 0]])
+    child:wait_for([[return #require('acp.ask.permission').queue == 0]])
     T.wait(function()
       return #permission_answers(paths) == 2
     end, 3000)
@@ -136,19 +136,19 @@ return {
 
   { 'the float is reached with the chat key and <Plug>(AcpPermission); leaving it disarms it', function()
     local child, paths = start({ perm('k1', 'make test') })
-    child:wait_for([[return #require('acp.permission').queue == 1]])
+    child:wait_for([[return #require('acp.ask.permission').queue == 1]])
     -- From the input area, in insert mode: <C-a>.
     T.eq(child:lua([[return vim.api.nvim_get_current_win() == require('acp').current().input_win]]), true)
     child:feed('<C-a>')
-    child:wait_for([[return vim.api.nvim_get_current_win() == require('acp.permission').win]])
+    child:wait_for([[return vim.api.nvim_get_current_win() == require('acp.ask.permission').win]])
     T.eq(child:lua('return vim.api.nvim_get_mode().mode'), 'n')
-    child:wait_for([[return require('acp.permission').armed]])
+    child:wait_for([[return require('acp.ask.permission').armed]])
     -- Leave and come back through a global mapping of the <Plug> key.
     child:lua([[vim.keymap.set('n', '<F5>', '<Plug>(AcpPermission)'); vim.cmd('wincmd p')]])
-    T.eq(child:lua([[return require('acp.permission').armed]]), false)
+    T.eq(child:lua([[return require('acp.ask.permission').armed]]), false)
     child:feed('<F5>')
-    child:wait_for([[return vim.api.nvim_get_current_win() == require('acp.permission').win]])
-    child:wait_for([[return require('acp.permission').armed]])
+    child:wait_for([[return vim.api.nvim_get_current_win() == require('acp.ask.permission').win]])
+    child:wait_for([[return require('acp.ask.permission').armed]])
     child:feed('y')
     child:wait_for([[return require('acp').current().turns_ended == 1]])
     T.eq(permission_answers(paths)[1].result.outcome.optionId, 'o-allow')
@@ -170,7 +170,7 @@ return {
       { message = 'text after the requests' },
       { sleep_ms = 10000 },
     })
-    child:wait_for([[return #require('acp.permission').queue == 3]])
+    child:wait_for([[return #require('acp.ask.permission').queue == 3]])
     child:wait_for([[return table.concat(require('acp').current():lines(), '\n'):match('text after the requests')]])
     local first = float_lines(child)
     T.eq(first[3], '[execute] two⏎lines')
@@ -180,11 +180,11 @@ return {
     T.contains(first, '  2/n  42  [reject once]')
     H.enter_permission(child)
     child:feed('y')
-    child:wait_for([[return #require('acp.permission').queue == 2]])
+    child:wait_for([[return #require('acp.ask.permission').queue == 2]])
     T.contains(float_lines(child), '  $ 12345')
     H.enter_permission(child)
     child:feed('n')
-    child:wait_for([[return #require('acp.permission').queue == 1]])
+    child:wait_for([[return #require('acp.ask.permission').queue == 1]])
     T.eq(float_lines(child)[3], '[execute] ls')
     H.enter_permission(child)
     child:feed('y')
@@ -206,7 +206,7 @@ return {
         options = { { optionId = 42, name = 'Allow always', kind = 'allow_always' }, { optionId = 'o-reject', name = 'Reject', kind = 'reject_once' } },
       }),
     })
-    child:wait_for([[return #require('acp.permission').queue == 1 and require('acp.permission').win ~= nil]])
+    child:wait_for([[return #require('acp.ask.permission').queue == 1 and require('acp.ask.permission').win ~= nil]])
     local lines = float_lines(child)
     T.contains(lines, '  1/n  Reject  [reject once]')
     T.no_match(table.concat(lines, '\n'), 'Allow always')
@@ -215,7 +215,7 @@ return {
     child:feed('1')
     child:wait_for([[return require('acp').current().turns_ended == 1]])
     T.eq(permission_answers(paths)[1].result.outcome.optionId, 'o-reject')
-    T.eq(child:lua([[return #require('acp.permission').queue]]), 0)
+    T.eq(child:lua([[return #require('acp.ask.permission').queue]]), 0)
   end },
 
   { 'a repeated option id: the user picking reject never answers the allow that shares its id', function()
@@ -229,7 +229,7 @@ return {
         },
       }),
     })
-    child:wait_for([[return #require('acp.permission').queue == 1 and require('acp.permission').win ~= nil]])
+    child:wait_for([[return #require('acp.ask.permission').queue == 1 and require('acp.ask.permission').win ~= nil]])
     local lines = float_lines(child)
     T.contains(lines, '  1/y  Allow  [allow once]')
     T.contains(lines, '  2/n  Reject  [reject once]')
@@ -247,7 +247,7 @@ return {
     child:lua([[
       _G.notes = {}
       vim.notify = function(msg, level) table.insert(_G.notes, { msg, level }) end
-      require('acp.permission').enqueue(require('acp').current(), { request = 977, payload = {
+      require('acp.ask.permission').enqueue(require('acp').current(), { request = 977, payload = {
         toolCall = { toolCallId = 'tc', title = 'x', kind = 'execute' },
         options = { { optionId = 'allow', name = 'Run', kind = 'allow_once' } },
       } })
@@ -258,7 +258,7 @@ return {
     local n = child:lua([[return _G.notes[1] ]])
     T.match(n[1], 'the answer was not sent: .*977')
     T.eq(n[2], vim.log.levels.ERROR)
-    T.eq(child:lua([[return #require('acp.permission').queue]]), 1, 'still queued')
+    T.eq(child:lua([[return #require('acp.ask.permission').queue]]), 1, 'still queued')
   end },
 
   { 'a float that cannot be drawn: the request shows in the chat, later ones get the float, :AcpPermission answers it', function()
@@ -279,7 +279,7 @@ return {
         end
       ]])
     end })
-    child:wait_for([[return #require('acp.permission').queue == 2 and require('acp.permission').shown ~= nil]])
+    child:wait_for([[return #require('acp.ask.permission').queue == 2 and require('acp.ask.permission').shown ~= nil]])
     child:wait_for([[return table.concat(require('acp').current():lines(), '\n'):match('still streaming')]])
     T.eq(float_lines(child)[3], '[execute] good one')
     local notices = table.concat(child:lua([[return require('acp').current():notices()]]), '\n')
@@ -290,7 +290,7 @@ return {
     child:feed('<Esc>:AcpPermission<CR>')
     child:feed('3<CR>')
     T.eq(H.wait_permission_answer(paths, 1), 'o-reject')
-    T.eq(child:lua([[return #require('acp.permission').queue]]), 1)
+    T.eq(child:lua([[return #require('acp.ask.permission').queue]]), 1)
     H.enter_permission(child)
     child:feed('y')
     T.eq(H.wait_permission_answer(paths, 2), 'o-allow')
@@ -323,7 +323,7 @@ return {
     child:wait_for([[return require('acp').current().state == 'running']])
     child:lua([[
       local v = require('acp').current()
-      require('acp.permission').enqueue(v, { request = 77, payload = {
+      require('acp.ask.permission').enqueue(v, { request = 77, payload = {
         toolCall = { toolCallId = 'tc', title = 'Run `make deploy`', kind = 'execute', rawInput = { command = 'make deploy', cwd = '/p' } },
         options = { { optionId = 'allow', name = 'Run', kind = 'allow_once' }, { optionId = 'reject', name = "Don't run", kind = 'reject_once' } },
         _client = { terminal = { command = 'make deploy', cwd = '/p', env = { STAGE = 'prod', B = 'two\nlines' } } },
@@ -368,7 +368,7 @@ return {
 
   { 'a command run through terminal/create cannot answer a pending permission through $NVIM', function()
     local dir = H.project()
-    local expr = [==[luaeval('(function() local it = require([[acp.permission]]).queue[1]; require([[acp_core]]).answer_permission(it.view.thread, it.request, [[o-always]]); return 1 end)()')]==]
+    local expr = [==[luaeval('(function() local it = require([[acp.ask.permission]]).queue[1]; require([[acp_core]]).answer_permission(it.view.thread, it.request, [[o-always]]); return 1 end)()')]==]
     -- It says what it was given, then tries; nvim's own error says why it failed.
     local attack = ('echo "NVIM=[${NVIM-unset}]"; test -x "$ACP_NVIM" && echo "nvim found";'
       .. ' "$ACP_NVIM" --server "$NVIM" --remote-expr "%s" 2>&1; echo "rc=$?"'):format(expr)
@@ -393,7 +393,7 @@ return {
     T.match(out, 'nvim found', 'the command could run nvim')
     T.match(out, 'E247: No server specified with %-%-server', 'nvim ran and failed for want of an address')
     T.no_match(out, 'rc=0')
-    T.eq(child:lua([[return #require('acp.permission').queue]]), 1, 'the request is still pending')
+    T.eq(child:lua([[return #require('acp.ask.permission').queue]]), 1, 'the request is still pending')
     T.eq(#permission_answers(paths), 0)
     -- The same command given the address does answer it: the job failed
     -- only because it was not told where the editor listens.
@@ -416,7 +416,7 @@ return {
     end, 5000)
     local pids = { tonumber(T.read_file(marker)) }
     -- The shell has exited; its background child still runs.
-    child:wait_for([[return next(require('acp.terminal').jobs) == nil]], 3000)
+    child:wait_for([[return next(require('acp.editor.terminal').jobs) == nil]], 3000)
     T.truthy(H.pid_alive(pids[1]), 'sleep 778 runs after its shell exited')
     child:stop()
     T.wait(function()
@@ -455,7 +455,7 @@ return {
       local ok3, err3 = pcall(config.setup, { terminal = { confirm = 'sometimes' } })
       vim.env.ONLY_ME, vim.env.X_TOKEN = 'a', 'b'
       config.setup({ terminal = { env_deny = { 'ONLY_*' } } })
-      local env = require('acp.terminal').env({ EXTRA = 'e' })
+      local env = require('acp.editor.terminal').env({ EXTRA = 'e' })
       return { ok1 = ok1, deny = deny, ok2 = ok2, err = err, ok3 = ok3, err3 = err3, only = env.ONLY_ME, token = env.X_TOKEN, extra = env.EXTRA }
     ]])
     T.eq(r.ok1, true)

@@ -141,11 +141,11 @@ return {
     H.open(child)
     child:lua([[require('acp').send('go')]])
     child:wait_for([[local v = require('acp').current()
-      return #require('acp.permission').queue == 1 and vim.tbl_contains(v:lines(), 'more text')]])
+      return #require('acp.ask.permission').queue == 1 and vim.tbl_contains(v:lines(), 'more text')]])
     -- A float's screen position is known after the redraw that places it:
     -- wait for that (the area is opened within the drain that shows the card).
     child:wait_for([[local v = require('acp').current()
-      local w = require('acp.status').win(v)
+      local w = require('acp.chat.status').win(v)
       vim.cmd('redraw')
       return w and vim.api.nvim_win_get_position(w)[2] == vim.api.nvim_win_get_position(v.win)[2] ]])
     local r = child:lua([[
@@ -170,7 +170,7 @@ return {
         -- The area's last row is the window's last row (a border row on top, a winbar above).
         bottom = pos[1] + 1 + cfg.height == chat[1] + 1 + vim.api.nvim_win_get_height(v.win),
         last_visible = info.botline >= last and info.topline <= last,
-        covered = require('acp.status').height(v),
+        covered = require('acp.chat.status').height(v),
         screen_rows_below = chat[1] + 1 + vim.api.nvim_win_get_height(v.win) - vim.fn.screenpos(v.win, last, 1).row,
       }
     ]])
@@ -185,7 +185,7 @@ return {
     H.enter_permission(child)
     child:feed('1')
     child:wait_for([[return require('acp').current().turns_ended == 1]], 5000)
-    T.falsy(child:lua([[return require('acp.status').win(require('acp').current())]]), 'gone when the turn ends')
+    T.falsy(child:lua([[return require('acp.chat.status').win(require('acp').current())]]), 'gone when the turn ends')
     local text = H.transcript_text(child)
     local _, plans = text:gsub('Plan · ', '')
     T.eq(plans, 1, 'the plan is rendered once in the transcript')
@@ -307,12 +307,12 @@ return {
     H.open(child)
     local function check(name)
       child:lua([[require('acp').send(...)]], { name })
-      child:wait_for([[local p = require('acp.permission'); return p.win ~= nil and p.shown ~= nil]])
+      child:wait_for([[local p = require('acp.ask.permission'); return p.win ~= nil and p.shown ~= nil]])
       return child:lua([[
         local v = require('acp').current()
         require('acp').current():scroll_to_end()
         vim.cmd('redraw')
-        local p = require('acp.permission')
+        local p = require('acp.ask.permission')
         local pos = vim.api.nvim_win_get_position(p.win)
         local cfg = vim.api.nvim_win_get_config(p.win)
         local top, bottom = pos[1] + 1, pos[1] + cfg.height + 2 -- 1-based screen rows with the border
@@ -378,7 +378,7 @@ return {
       vim.fn.writefile({ 'log line' }, log)
       vim.cmd('edit ' .. vim.fn.fnameescape(log))
       pcall(vim.cmd, 'help acp')
-      return vim.tbl_map(function(it) return it.abbr end, require('acp.mention').candidates(v, ''))
+      return vim.tbl_map(function(it) return it.abbr end, require('acp.prompt.mention').candidates(v, ''))
     ]])
     T.contains(items, 'a.lua')
     for _, it in ipairs(items) do
@@ -388,7 +388,7 @@ return {
     end
     -- Tab labels name the chat.
     child:lua([[vim.cmd('tabnew'); vim.cmd('AcpChat')]])
-    T.match(child:lua([[return require('acp.layout').tab_label(vim.api.nvim_get_current_tabpage())]]), 'ACP test')
+    T.match(child:lua([[return require('acp.chat.layout').tab_label(vim.api.nvim_get_current_tabpage())]]), 'ACP test')
     T.no_match(child:lua([[return vim.api.nvim_eval_statusline(vim.o.tabline, { use_tabline = true }).str]]), 'a//')
     -- A :AcpSend the core refuses (its errors carry a Lua traceback, as
     -- mlua raises them): a message, no traceback, no file:line.
@@ -397,7 +397,7 @@ return {
       local prompt = core.prompt
       core.prompt = function()
         core.prompt = prompt
-        error('runtime error: /x/lua/acp/core.lua:12: the agent is still answering; cancel it first (:AcpCancel)\nstack traceback:\n\t[C]: in function prompt', 0)
+        error('runtime error: /x/lua/acp/core/init.lua:12: the agent is still answering; cancel it first (:AcpCancel)\nstack traceback:\n\t[C]: in function prompt', 0)
       end
     ]])
     child:cmd('AcpSend again')

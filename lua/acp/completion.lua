@@ -1,7 +1,10 @@
---- `@` mentions and `/` commands for completion plugins, and whether the
---- built-in popup (`vim.fn.complete` from TextChangedI) steps aside.
---- The sources themselves live in lua/blink-cmp-acp (blink.cmp) and
---- lua/cmp_acp (nvim-cmp): thin adapters over `M.complete`.
+--- `@` mentions and `/` commands for completion plugins. The sources
+--- themselves live in lua/blink-cmp-acp (blink.cmp) and lua/cmp_acp
+--- (nvim-cmp): thin adapters over `M.complete`. Whether the built-in popup
+--- steps aside for them is decided in acp.prompt.popup. Above the prompt
+--- layer (its mentions and commands), below the chat (a new chat
+--- registers the nvim-cmp source).
+-- May use: prompt.
 local M = {}
 
 --- What can be completed at byte `col` (0-based) of 1-based `row` in the
@@ -14,15 +17,15 @@ local M = {}
 ---@param col integer
 ---@return { start: integer, items: { word: string, label: string, detail?: string, doc?: string, kind: 'command'|'file'|'buffer'|'special' }[] }?
 function M.complete(buf, row, line, col)
-  local mention = require('acp.mention')
+  local mention = require('acp.prompt.mention')
   local view = mention.views[buf]
   if not view then
     return nil
   end
-  local name = require('acp.commands').command_at(row, line, col)
+  local name = require('acp.prompt.slash').command_at(row, line, col)
   if name then
     local items = {}
-    for _, it in ipairs(require('acp.commands').items(view, name)) do
+    for _, it in ipairs(require('acp.prompt.slash').items(view, name)) do
       items[#items + 1] = { word = it.word, label = it.abbr, detail = it.menu, doc = it.info, kind = 'command' }
     end
     return { start = 0, items = items }
@@ -45,8 +48,6 @@ function M.complete(buf, row, line, col)
   return { start = at - 1, items = items }
 end
 
---- Whether `providers` of a blink.cmp config lists our module in the list
---- used for chat inputs.
 --- LSP CompletionItemKind values (File, Reference, Function, Keyword).
 local LSP_KIND = { file = 17, buffer = 18, command = 3, special = 14 }
 
@@ -72,62 +73,6 @@ function M.lsp_items(res, row, col)
     }
   end
   return items
-end
-
-local function blink_enabled()
-  local ok, cfg = pcall(require, 'blink.cmp.config')
-  local sources = ok and type(cfg) == 'table' and cfg.sources
-  if type(sources) ~= 'table' or type(sources.providers) ~= 'table' then
-    return false
-  end
-  local id
-  for name, p in pairs(sources.providers) do
-    if type(p) == 'table' and p.module == 'blink-cmp-acp' then
-      id = name
-    end
-  end
-  if not id then
-    return false
-  end
-  local list = type(sources.per_filetype) == 'table' and sources.per_filetype.acpchat_input or sources.default
-  if type(list) == 'function' then
-    local lok, res = pcall(list)
-    list = lok and res or {}
-  end
-  return type(list) == 'table' and vim.tbl_contains(list, id)
-end
-
---- Whether nvim-cmp's config for the current buffer lists the `acp` source.
-local function cmp_enabled()
-  local ok, cmp = pcall(require, 'cmp')
-  if not ok or type(cmp) ~= 'table' or type(cmp.get_config) ~= 'function' then
-    return false
-  end
-  local cok, cfg = pcall(cmp.get_config)
-  for _, s in ipairs(cok and type(cfg) == 'table' and cfg.sources or {}) do
-    if type(s) == 'table' and s.name == 'acp' then
-      return true
-    end
-  end
-  return false
-end
-
---- True when a loaded completion plugin has our source enabled.
-function M.plugin_source_enabled()
-  return (package.loaded['blink.cmp'] ~= nil and blink_enabled()) or (package.loaded.cmp ~= nil and cmp_enabled())
-end
-
---- Whether the built-in popup opens as `@` or `/` is typed (config
---- `completion`): 'builtin' always, 'none' never, 'auto' unless a
---- completion plugin's source is enabled. The omnifunc stays either way.
-function M.builtin_popup()
-  local mode = require('acp.config').options.completion
-  if mode == 'builtin' then
-    return true
-  elseif mode == 'none' then
-    return false
-  end
-  return not M.plugin_source_enabled()
 end
 
 --- Registers the nvim-cmp source when nvim-cmp is loaded (once).

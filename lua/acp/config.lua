@@ -1,5 +1,6 @@
 --- Configuration: one documented default table, validated in `setup()`.
 --- The plugin works without `setup()`; these defaults apply then.
+-- May use: registry.
 local M = {}
 
 --- Default configuration. Documented in `:h acp-config`.
@@ -390,6 +391,12 @@ end
 
 M.options = vim.deepcopy(M.defaults)
 
+--- Whether `id` is an entry of the registry file `path` (nil: the one the
+--- current options name, else the snapshot).
+local function in_registry(id, path)
+  return require('acp.registry').entry(id, path or M.options.install.registry) ~= nil
+end
+
 --- Applies user options on top of the defaults. Raises on invalid input.
 function M.setup(opts)
   opts = opts or {}
@@ -417,7 +424,7 @@ function M.setup(opts)
       merged.agents[name] = vim.tbl_extend('keep', agent, { args = {}, env = {}, _user_cmd = true })
     else
       local base = M.defaults.agents[name]
-      if not base and not require('acp.install').entry(agent.registry or name, opts.install and opts.install.registry or nil) then
+      if not base and not in_registry(agent.registry or name, opts.install and opts.install.registry or nil) then
         error(('acp.nvim: setup: `agents.%s.cmd` is required'):format(name), 0)
       end
       merged.agents[name] = vim.tbl_extend('force', vim.deepcopy(base or { args = {}, env = {} }), agent, { _user_args = agent.args ~= nil })
@@ -427,7 +434,7 @@ function M.setup(opts)
   local registry = merged.install.registry or nil
   if
     merged.default_agent
-    and (default == false or (default == nil and not require('acp.install').entry(merged.default_agent, registry)))
+    and (default == false or (default == nil and not in_registry(merged.default_agent, registry)))
   then
     error(('acp.nvim: setup: `default_agent` is %q, which is not in `agents`'):format(merged.default_agent), 0)
   end

@@ -1,4 +1,5 @@
 --- `:checkhealth acp`: says exactly what is missing and how to fix it.
+-- May use: config, core, agents.
 local M = {}
 
 function M.check()
@@ -94,7 +95,7 @@ end
 
 --- Node and npm, for agents distributed as npm packages.
 local function npm_agents(options)
-  local install = require('acp.install')
+  local install = require('acp.agents.install')
   local out = {}
   for _, name in ipairs(require('acp.agents').names()) do
     local a = options.agents[name]
@@ -110,7 +111,7 @@ end
 --- Each agent: its command, version and (with health.handshake) its answer.
 function M.check_agents(h, options)
   local agents = require('acp.agents')
-  local install = require('acp.install')
+  local install = require('acp.agents.install')
   h.start('acp.nvim: agents')
   for _, name in ipairs(agents.names()) do
     local label = name == options.default_agent and (name .. ' (default)') or name

@@ -2,9 +2,34 @@
 --- Public API (`:h acp-api`): the functions documented here are stable
 --- within a major version (see CHANGELOG.md); names starting with `_` are
 --- internal.
+---
+--- The modules are layers, top to bottom. A folder is a layer: its
+--- init.lua says what the layer owns and, on its `May use:` line, the
+--- layers and root modules below it that its files may require. A file
+--- requires files of its own layer or of those, never one above, and no
+--- two files require each other, not even inside a function. What a
+--- lower layer must call above it is handed down: the dispatcher gets its
+--- services registered, the chat view is passed to the modules that act
+--- on it, and nothing requires this file.
+---
+---   init.lua, health.lua   the public API and `:checkhealth acp`
+---   chat/                  a chat on screen and over its life
+---   completion.lua         `@` and `/` completion for blink.cmp and nvim-cmp
+---   prompt/                what the user sends
+---   agents/                the agents outside a turn
+---   ask/                   questions the agent asks the user
+---   editor/                what the agent reaches in this Neovim
+---   core/                  the Rust core: facade, build, dispatch, contract
+---   config.lua             the options
+---   events.lua             the User autocmds
+---   registry.lua           the ACP registry snapshot (registry.json)
+---   util/                  text and escaping helpers
+-- May use: chat, prompt, agents, ask, editor, core, config, util.
 local M = {}
 
 local config = require('acp.config')
+local chats = require('acp.chat')
+local lifecycle = require('acp.chat.lifecycle')
 
 --- Applies user options (see `:h acp-config`). Optional.
 ---@param opts? acp.Config
@@ -12,7 +37,7 @@ local config = require('acp.config')
 function M.setup(opts)
   local ok, err = pcall(config.setup, opts)
   if not ok then
-    vim.notify(require('acp.text').error(err), vim.log.levels.ERROR)
+    vim.notify(require('acp.util.text').error(err), vim.log.levels.ERROR)
     return false
   end
   if config.options.keymaps then
@@ -45,253 +70,20 @@ end
 ---@param on_done? fun(ok: boolean)
 ---@return acp.BuildHandle
 function M.build(on_done)
-  return require('acp.core').build(on_done)
+  return require('acp.core.build').run(on_done)
 end
 
---- Chats by tabpage handle (internal: use `chats()` and `current()`).
----@type table<integer, acp.ChatView>
-M._views = {}
---- Every open chat by its thread id, also those no tab shows (`:AcpChats`).
----@type table<integer, acp.ChatView>
-M._all = {}
-
-local started
-
---- Loads and initialises the core once; the facade (`acp.core`), or nil
---- (after telling the user) if it is not available.
----@return acp.core?
-function M._core()
-  local core = require('acp.core').get()
-  if not core then
-    return nil
-  end
-  if not started then
-    local ok, err = pcall(core.init, {
-      log_file = config.options.log_file,
-      log_max_bytes = config.options.log_max_bytes,
-      kept_text_max_bytes = config.options.fs.kept_text_max_bytes,
-      secret_names = config.options.terminal.env_deny,
-      dispatch = require('acp.bridge').dispatch,
-    })
-    if not ok then
-      vim.notify('acp.nvim: ' .. require('acp.text').error(err), vim.log.levels.ERROR)
-      return nil
-    end
-    started = true
-    local group = vim.api.nvim_create_augroup('acp_lifecycle', { clear = true })
-    vim.api.nvim_create_autocmd('VimLeavePre', {
-      group = group,
-      callback = function()
-        pcall(core.shutdown)
-      end,
-    })
-    vim.api.nvim_create_autocmd('TabClosed', {
-      group = group,
-      callback = function()
-        M._forget_closed_tabs()
-      end,
-    })
-  end
-  return core
-end
-
-function M._forget_closed_tabs()
-  local gone = {}
-  for tab, view in pairs(M._views) do
-    if not vim.api.nvim_tabpage_is_valid(tab) then
-      M._views[tab] = nil
-      gone[view] = true
-    end
-  end
-  -- A chat still registered to another tab (its home tab, when it has a
-  -- tab of its own with `chat.position = 'tab'`) lives on.
-  for _, view in pairs(M._views) do
-    gone[view] = nil
-  end
-  for view in pairs(gone) do
-    local core = require('acp.core')
-    if core.is_loaded() then
-      pcall(core.close_thread, view.thread)
-    end
-    view:destroy()
-  end
-end
-
-local function normalize(dir)
-  return (vim.fn.fnamemodify(dir, ':p'):gsub('(.)/$', '%1'))
-end
-
---- The project root for a new session: the nearest directory with a
---- marker; without one, the current file's directory (the current
---- directory for a buffer without a file).
-function M.project_root()
-  local root = vim.fs.root(0, config.options.root_markers)
-  if not root then
-    local name = vim.api.nvim_buf_get_name(0)
-    if name ~= '' and vim.bo.buftype == '' then
-      root = vim.fn.fnamemodify(name, ':p:h')
-    else
-      root = vim.fn.getcwd()
-    end
-  end
-  return normalize(root)
-end
-
---- Whether a session rooted at `root` would give the agent the whole home
---- directory or the whole disk.
-function M.root_too_wide(root)
-  local home = vim.uv.os_homedir()
-  return root == '/' or (home ~= nil and home ~= '' and root == normalize(home))
-end
-
---- Roots the user agreed to open a chat in (this Neovim session).
-M.wide_roots_allowed = {}
-
---- MCP servers of agent `name`: the global ones, then the agent's own (an
---- agent's server replaces a global one of the same name). Missing list
---- fields get their empty default.
-function M.mcp_servers(name)
-  local o = config.options
-  local out, index = {}, {}
-  local agent = o.agents[name] or {}
-  for _, list in ipairs({ o.mcp_servers or {}, agent.mcp_servers or {} }) do
-    for _, server in ipairs(list) do
-      local s = vim.deepcopy(server)
-      if s.type == 'http' or s.type == 'sse' then
-        s.headers = s.headers or {}
-      else
-        s.args, s.env = s.args or {}, s.env or {}
-      end
-      if s.name and index[s.name] then
-        out[index[s.name]] = s
-      else
-        out[#out + 1] = s
-        index[s.name or #out] = #out
-      end
-    end
-  end
-  return out
-end
-
-local function agent_spec(name)
-  local a, err = require('acp.agents').resolve(name)
-  if not a then
-    return nil, err
-  end
-  local root = M.project_root()
-  local o = config.options
-  local roots = {}
-  for _, r in ipairs(o.roots) do
-    -- `~` and `$VAR` (vim.fs.normalize), never expand(): no backticks run.
-    roots[#roots + 1] = (vim.fn.fnamemodify(vim.fs.normalize(r), ':p'):gsub('(.)/$', '%1'))
-  end
-  return {
-    name = name,
-    cmd = a.cmd,
-    args = a.args or {},
-    env = a.env or {},
-    cwd = root,
-    mcp_servers = M.mcp_servers(name),
-    caps = { fs_read = o.fs.read, fs_write = o.fs.write, terminal = o.terminal.enabled },
-    line_max = o.max_message_bytes,
-    timeouts = o.timeouts,
-    trace_max = o.trace.max_messages,
-    policy = {
-      roots = roots,
-      allow_read_outside = o.fs.allow_outside_roots,
-      allow_write_outside = o.fs.allow_outside_roots,
-      allow_terminal_outside = o.terminal.allow_outside_roots,
-      save_unmodified = o.fs.save_unmodified,
-      shell = o.terminal.shell,
-      terminal_confirm = o.terminal.confirm,
-      terminal_output_max_bytes = o.terminal.output_max_bytes,
-      -- [name, value] pairs, sorted (an empty Lua table is no map).
-      terminal_inert_env = (function()
-        local pairs_ = {}
-        for k, v in pairs(o.terminal.inert_env) do
-          pairs_[#pairs_ + 1] = { k, v }
-        end
-        table.sort(pairs_, function(a, b) return a[1] < b[1] end)
-        return pairs_
-      end)(),
-      protected = o.fs.protected,
-      read_max_bytes = o.fs.read_max_bytes,
-      auto_allow = o.permissions.auto_allow,
-    },
-  }
-end
-
---- Opens (or focuses) the chat of the current tab. With `agent`, a chat
---- with another agent becomes the tab's chat; the previous one is hidden
---- and stays reachable (`:AcpChats`). A chat rooted at the home directory
---- or at / is opened only after the user agrees (asked with
---- `vim.ui.select`, which may answer later); `opts.on_open(view)` runs
---- once the chat is open, at once or after that answer.
-function M.open(agent, opts)
-  opts = opts or {}
-  local tab = vim.api.nvim_get_current_tabpage()
-  local view = M._views[tab]
-  if view and (agent == nil or agent == '' or agent == view.agent) then
-    view:show(opts.focus ~= false)
-    if opts.on_open then
-      opts.on_open(view)
-    end
-    return view
-  end
-  agent = (agent and agent ~= '') and agent or config.options.default_agent
-  local spec, err = agent_spec(agent)
-  if not spec then
-    vim.notify(err, vim.log.levels.ERROR)
-    return nil
-  end
-  if M.root_too_wide(spec.cwd) and not M.wide_roots_allowed[spec.cwd] then
-    local yes = ('Open the chat in %s (the agent may read and change everything under it)'):format(spec.cwd)
-    require('acp.escape').select({ yes, 'Cancel' }, {
-      prompt = ('acp.nvim: no project found; the root would be %s'):format(spec.cwd),
-    }, function(choice)
-      if choice == yes then
-        M.wide_roots_allowed[spec.cwd] = true
-        if vim.api.nvim_tabpage_is_valid(tab) then
-          vim.api.nvim_set_current_tabpage(tab)
-          M.open(agent, opts)
-        end
-      else
-        vim.notify('acp.nvim: chat not opened (open a file inside a project, or :cd into one)')
-      end
-    end)
-    return nil
-  end
-  local core = M._core()
-  if not core then
-    return nil
-  end
-  local ok, thread = pcall(core.open_thread, spec)
-  if not ok then
-    vim.notify('acp.nvim: ' .. require('acp.text').error(thread), vim.log.levels.ERROR)
-    return nil
-  end
-  if view then
-    view:hide()
-    vim.notify(('acp.nvim: the chat with %s is kept; :AcpChats switches back'):format(view.agent))
-  end
-  view = require('acp.chat').new({ agent = agent, thread = thread, root = spec.cwd, tab = tab })
-  M._views[tab] = view
-  M._all[thread] = view
-  require('acp.bridge').register(thread, view)
-  view:show(opts.focus ~= false)
-  if opts.on_open then
-    opts.on_open(view)
-  end
-  return view
-end
-
---- The chat of the current tab, if any. Stable fields: `agent`, `thread`,
---- `state`, `root`, `tab`, `buf` (transcript), `input`, `info`; methods
---- `send(text, opts)`, `show(focus)`, `hide()`, `is_visible()`, `lines()`.
----@return acp.ChatView?
-function M.current()
-  return M._views[vim.api.nvim_get_current_tabpage()]
-end
+-- Chats. Opening, replacing and closing them is the chat layer's
+-- (acp.chat.lifecycle), and so is the registry of open chats (acp.chat);
+-- these are the same functions, documented under these names.
+M.open = lifecycle.open -- :h acp.open()
+M.reopen = lifecycle.reopen -- :h acp.reopen()
+M.current = chats.current -- :h acp.current()
+M.send = lifecycle.send -- :h acp.send()
+M.cancel = chats.cancel -- :h acp.cancel()
+M.project_root = lifecycle.project_root -- :h acp.project_root()
+M.root_too_wide = lifecycle.root_too_wide -- :h acp.root_too_wide()
+M.mcp_servers = require('acp.agents').mcp_servers -- :h acp.mcp_servers()
 
 --- A chat's state for statuslines and other plugins.
 ---@class acp.Status
@@ -312,10 +104,10 @@ end
 ---@param view acp.ChatView
 ---@return acp.Status
 local function status_of(view)
-  local controls = require('acp.controls')
+  local controls = require('acp.agents.controls')
   -- Statusline-safe: the strings come from the agent and end up in
   -- statuslines (one line, capped, `%` doubled).
-  local esc = require('acp.escape')
+  local esc = require('acp.util.escape')
   local function safe(v, max)
     return v ~= nil and v ~= vim.NIL and esc.statusline(v, max) or nil
   end
@@ -352,7 +144,7 @@ end
 ---@return acp.Status[]
 function M.chats()
   local out, seen = {}, {}
-  for tab, view in pairs(M._views) do
+  for tab, view in pairs(chats.by_tab) do
     -- A chat with a tab of its own is registered to two tabs: listed once.
     if vim.api.nvim_tabpage_is_valid(tab) and not seen[view] then
       seen[view] = true
@@ -384,54 +176,6 @@ local function chat_and_core()
   return view, core
 end
 
---- Replaces `view` with a new chat of the same agent in the same windows:
---- `opts.resume` opens that session (its history fills the fresh
---- transcript), else a new session starts. The input text, pending
---- context and queued messages move to the new chat.
-function M.reopen(view, opts)
-  opts = opts or {}
-  local spec, err = agent_spec(view.agent)
-  if not spec then
-    vim.notify(err, vim.log.levels.ERROR)
-    return nil
-  end
-  local core = M._core()
-  if not core then
-    return nil
-  end
-  spec.resume = opts.resume
-  local ok, thread = pcall(core.open_thread, spec)
-  if not ok then
-    vim.notify('acp.nvim: ' .. tostring(thread), vim.log.levels.ERROR)
-    return nil
-  end
-  local tab = view.tab
-  local new = require('acp.chat').new({
-    agent = view.agent,
-    thread = thread,
-    root = spec.cwd,
-    tab = tab,
-    history_of = opts.resume,
-  })
-  vim.api.nvim_buf_set_lines(new.input, 0, -1, false, vim.api.nvim_buf_get_lines(view.input, 0, -1, false))
-  new.context, new.queue = view.context, view.queue
-  -- The windows stay: they show the new chat's buffers.
-  local win, input_win = view.win, view.input_win
-  view.win, view.input_win = nil, nil
-  require('acp.layout').adopt(new, win, input_win)
-  pcall(core.close_thread, view.thread)
-  view:destroy()
-  M._views[tab] = new
-  M._all[thread] = new
-  require('acp.bridge').register(thread, new)
-  if new.win then
-    new:_update_winbar()
-  end
-  require('acp.context').render(new)
-  require('acp.queue').render(new)
-  return new
-end
-
 --- `:AcpNew`: a fresh session in the current chat.
 function M.new_session()
   local view = M.current()
@@ -444,36 +188,36 @@ end
 --- `:AcpSessions`: the agent's sessions, to resume, close or delete.
 function M.sessions()
   local view = chat_and_core()
-  return view and require('acp.sessions').pick(view)
+  return view and require('acp.agents.sessions').pick(view, lifecycle.reopen)
 end
 
 --- `:AcpResume [id]`: opens a session (default: this chat's last one).
 function M.resume(id)
   local view = chat_and_core()
-  return view and require('acp.sessions').resume(view, id)
+  return view and require('acp.agents.sessions').resume(view, id, lifecycle.reopen)
 end
 
 --- `:AcpConfig [id [value]]`: the agent's config options.
 function M.config(id, value)
   local view = chat_and_core()
-  return view and require('acp.controls').config(view, id, value)
+  return view and require('acp.agents.controls').config(view, id, value)
 end
 
 --- `:AcpModel [id]`: the `model` config option, else the legacy models.
 function M.model(id)
   local view = chat_and_core()
-  return view and require('acp.controls').model(view, id)
+  return view and require('acp.agents.controls').model(view, id)
 end
 
 --- `:AcpQueue [edit|drop {n}|clear]`: messages waiting for the turn to end.
 function M.queue(args)
   local view = chat_and_core()
-  return view and require('acp.queue').command(view, args)
+  return view and require('acp.prompt.queue').command(view, args)
 end
 
 --- `:AcpElicitation`: moves into the agent's request for input.
 function M.elicitation()
-  return require('acp.elicitation').focus()
+  return require('acp.ask.elicitation').focus()
 end
 
 --- `:AcpLogout`: signs out (`logout`) when the agent supports it.
@@ -486,69 +230,13 @@ function M.logout()
   if not (type(caps.auth) == 'table' and caps.auth.logout ~= nil and caps.auth.logout ~= false) then
     return vim.notify(('acp.nvim: %s does not support logout'):format(view.agent), vim.log.levels.WARN)
   end
-  require('acp.controls').request(view, 'logout', vim.empty_dict(), function(ev)
+  require('acp.agents.controls').request(view, 'logout', vim.empty_dict(), function(ev)
     if ev.error then
       vim.notify('acp.nvim: logout failed: ' .. ev.error, vim.log.levels.ERROR)
     else
       vim.notify(('acp.nvim: signed out of %s'):format(view.agent))
     end
   end)
-end
-
---- Sends `text` to the current tab's chat, opening it (without moving the
---- cursor) when needed. `opts.context`: items attached to this prompt
---- only (see `acp.context`), besides the chat's pending ones. Returns true
---- when the prompt was sent (or waits for the agent to be ready).
----@param text string
----@param opts? { context?: table[] }
----@return boolean
-function M.send(text, opts)
-  if type(text) ~= 'string' or vim.trim(text) == '' then
-    vim.notify('acp.nvim: :AcpSend needs a message', vim.log.levels.WARN)
-    return false
-  end
-  local view = M.current()
-  if not view then
-    local win = vim.api.nvim_get_current_win()
-    local sent
-    M.open(nil, {
-      focus = false,
-      on_open = function(v)
-        if vim.api.nvim_win_is_valid(win) then
-          vim.api.nvim_set_current_win(win)
-        end
-        sent = v:send(text, opts)
-      end,
-    })
-    -- nil: the user is asked about the root first; sent after a yes.
-    return sent ~= false
-  elseif not view:is_visible() then
-    local win = vim.api.nvim_get_current_win()
-    view:show(false)
-    vim.api.nvim_set_current_win(win)
-  end
-  return view ~= nil and view:send(text, opts)
-end
-
---- Cancels the running turn of the current tab's chat. True when a turn
---- was running.
----@return boolean
-function M.cancel()
-  local view = M.current()
-  local core = loaded_core()
-  if not (view and core) then
-    vim.notify('acp.nvim: no chat in this tab')
-    return false
-  end
-  local ok, res = pcall(core.cancel, view.thread)
-  if not ok then
-    vim.notify('acp.nvim: ' .. require('acp.text').error(res), vim.log.levels.WARN)
-    return false
-  end
-  if not res then
-    vim.notify('acp.nvim: nothing to cancel')
-  end
-  return res
 end
 
 --- Opens a log in a split: the core's log, or the build log with 'build'.
@@ -565,26 +253,26 @@ end
 --- `:AcpTrace`: the protocol trace of the current chat's agent.
 function M.trace()
   local view, core = chat_and_core()
-  return view and require('acp.trace').open(view, core)
+  return view and require('acp.agents.trace').open(view, core)
 end
 
 --- `:AcpTraceSave {file}`: the trace as JSONL, secrets redacted.
 function M.trace_save(path)
   local view, core = chat_and_core()
-  return view and require('acp.trace').save(view, core, path)
+  return view and require('acp.agents.trace').save(view, core, path)
 end
 
 --- Opens a terminal's output (`:AcpTerminal {id}`) of the current chat.
 function M.open_terminal(id)
   local view = chat_and_core()
-  return view and require('acp.terminal').open(view, id)
+  return view and require('acp.editor.terminal').open(view, id)
 end
 
 --- `:AcpReview`: every file the session changed, against its text from
 --- before the session.
 function M.review()
   local view = chat_and_core()
-  return view and require('acp.review').review(view)
+  return view and require('acp.editor.review').review(view)
 end
 
 --- `:AcpDiff`: reviews the diff of the card under the cursor (in the
@@ -594,7 +282,7 @@ function M.diff()
   if not view then
     return
   end
-  local review = require('acp.review')
+  local review = require('acp.editor.review')
   if vim.api.nvim_get_current_buf() == view.buf then
     local index, kind = view:entry_at(vim.api.nvim_win_get_cursor(0)[1] - 1)
     local e = kind == 'tool_call' and core.entry(view.thread, index)
@@ -638,10 +326,10 @@ local function choose_from_agent(what, items, id, apply, view, core)
     )
     return
   end
-  require('acp.escape').select(items, {
+  require('acp.util.escape').select(items, {
     prompt = what[1],
     format_item = function(it)
-      local of = require('acp.text').of
+      local of = require('acp.util.text').of
       return (of(it.name) or of(it.id) or '?') .. (it.description and (': ' .. (of(it.description) or '')) or '')
     end,
   }, function(it)
@@ -662,7 +350,7 @@ function M.auth(method)
     return choose_from_agent({ 'sign-in method', 'methods' }, methods, method, function(c, v, id)
       for _, m in ipairs(methods) do
         if m.id == id then
-          return require('acp.auth').sign_in(v, m)
+          return require('acp.ask.auth').sign_in(v, m)
         end
       end
       c.authenticate(v.thread, id)
@@ -674,7 +362,7 @@ end
 --- ask / code / plan); without an id, pick from the list.
 function M.mode(id)
   local view, core = chat_and_core()
-  if view and require('acp.controls').mode(view, id) then
+  if view and require('acp.agents.controls').mode(view, id) then
     -- The agent's `mode` config option (it wins over the legacy modes).
     return
   end
@@ -688,7 +376,7 @@ end
 --- `:AcpLocations`: the session's quickfix list of tool-call locations.
 function M.locations()
   local view = chat_and_core()
-  return view and require('acp.quickfix').open(view)
+  return view and require('acp.chat.quickfix').open(view)
 end
 
 --- Files the current chat's agent wrote: { path, time, tool_call_id, ... }.
@@ -708,3 +396,5 @@ function M.export()
 end
 
 return M
+
+

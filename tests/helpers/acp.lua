@@ -87,7 +87,7 @@ end
 --- its grace period is over (its keys answer from then on).
 function H.enter_permission(child)
   child:cmd('AcpPermission')
-  child:wait_for([[local p = require('acp.permission')
+  child:wait_for([[local p = require('acp.ask.permission')
     return p.armed and vim.api.nvim_get_current_win() == p.win]], 3000)
 end
 

@@ -1,0 +1,107 @@
+--- Sign-in methods an agent offers (`authMethods` of `initialize`):
+--- - `agent` (default): `authenticate` with the method's id;
+--- - `terminal`: the agent's own command, with the method's `args` appended
+---   and its `env` added, runs in a terminal window; exit 0 is success,
+---   after which the chat opens its session again;
+--- - `env_var`: the user is told which variable to set (and where to get
+---   its value); the agent reads it when it starts.
+local config = require('acp.config')
+
+local M = {}
+
+local function notify(msg, level)
+  vim.notify('acp.nvim: ' .. msg, level or vim.log.levels.INFO)
+end
+
+--- The variables an `env_var` method names (`varName`, or `vars[].name`).
+function M.env_vars(method)
+  local out = {}
+  if type(method.varName) == 'string' then
+    out[#out + 1] = method.varName
+  end
+  for _, v in ipairs(type(method.vars) == 'table' and method.vars or {}) do
+    if type(v) == 'table' and type(v.name) == 'string' then
+      out[#out + 1] = v.name
+    end
+  end
+  return out
+end
+
+--- The command line of a `terminal` method: the agent's configured
+--- command and args, then the method's args.
+function M.terminal_argv(agent, method)
+  local argv = { agent.cmd }
+  vim.list_extend(argv, agent.args or {})
+  for _, a in ipairs(type(method.args) == 'table' and method.args or {}) do
+    argv[#argv + 1] = tostring(a)
+  end
+  return argv
+end
+
+--- Runs a `terminal` sign-in in a terminal window below the current one.
+function M.terminal(view, method)
+  local agent = config.options.agents[view.agent]
+  local argv = M.terminal_argv(agent, method)
+  local env = vim.tbl_extend('force', agent.env or {}, type(method.env) == 'table' and method.env or {})
+  vim.cmd('botright 15new')
+  local buf = vim.api.nvim_get_current_buf()
+  vim.bo[buf].bufhidden = 'wipe'
+  local ok, job = pcall(vim.fn.jobstart, argv, {
+    term = true,
+    cwd = view.root,
+    -- Without Neovim's own variables: the login command cannot drive the editor.
+    env = require('acp.editor.terminal').env(env, { keep_secrets = true }),
+    clear_env = true,
+    on_exit = function(_, code)
+      vim.schedule(function()
+        M.last_exit = code
+        if code == 0 then
+          notify(('signed in with `%s`; opening the session'):format(method.id))
+          pcall(require('acp.core').reconnect, view.thread)
+        else
+          notify(('sign-in with `%s` failed (exit %d)'):format(method.id, code), vim.log.levels.ERROR)
+        end
+      end)
+    end,
+  })
+  if not ok or job <= 0 then
+    notify(('cannot run `%s`: %s'):format(table.concat(argv, ' '), tostring(ok and job or job)), vim.log.levels.ERROR)
+    return false
+  end
+  vim.cmd('startinsert')
+  return true
+end
+
+--- Signs in with `method` (one of the agent's `authMethods`).
+function M.sign_in(view, method)
+  local kind = method.type or 'agent'
+  if kind == 'terminal' then
+    return M.terminal(view, method)
+  elseif kind == 'env_var' then
+    local vars = M.env_vars(method)
+    local where = ''
+    if type(method.link) == 'string' then
+      -- The agent's link: one line, and its real host named when text
+      -- before `@` (`https://accounts.google.com@evil.example/`) dresses
+      -- it up as another site.
+      local esc = require('acp.util.escape')
+      local parts = esc.url(method.link)
+      local warn = parts and parts.userinfo and (', a page on ' .. esc.url_target(method.link)) or ''
+      where = (' (get it at %s%s)'):format(esc.line(method.link, 400), warn)
+    end
+    notify(
+      ('%s signs in with the environment variable %s%s: set it in agents.%s.env or in your shell, then :AcpNew'):format(
+        view.agent,
+        #vars > 0 and table.concat(vars, ', ') or '?',
+        where,
+        view.agent
+      ),
+      vim.log.levels.WARN
+    )
+    return false
+  end
+  require('acp.core').authenticate(view.thread, method.id)
+  return true
+end
+
+return M

@@ -1,0 +1,161 @@
+--- What a drain's events mean for the `User` autocmds (acp.events): read
+--- once per `ChatView:apply`, after the buffer edits, with what each chat
+--- already announced (its session, its cards, its disk writes) so that
+--- each occurrence fires once.
+local autocmds = require('acp.events')
+
+local M = {}
+
+-- What was already announced, per chat (weak: a closed chat is forgotten).
+local seen = setmetatable({}, { __mode = 'k' })
+
+local function seen_of(view)
+  local s = seen[view]
+  if not s then
+    s = { session = nil, cards = {}, writes = {} }
+    seen[view] = s
+  end
+  return s
+end
+
+local function card_key(c)
+  local locs = {}
+  for _, l in ipairs(c.locations or {}) do
+    locs[#locs + 1] = tostring(l.path) .. ':' .. tostring(l.line or '')
+  end
+  return table.concat({ tostring(c.kind), tostring(c.status), tostring(c.client_state), tostring(c.title), table.concat(locs, ',') }, '\0')
+end
+
+local function locations(c)
+  local out = {}
+  for _, l in ipairs(c.locations or {}) do
+    out[#out + 1] = { path = l.path, line = l.line }
+  end
+  return out
+end
+
+local finished = { completed = true, failed = true }
+
+--- Files this chat's agent wrote to disk through `fs/write_text_file`
+--- (not in a buffer: buffer writes are announced where they happen).
+local function disk_writes(view, s)
+  local core = require('acp.core')
+  if not core.is_loaded() then
+    return
+  end
+  local ok, records = pcall(core.writes, view.thread)
+  if not ok then
+    return
+  end
+  for _, r in ipairs(records or {}) do
+    local before = s.writes[r.path] or 0
+    if r.changes > before then
+      s.writes[r.path] = r.changes
+      if r.target == 'disk' then
+        local buf = vim.fn.bufnr(r.path)
+        autocmds.emit('AcpFileChanged', {
+          path = r.path,
+          bufnr = buf > 0 and buf or nil,
+          by = 'agent',
+          how = 'disk',
+          agent = view.agent,
+          thread = view.thread,
+        })
+      end
+    end
+  end
+end
+
+--- Reads one drain's events of `view` after they were applied, and queues
+--- the autocmds they mean. Called once per `ChatView:apply`.
+---@param view acp.ChatView
+---@param events acp.Event[]
+function M.observe(view, events)
+  local s = seen_of(view)
+  local writes_due = false
+  -- The chat's own wording of an error: the notice entry shown with it.
+  local notice
+  for _, ev in ipairs(events) do
+    local t = ev.type
+    if t == 'added' and ev.kind == 'notice' and type(ev.lines) == 'table' then
+      notice = vim.trim(table.concat(ev.lines, ' '))
+    elseif t == 'session' and ev.session_id ~= s.session then
+      s.session = ev.session_id
+      autocmds.emit('AcpSessionStart', { agent = view.agent, thread = view.thread, session_id = ev.session_id, cwd = view.root })
+    elseif t == 'turn_started' then
+      autocmds.emit('AcpTurnStart', { agent = view.agent, thread = view.thread, session_id = s.session, turn = ev.turn })
+    elseif t == 'turn_ended' then
+      writes_due = true
+      autocmds.emit('AcpTurnEnd', {
+        agent = view.agent,
+        thread = view.thread,
+        session_id = s.session,
+        turn = ev.turn,
+        stop_reason = ev.stop_reason,
+        duration_ms = ev.duration_ms,
+        usage = view.info.usage,
+      })
+      if ev.stop_reason == 'error' then
+        autocmds.emit('AcpError', {
+          agent = view.agent,
+          thread = view.thread,
+          source = 'turn',
+          message = notice or 'the prompt failed',
+        })
+      end
+    elseif t == 'card' and type(ev.card) == 'table' then
+      local c = ev.card
+      local key = card_key(c)
+      if s.cards[ev.index] ~= key then
+        s.cards[ev.index] = key
+        writes_due = writes_due or finished[c.status] == true
+        autocmds.emit('AcpToolCall', {
+          agent = view.agent,
+          thread = view.thread,
+          index = ev.index,
+          id = c.id,
+          kind = c.kind,
+          status = c.status,
+          client_state = c.client_state,
+          title = c.title,
+          locations = locations(c),
+        })
+      end
+    elseif t == 'permission' then
+      local call = type(ev.payload) == 'table' and ev.payload.toolCall or {}
+      local options = {}
+      for _, o in ipairs(type(ev.payload) == 'table' and ev.payload.options or {}) do
+        options[#options + 1] = { id = o.optionId, name = o.name, kind = o.kind }
+      end
+      local kind = call.kind
+      if not kind then
+        for _, c in pairs(view.cards) do
+          if c.id == call.toolCallId then
+            kind = c.kind
+          end
+        end
+      end
+      autocmds.emit('AcpPermissionRequest', {
+        agent = view.agent,
+        thread = view.thread,
+        request = ev.request,
+        id = call.toolCallId,
+        title = call.title,
+        kind = kind,
+        options = options,
+      })
+    elseif t == 'status' and ev.state == 'disconnected' then
+      autocmds.emit('AcpError', {
+        agent = view.agent,
+        thread = view.thread,
+        source = 'agent',
+        message = notice or 'the agent disconnected',
+      })
+    end
+  end
+  if writes_due then
+    disk_writes(view, s)
+  end
+end
+
+return M

@@ -1,0 +1,353 @@
+--- How one drained batch of a chat's events reaches its view (the other
+--- half of acp.chat.view, whose buffer primitives it calls): the text
+--- events become as few buffer edits as possible, the state events update
+--- the view's fields, and once the batch is in, the chat catches up once
+--- (highlighting, folds, cards, the status area, the winbar, the scroll,
+--- the disk check, the queue, the User autocmds).
+local api = vim.api
+local text = require('acp.util.text')
+
+local M = {}
+
+--- Metadata events: event type -> { key in `view.info`, field of the event }.
+local info_field = {
+  session = { 'session', 'session_id' },
+  title = { 'title', 'title' },
+  mode = { 'mode', 'mode_id' },
+  modes = { 'modes', 'modes' },
+  commands = { 'commands', 'commands' },
+  config_options = { 'config_options', 'options' },
+  models = { 'models', 'models' },
+  usage = { 'usage', 'usage' },
+}
+
+-- Tool calls after which buffers are checked against the disk, once they
+-- are finished.
+local sync_kinds = { edit = true, delete = true, move = true }
+local finished = { completed = true, failed = true }
+
+-- Highlighting -------------------------------------------------------------------
+
+-- One drain (one frame) bringing more agent text than this is a flood: far
+-- above any model's token rate (16 KB per 16-40 ms frame is 0.4-1 MB/s).
+-- Tree-sitter re-parses after every frame's edit, in time proportional to
+-- the whole transcript, and until a parse completes Neovim does not flush
+-- the screen; so highlighting pauses during a flood.
+local FLOOD_BYTES = 16 * 1024
+-- It resumes once the turn ended or the stream has been calm this long.
+local CALM_MS = 500
+-- And not on a transcript larger than this (one full parse on resume).
+local HIGHLIGHT_MAX_BYTES = 1024 * 1024
+
+--- Finished entries get frozen highlights, parsed once each; the buffer's
+--- parser covers only the live entry (the last one while a turn runs), so
+--- the cost of a frame does not grow with the chat. An entry re-rendered
+--- after it finished (a tool card's update) is frozen again.
+local function freeze(view, touched)
+  local md = require('acp.chat.markdown')
+  if not md.per_entry() or view.last_index == nil then
+    return
+  end
+  local buf = view.buf
+  local live = view.state == 'running' and view.last_index or nil
+  for index in pairs(view.entries) do
+    if index ~= live and (not view.frozen[index] or touched[index]) then
+      local first, last = view:entry_range(index)
+      -- The entry that was live as the turn ended is still highlighted by the
+      -- parser: it is frozen on the next turns of the event loop, so that the
+      -- turn's last frame is not delayed.
+      md.freeze(buf, first, last, live == nil and index == view.last_index)
+      view.frozen[index] = true
+    end
+  end
+  -- Between turns the parser keeps the last entry (no edits, no parsing);
+  -- after a restart it starts at the end.
+  local row
+  if live then
+    row = view:entry_range(live)
+  elseif view.live_row == nil then
+    row = api.nvim_buf_line_count(buf)
+  end
+  if live and view.frozen[live] then
+    view.frozen[live] = nil
+    api.nvim_buf_clear_namespace(buf, md.ns, row, -1)
+  end
+  if row and row ~= view.live_row and md.active(buf) then
+    view.live_row = row
+    md.live(buf, row)
+  end
+end
+
+--- Pauses highlighting during a flood and resumes it afterwards.
+local function highlight_policy(view, text_bytes, touched)
+  local md = require('acp.chat.markdown')
+  local now = vim.uv.now()
+  local flood = text_bytes > FLOOD_BYTES and view.state == 'running'
+  if flood then
+    view.flood_at = now
+    if md.active(view.buf) then
+      md.stop(view.buf)
+      view.highlight_paused = true
+    end
+  elseif view.highlight_paused and (view.state ~= 'running' or now - (view.flood_at or 0) >= CALM_MS) then
+    view.highlight_paused = nil
+    local size = api.nvim_buf_get_offset(view.buf, api.nvim_buf_line_count(view.buf))
+    if md.per_entry() then
+      -- The parser starts on the live entry (or past the end between turns).
+      local live = view.state == 'running' and view.last_index
+      local row = live and view:entry_range(live) or api.nvim_buf_line_count(view.buf)
+      md.start(view.buf, row)
+      view.live_row = row
+    elseif size <= HIGHLIGHT_MAX_BYTES then
+      md.start(view.buf)
+    end
+  end
+  freeze(view, touched or {})
+end
+
+-- One drain -------------------------------------------------------------------------
+
+--- What one drain changed so far, and the buffer edits that wait. Buffer
+--- edits wait until something needs the buffer as the events left it:
+--- appends to the last entry already shown (`pending`, `parts`), and new
+--- entries with their own appends and re-renders (`fresh`, `at`).
+---@class acp.chat.Drain
+---@field view acp.ChatView
+---@field touched table<integer, true> Entries whose text or card changed.
+---@field bytes integer Agent text that arrived (the flood measure).
+---@field meta boolean Something the winbar shows changed.
+---@field disk_due boolean An edit-like tool call finished or the turn ended: check the disk.
+---@field turn_over boolean The turn ended.
+---@field pending? integer The shown entry the waiting appends go to.
+---@field parts? string[] Their texts.
+---@field fresh? table[] New entries ({ index, kind, lines }), in order.
+---@field at? table<integer, table> The same, by index.
+
+--- Writes the edits that wait: the appends to a shown entry, then the new
+--- entries (with one buffer edit; one by one when one of them fails).
+local function flush(d)
+  local view = d.view
+  if d.pending then
+    local ev = { type = 'appended', index = d.pending, text = table.concat(d.parts) }
+    d.pending, d.parts = nil, nil
+    view:_guard(ev, view._append, view, ev)
+  end
+  if d.fresh then
+    local list = d.fresh
+    d.fresh, d.at = nil, nil
+    if not pcall(view._add_many, view, list) then
+      -- One of them cannot be shown: add them one by one.
+      for _, new in ipairs(list) do
+        if not view.entries[new.index] then
+          view:_guard(new, view._add, view, new)
+        end
+      end
+    end
+  end
+end
+
+--- Text for an entry: into a new entry's lines when it is new in this
+--- drain, else merged with the other appends to the same shown entry.
+local function appended(d, ev)
+  local new = d.at and d.at[ev.index]
+  if new then
+    -- Into a new entry's lines: the text continues its last line.
+    local pieces = text.split(ev.text)
+    local lines = new.lines
+    if #lines == 0 then
+      lines[1] = ''
+    end
+    lines[#lines] = lines[#lines] .. pieces[1]
+    for i = 2, #pieces do
+      lines[#lines + 1] = pieces[i]
+    end
+  else
+    if d.pending ~= ev.index then
+      flush(d)
+      d.pending, d.parts = ev.index, {}
+    end
+    d.parts[#d.parts + 1] = ev.text
+  end
+  if new == nil or new.kind ~= 'user' then
+    d.bytes = d.bytes + #ev.text
+  end
+  d.touched[ev.index] = true
+end
+
+--- A new entry: kept with this drain's other new entries, added at once.
+local function added(d, ev)
+  d.fresh, d.at = d.fresh or {}, d.at or {}
+  local new = { type = ev.type, index = ev.index, kind = ev.kind, lines = text.safe_lines(ev.lines) }
+  d.fresh[#d.fresh + 1] = new
+  d.at[ev.index] = new
+  d.touched[ev.index] = true
+  if ev.kind ~= 'user' then
+    for _, l in ipairs(new.lines) do
+      d.bytes = d.bytes + #l + 1
+    end
+  end
+end
+
+--- Events that change the view's state, not its buffer, by type.
+---@type table<string, fun(d: acp.chat.Drain, ev: table)>
+local on_state = {}
+
+function on_state.status(d, ev)
+  local view = d.view
+  if ev.state == 'disconnected' and view.state ~= 'disconnected' then
+    vim.schedule(function()
+      require('acp.agents.sessions').offer_after_exit(view)
+    end)
+  end
+  if ev.state == 'running' then
+    -- A running turn that reports again (cancelling) is the same turn.
+    if view.state ~= 'running' then
+      view.turns_started = view.turns_started + 1
+    end
+  elseif view.state == 'running' then
+    view.turns_ended = view.turns_ended + 1
+    d.disk_due, d.turn_over = true, true
+  end
+  view.state = ev.state
+  view.status_detail = ev.detail
+  d.meta = true
+end
+
+--- A tool card's metadata (acp.CardMeta), right after its rendering.
+function on_state.card(d, ev)
+  local view = d.view
+  local card, prev = ev.card, view.cards[ev.index]
+  if sync_kinds[card.kind] and finished[card.status] and not (prev and finished[prev.status]) then
+    d.disk_due = true
+  elseif sync_kinds[card.kind] and (card.status == 'pending' or card.client_state == 'waiting_for_you') then
+    -- Announced or asking permission, not run yet: the texts before it
+    -- of the files it names (for review of files no buffer holds).
+    view:_guard(ev, require('acp.editor.sync').snapshot, view, card)
+  end
+  view.cards[ev.index] = card
+  d.touched[ev.index] = true
+end
+
+function on_state.turn_ended(d, ev)
+  if type(ev.usage) == 'table' then
+    d.view.info.turn_usage = ev.usage
+    d.meta = true
+  end
+end
+
+function on_state.terminal_output(d, ev)
+  require('acp.editor.terminal').append(d.view.thread, ev.id, ev.data)
+end
+
+--- The agent's info and capabilities, right before the chat is ready.
+function on_state.agent(d, ev)
+  local view = d.view
+  view.agent_name, view.agent_info = ev.name, ev.info
+  view.capabilities = type(ev.capabilities) == 'table' and ev.capabilities or {}
+end
+
+--- Events that need the buffer as the events so far left it.
+local function in_order(d, ev)
+  local view = d.view
+  flush(d)
+  local t = ev.type
+  if t == 'replaced' then
+    d.touched[ev.index] = true
+    view:_replace(ev)
+  elseif t == 'permission' then
+    require('acp.ask.permission').enqueue(view, ev)
+  elseif t == 'permission_done' then
+    require('acp.ask.permission').done(view, ev.request)
+  end
+end
+
+local function handle(d, ev)
+  local t = ev.type
+  if t == 'appended' then
+    appended(d, ev)
+  elseif t == 'added' then
+    added(d, ev)
+  elseif t == 'replaced' and d.at and d.at[ev.index] then
+    -- A new entry re-rendered before it was shown: only its lines change.
+    d.at[ev.index].lines = text.safe_lines(ev.lines)
+    d.touched[ev.index] = true
+  elseif on_state[t] then
+    on_state[t](d, ev)
+  elseif info_field[t] then
+    -- Session metadata: one typed event per thing (see acp.ThreadEvent in types.lua).
+    local key, field = info_field[t][1], info_field[t][2]
+    d.view.info[key] = ev[field]
+    d.meta = true
+  else
+    in_order(d, ev)
+  end
+end
+
+--- Once the batch is in: everything that depends on the whole drain, each
+--- step once.
+local function catch_up(d, events, follow)
+  local view = d.view
+  view:_guard(nil, function()
+    highlight_policy(view, d.bytes, d.touched)
+    view:_refold(d.touched)
+    -- Tool cards and plan: long-card folds, quickfix, follow mode, colours.
+    require('acp.chat.activity').after_apply(view, d.touched)
+    -- The running turn's status area (plan, running tool, permissions).
+    require('acp.chat.status').update(view)
+  end)
+  -- Setting 'winbar' redraws the window: only when its text can change.
+  if d.meta or not view._winbar_set then
+    view._winbar_set = true
+    view:_guard(nil, view._update_winbar, view)
+  end
+  if follow then
+    view:scroll_to_end(follow)
+  end
+  if #view.agent_waiters > 0 and view:_agent_settled() then
+    -- Outside the drain: the callbacks may send a prompt.
+    vim.schedule(function()
+      view:_release_agent_waiters()
+    end)
+  end
+  if d.disk_due then
+    require('acp.editor.sync').after_apply(view, d.turn_over)
+  end
+  if #view.queue > 0 then
+    local queue = require('acp.prompt.queue')
+    view:_guard(nil, queue.render, view)
+    if view.state == 'idle' then
+      -- Outside the drain: sending re-enters the core.
+      vim.schedule(function()
+        queue.flush(view)
+      end)
+    end
+  end
+  -- User autocmds (acp.events): read now, fired after this drain.
+  view:_guard(nil, require('acp.chat.announce').observe, view, events)
+end
+
+--- Applies a run of events for the view's thread (one drain's worth).
+--- Appends to the same entry are merged, so the buffer gets one edit per
+--- message per drain; the windows follow the end once. Each event is
+--- applied on its own: one that fails is logged and shown as an error
+--- line, and the rest still applies.
+---@param view acp.ChatView
+---@param events acp.Event[]
+function M.apply(view, events)
+  local buf = view.buf
+  if not api.nvim_buf_is_valid(buf) then
+    return
+  end
+  local follow = view:_following()
+  ---@type acp.chat.Drain
+  local d = { view = view, touched = {}, bytes = 0, meta = false, disk_due = false, turn_over = false }
+  vim.bo[buf].modifiable = true
+  for _, ev in ipairs(events) do
+    view:_guard(ev, handle, d, ev)
+  end
+  view:_guard(nil, flush, d)
+  vim.bo[buf].modifiable = false
+  catch_up(d, events, follow)
+end
+
+return M

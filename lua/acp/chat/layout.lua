@@ -1,0 +1,233 @@
+--- The chat's windows as a pair that survives the user:
+--- * closing either window (`:q`, `<C-w>c`) closes the other one too, and
+---   the next `:AcpChat` brings both back at the size the user last gave;
+--- * `:AcpChat` toggles (acp.chat.commands); `:AcpChat {other agent}`
+---   opens another chat and keeps the first one reachable (`:AcpChats`
+---   lists and switches);
+--- * `chat.position = 'tab'`: the chat's own tab is registered too, so every
+---   command works there.
+local api = vim.api
+local chats = require('acp.chat')
+
+local M = {}
+
+local group = api.nvim_create_augroup('acp_layout', { clear = true })
+
+local function valid(win)
+  return win ~= nil and api.nvim_win_is_valid(win)
+end
+
+--- Keeps the user's sizes of the pair (read before a window goes).
+function M.remember(view)
+  local size = view.size
+  if valid(view.win) then
+    size.width = api.nvim_win_get_width(view.win)
+    size.height = api.nvim_win_get_height(view.win)
+  end
+  if valid(view.input_win) then
+    size.input = api.nvim_win_get_height(view.input_win)
+  end
+end
+
+--- Closes `win`; the last window of the last tab is emptied instead
+--- (Neovim cannot close it).
+local function close_or_empty(win)
+  if not valid(win) then
+    return
+  end
+  local tab = api.nvim_win_get_tabpage(win)
+  if #api.nvim_tabpage_list_wins(tab) > 1 or #api.nvim_list_tabpages() > 1 then
+    pcall(api.nvim_win_close, win, true)
+    return
+  end
+  vim.wo[win].winfixbuf = false
+  api.nvim_win_call(win, function()
+    vim.cmd('enew')
+  end)
+end
+
+--- Called by `ChatView:show` for each new chat window: closing it closes
+--- its partner.
+function M.watch(view, win)
+  api.nvim_create_autocmd('WinClosed', {
+    group = group,
+    pattern = tostring(win),
+    once = true,
+    callback = function()
+      if view.win ~= win and view.input_win ~= win then
+        return
+      end
+      M.remember(view)
+      local other = view.win == win and view.input_win or view.win
+      view.win, view.input_win = nil, nil
+      -- Not from inside WinClosed: Neovim refuses to close windows there.
+      vim.schedule(function()
+        close_or_empty(other)
+        require('acp.chat.status').update(view)
+      end)
+    end,
+  })
+end
+
+--- `winfixbuf` where Neovim has it: no other buffer lands in a chat window.
+function M.fix_buffer(win)
+  if vim.fn.exists('+winfixbuf') == 1 then
+    vim.wo[win].winfixbuf = true
+  end
+end
+
+--- Gives the windows `win` and `input_win` of a replaced chat to `view`
+--- (a new session in the same place): they show its buffers, keep
+--- 'winfixbuf' and close as a pair.
+function M.adopt(view, win, input_win)
+  for _, pair in ipairs({ { win, view.buf, 'win' }, { input_win, view.input, 'input_win' } }) do
+    local w, buf, field = pair[1], pair[2], pair[3]
+    if valid(w) then
+      if vim.fn.exists('+winfixbuf') == 1 then
+        vim.wo[w].winfixbuf = false
+      end
+      api.nvim_win_set_buf(w, buf)
+      M.fix_buffer(w)
+      view[field] = w
+      M.watch(view, w)
+    end
+  end
+end
+
+--- Every chat of this Neovim, oldest first.
+function M.list()
+  local out = {}
+  for _, view in pairs(chats.by_thread) do
+    out[#out + 1] = view
+  end
+  table.sort(out, function(a, b)
+    return a.thread < b.thread
+  end)
+  return out
+end
+
+local function label(view, current)
+  local title = view.info.title and (' · ' .. require('acp.util.escape').line(view.info.title, 120)) or ''
+  return ('%d: %s%s · %s%s'):format(view.thread, view.agent, title, view.state, view == current and ' (this tab)' or '')
+end
+
+--- Makes `view` the current tab's chat (the tab's previous chat is hidden
+--- and stays reachable).
+function M.switch(view)
+  local tab = api.nvim_get_current_tabpage()
+  local cur = chats.by_tab[tab]
+  if cur == view then
+    view:show(true)
+    return view
+  end
+  if cur then
+    cur:hide()
+  end
+  view:hide()
+  chats.by_tab[tab] = view
+  view.tab = tab
+  view:show(true)
+  return view
+end
+
+--- `:AcpChats [n]`: lists the chats; picks one to show in this tab.
+function M.pick(id)
+  local list = M.list()
+  local current = chats.current()
+  if id and id ~= '' then
+    for _, view in ipairs(list) do
+      if tostring(view.thread) == id then
+        return M.switch(view)
+      end
+    end
+    vim.notify(('acp.nvim: no chat %s (:AcpChats lists them)'):format(id), vim.log.levels.WARN)
+    return
+  end
+  if #list == 0 then
+    vim.notify('acp.nvim: no chat yet (:AcpChat opens one)')
+    return
+  end
+  require('acp.util.escape').select(list, {
+    prompt = 'Chats',
+    format_item = function(view)
+      return label(view, current)
+    end,
+  }, function(view)
+    if view then
+      M.switch(view)
+    end
+  end)
+end
+
+--- Completion of `:AcpChats`: the chats' numbers.
+function M.complete(lead)
+  local out = {}
+  for _, view in ipairs(M.list()) do
+    local id = tostring(view.thread)
+    if vim.startswith(id, lead) then
+      out[#out + 1] = id
+    end
+  end
+  return out
+end
+
+-- Tab labels ---------------------------------------------------------------
+
+--- What a tab shows of an `acp://` buffer (Neovim's own labels shorten
+--- its name to `a//i/1`).
+local function acp_label(name)
+  local kind, rest = name:match('^acp://(%a+)/(.*)$')
+  if kind == 'chat' then
+    return 'ACP ' .. (rest:match('^%d+/(.*)$') or rest)
+  elseif kind == 'input' then
+    local view = chats.by_thread[tonumber(rest)]
+    return 'ACP ' .. (view and view.agent or rest)
+  elseif kind then
+    return ('ACP %s %s'):format(kind, vim.fn.fnamemodify(rest:match('^%d+/(.*)$') or rest, ':t'))
+  end
+end
+
+--- A tab's label: like Neovim's (window count, `+` when modified, the
+--- current buffer's name), with chats, reviews and terminals named.
+function M.tab_label(tab)
+  local win = api.nvim_tabpage_get_win(tab)
+  local buf = api.nvim_win_get_buf(win)
+  local name = api.nvim_buf_get_name(buf)
+  local label = acp_label(name)
+  if not label then
+    label = name == '' and '[No Name]' or vim.fn.pathshorten(vim.fn.fnamemodify(name, ':~:.'))
+  end
+  local wins = #vim.tbl_filter(function(w)
+    return api.nvim_win_get_config(w).relative == ''
+  end, api.nvim_tabpage_list_wins(tab))
+  local modified = false
+  for _, w in ipairs(api.nvim_tabpage_list_wins(tab)) do
+    local b = api.nvim_win_get_buf(w)
+    modified = modified or (vim.bo[b].modified and vim.bo[b].buftype == '')
+  end
+  local prefix = (wins > 1 and tostring(wins) or '') .. (modified and '+' or '')
+  return (prefix ~= '' and (prefix .. ' ') or '') .. label
+end
+
+--- The 'tabline' set by `chat.tabline` (only when the user has none).
+function M.tabline()
+  local parts = {}
+  local current = api.nvim_get_current_tabpage()
+  for i, tab in ipairs(api.nvim_list_tabpages()) do
+    local hl = tab == current and '%#TabLineSel#' or '%#TabLine#'
+    -- Buffer names and titles can be the agent's: one line, capped, `%`
+    -- doubled (a `%{…}` would run when the tabline is drawn).
+    local label = require('acp.util.escape').statusline(M.tab_label(tab), 60)
+    parts[#parts + 1] = ('%s%%%dT %s '):format(hl, i, label)
+  end
+  return table.concat(parts) .. '%#TabLineFill#%T'
+end
+
+--- Installs the tab labels once, unless the user has a 'tabline'.
+function M.install_tabline()
+  if require('acp.config').options.chat.tabline and vim.o.tabline == '' then
+    vim.o.tabline = "%!v:lua.require'acp.chat.layout'.tabline()"
+  end
+end
+
+return M

@@ -1,0 +1,279 @@
+--- Opening and closing chats: the core started on the first one (with
+--- the services and handlers its dispatcher needs wired in), a chat opened
+--- in the current tab (after asking when its root would be the home
+--- directory or /), one replaced by a new or resumed session in the same
+--- windows, the chats of closed tabs ended. `acp.open()`, `acp.reopen()`,
+--- `acp.send()` and the commands of acp.chat.commands come here.
+local config = require('acp.config')
+local chats = require('acp.chat')
+
+local M = {}
+
+local started
+
+--- What answers the core besides the chat views, registered with its
+--- dispatcher (which knows no module above the core): the editor's
+--- services (agent reads and writes of buffers, client terminals) and the
+--- agent's requests for input.
+local function wire(dispatch)
+  require('acp.editor').serve(dispatch)
+  require('acp.ask').serve(dispatch)
+end
+
+--- Loads and initialises the core once; the facade (`acp.core`), or nil
+--- (after telling the user) if it is not available.
+---@return acp.core?
+function M.core()
+  local core = require('acp.core').get()
+  if not core then
+    return nil
+  end
+  if not started then
+    wire(require('acp.core.dispatch'))
+    local ok, err = pcall(core.init, {
+      log_file = config.options.log_file,
+      log_max_bytes = config.options.log_max_bytes,
+      kept_text_max_bytes = config.options.fs.kept_text_max_bytes,
+      secret_names = config.options.terminal.env_deny,
+      dispatch = require('acp.core.dispatch').dispatch,
+    })
+    if not ok then
+      vim.notify('acp.nvim: ' .. require('acp.util.text').error(err), vim.log.levels.ERROR)
+      return nil
+    end
+    started = true
+    local group = vim.api.nvim_create_augroup('acp_lifecycle', { clear = true })
+    vim.api.nvim_create_autocmd('VimLeavePre', {
+      group = group,
+      callback = function()
+        pcall(core.shutdown)
+      end,
+    })
+    vim.api.nvim_create_autocmd('TabClosed', {
+      group = group,
+      callback = function()
+        M.forget_closed_tabs()
+      end,
+    })
+  end
+  return core
+end
+
+--- Ends the chats whose tabs closed (a chat registered to a tab that is
+--- still open lives on).
+function M.forget_closed_tabs()
+  local gone = {}
+  for tab, view in pairs(chats.by_tab) do
+    if not vim.api.nvim_tabpage_is_valid(tab) then
+      chats.by_tab[tab] = nil
+      gone[view] = true
+    end
+  end
+  -- A chat still registered to another tab (its home tab, when it has a
+  -- tab of its own with `chat.position = 'tab'`) lives on.
+  for _, view in pairs(chats.by_tab) do
+    gone[view] = nil
+  end
+  for view in pairs(gone) do
+    local core = require('acp.core')
+    if core.is_loaded() then
+      pcall(core.close_thread, view.thread)
+    end
+    view:destroy()
+  end
+end
+
+local function normalize(dir)
+  return (vim.fn.fnamemodify(dir, ':p'):gsub('(.)/$', '%1'))
+end
+
+--- The project root for a new session: the nearest directory with a
+--- marker; without one, the current file's directory (the current
+--- directory for a buffer without a file).
+function M.project_root()
+  local root = vim.fs.root(0, config.options.root_markers)
+  if not root then
+    local name = vim.api.nvim_buf_get_name(0)
+    if name ~= '' and vim.bo.buftype == '' then
+      root = vim.fn.fnamemodify(name, ':p:h')
+    else
+      root = vim.fn.getcwd()
+    end
+  end
+  return normalize(root)
+end
+
+--- Whether a session rooted at `root` would give the agent the whole home
+--- directory or the whole disk.
+function M.root_too_wide(root)
+  local home = vim.uv.os_homedir()
+  return root == '/' or (home ~= nil and home ~= '' and root == normalize(home))
+end
+
+--- Roots the user agreed to open a chat in (this Neovim session).
+M.wide_roots_allowed = {}
+
+--- Opens (or focuses) the chat of the current tab. With `agent`, a chat
+--- with another agent becomes the tab's chat; the previous one is hidden
+--- and stays reachable (`:AcpChats`). A chat rooted at the home directory
+--- or at / is opened only after the user agrees (asked with
+--- `vim.ui.select`, which may answer later); `opts.on_open(view)` runs
+--- once the chat is open, at once or after that answer.
+function M.open(agent, opts)
+  opts = opts or {}
+  local tab = vim.api.nvim_get_current_tabpage()
+  local view = chats.by_tab[tab]
+  if view and (agent == nil or agent == '' or agent == view.agent) then
+    view:show(opts.focus ~= false)
+    if opts.on_open then
+      opts.on_open(view)
+    end
+    return view
+  end
+  agent = (agent and agent ~= '') and agent or config.options.default_agent
+  local spec, err = require('acp.agents').spec(agent, M.project_root())
+  if not spec then
+    vim.notify(err, vim.log.levels.ERROR)
+    return nil
+  end
+  if M.root_too_wide(spec.cwd) and not M.wide_roots_allowed[spec.cwd] then
+    local yes = ('Open the chat in %s (the agent may read and change everything under it)'):format(spec.cwd)
+    require('acp.util.escape').select({ yes, 'Cancel' }, {
+      prompt = ('acp.nvim: no project found; the root would be %s'):format(spec.cwd),
+    }, function(choice)
+      if choice == yes then
+        M.wide_roots_allowed[spec.cwd] = true
+        if vim.api.nvim_tabpage_is_valid(tab) then
+          vim.api.nvim_set_current_tabpage(tab)
+          M.open(agent, opts)
+        end
+      else
+        vim.notify('acp.nvim: chat not opened (open a file inside a project, or :cd into one)')
+      end
+    end)
+    return nil
+  end
+  local core = M.core()
+  if not core then
+    return nil
+  end
+  local ok, thread = pcall(core.open_thread, spec)
+  if not ok then
+    vim.notify('acp.nvim: ' .. require('acp.util.text').error(thread), vim.log.levels.ERROR)
+    return nil
+  end
+  if view then
+    view:hide()
+    vim.notify(('acp.nvim: the chat with %s is kept; :AcpChats switches back'):format(view.agent))
+  end
+  view = require('acp.chat.view').new({ agent = agent, thread = thread, root = spec.cwd, tab = tab })
+  chats.by_tab[tab] = view
+  chats.by_thread[thread] = view
+  require('acp.core.dispatch').register(thread, view)
+  view:show(opts.focus ~= false)
+  if opts.on_open then
+    opts.on_open(view)
+  end
+  return view
+end
+
+--- Replaces `view` with a new chat of the same agent in the same windows:
+--- `opts.resume` opens that session (its history fills the fresh
+--- transcript), else a new session starts. The input text, pending
+--- context and queued messages move to the new chat.
+function M.reopen(view, opts)
+  opts = opts or {}
+  local spec, err = require('acp.agents').spec(view.agent, M.project_root())
+  if not spec then
+    vim.notify(err, vim.log.levels.ERROR)
+    return nil
+  end
+  local core = M.core()
+  if not core then
+    return nil
+  end
+  spec.resume = opts.resume
+  local ok, thread = pcall(core.open_thread, spec)
+  if not ok then
+    vim.notify('acp.nvim: ' .. tostring(thread), vim.log.levels.ERROR)
+    return nil
+  end
+  local tab = view.tab
+  local new = require('acp.chat.view').new({
+    agent = view.agent,
+    thread = thread,
+    root = spec.cwd,
+    tab = tab,
+    history_of = opts.resume,
+  })
+  vim.api.nvim_buf_set_lines(new.input, 0, -1, false, vim.api.nvim_buf_get_lines(view.input, 0, -1, false))
+  new.context, new.queue = view.context, view.queue
+  -- The windows stay: they show the new chat's buffers.
+  local win, input_win = view.win, view.input_win
+  view.win, view.input_win = nil, nil
+  require('acp.chat.layout').adopt(new, win, input_win)
+  pcall(core.close_thread, view.thread)
+  view:destroy()
+  chats.by_tab[tab] = new
+  chats.by_thread[thread] = new
+  require('acp.core.dispatch').register(thread, new)
+  if new.win then
+    new:_update_winbar()
+  end
+  require('acp.prompt.context').render(new)
+  require('acp.prompt.queue').render(new)
+  return new
+end
+
+--- The chat of this tab, opened (without moving the cursor) when needed;
+--- nil when it is not open (yet: the user may be asked about its root).
+---@return acp.ChatView?
+function M.here()
+  local view = chats.current()
+  if view then
+    return view
+  end
+  local win = vim.api.nvim_get_current_win()
+  view = M.open(nil, { focus = false })
+  if vim.api.nvim_win_is_valid(win) then
+    vim.api.nvim_set_current_win(win)
+  end
+  return view
+end
+
+--- Sends `text` to the current tab's chat, opening it (without moving the
+--- cursor) when needed. `opts.context`: items attached to this prompt
+--- only (see `acp.prompt.context`), besides the chat's pending ones. Returns true
+--- when the prompt was sent (or waits for the agent to be ready).
+---@param text string
+---@param opts? { context?: table[] }
+---@return boolean
+function M.send(text, opts)
+  if type(text) ~= 'string' or vim.trim(text) == '' then
+    vim.notify('acp.nvim: :AcpSend needs a message', vim.log.levels.WARN)
+    return false
+  end
+  local view = chats.current()
+  if not view then
+    local win = vim.api.nvim_get_current_win()
+    local sent
+    M.open(nil, {
+      focus = false,
+      on_open = function(v)
+        if vim.api.nvim_win_is_valid(win) then
+          vim.api.nvim_set_current_win(win)
+        end
+        sent = v:send(text, opts)
+      end,
+    })
+    -- nil: the user is asked about the root first; sent after a yes.
+    return sent ~= false
+  elseif not view:is_visible() then
+    local win = vim.api.nvim_get_current_win()
+    view:show(false)
+    vim.api.nvim_set_current_win(win)
+  end
+  return view ~= nil and view:send(text, opts)
+end
+
+return M

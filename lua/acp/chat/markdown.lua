@@ -1,0 +1,288 @@
+--- Tree-sitter highlighting of the chat transcript.
+---
+--- The transcript uses the markdown parser under its own language name,
+--- `acp_markdown`, with the user's markdown queries minus two directives that
+--- make every edit cost time proportional to the whole transcript
+--- (measured: see doc/benchmarks.md):
+---   - `injection.combined` (the html injection): with any combined
+---     injection, every parse re-runs the injection query over the whole
+---     document instead of the visible range;
+---   - `conceal_lines` (code fence lines): with it, every cursor move or
+---     scroll of a window with 'conceallevel' >= 2 re-parses the buffer
+---     synchronously after an edit.
+--- Everything else (highlights, inline markup, code block languages) is the
+--- same as for markdown files.
+---
+--- Per entry: the buffer's parser covers only the live entry (`live`), and
+--- finished entries keep their highlights as extmarks (`freeze`), so the
+--- cost of a frame does not grow with the chat.
+---
+--- Also: highlighting is suspended while a flood of text streams in (parsing
+--- cost grows with the entry, so re-parsing per frame would keep the main
+--- loop busy) and resumed when the turn ends.
+local M = {}
+
+M.lang = 'acp_markdown'
+
+local registered
+
+local function read_query(kind)
+  local parts = {}
+  for _, file in ipairs(vim.treesitter.query.get_files('markdown', kind)) do
+    local f = io.open(file, 'r')
+    if f then
+      parts[#parts + 1] = f:read('*a')
+      f:close()
+    end
+  end
+  return table.concat(parts, '\n')
+end
+
+--- Registers `acp_markdown` once. Returns the language to start on the
+--- transcript: `acp_markdown`, or `markdown` when that cannot be set up.
+function M.language()
+  if require('acp.config').options.chat.markdown == 'markdown' then
+    -- The stock parser, so that plugins that render markdown see it.
+    vim.treesitter.language.register('markdown', { 'acpchat', 'acpchat_input' })
+    return 'markdown'
+  end
+  if registered ~= nil then
+    return registered
+  end
+  registered = 'markdown'
+  local ok = pcall(function()
+    local path = vim.api.nvim_get_runtime_file('parser/markdown.so', false)[1]
+    assert(path, 'no markdown parser')
+    vim.treesitter.language.add(M.lang, { path = path, symbol_name = 'markdown' })
+    local highlights = read_query('highlights'):gsub('%(#set!%s+conceal_lines%s+""%)', '')
+    local injections = read_query('injections'):gsub('%(#set!%s+injection%.combined%)', '')
+    vim.treesitter.query.set(M.lang, 'highlights', highlights)
+    vim.treesitter.query.set(M.lang, 'injections', injections)
+    -- Validate now: a broken query would otherwise fail at the first redraw.
+    assert(vim.treesitter.query.get(M.lang, 'highlights'))
+    assert(vim.treesitter.query.get(M.lang, 'injections'))
+    -- Inline markup is in every entry: its queries are read now, not in the
+    -- budget of the first drain that freezes one (acp.chat.markdown.freeze).
+    pcall(vim.treesitter.query.get, 'markdown_inline', 'highlights')
+  end)
+  if ok then
+    registered = M.lang
+    -- `vim.treesitter.get_parser(buf)` of a chat then returns the parser
+    -- the highlighter already keeps, instead of building a second one.
+    vim.treesitter.language.register(M.lang, { 'acpchat', 'acpchat_input' })
+  end
+  return registered
+end
+
+--- Starts highlighting `buf`. Returns false when Tree-sitter cannot. With
+--- `row`, the parser covers only the rows from there (see `live`), set
+--- before the first parse.
+function M.start(buf, row)
+  if row and M.per_entry() then
+    M.live(buf, row)
+  end
+  return (pcall(vim.treesitter.start, buf, M.language()))
+end
+
+function M.stop(buf)
+  pcall(vim.treesitter.stop, buf)
+end
+
+function M.active(buf)
+  return vim.treesitter.highlighter.active[buf] ~= nil
+end
+
+--- Frozen highlights: extmarks of finished entries (see `freeze`).
+M.ns = vim.api.nvim_create_namespace('acp_markdown_frozen')
+
+--- Whether `buf` is highlighted now: the live entry by Tree-sitter, the
+--- finished ones by frozen extmarks.
+function M.highlighted(buf)
+  return M.active(buf)
+end
+
+--- Whether finished entries are frozen (and only the live one parsed by the
+--- buffer's parser). Not with the stock parser: a markdown renderer reads
+--- the whole buffer through `get_parser(buf)`.
+function M.per_entry()
+  return M.language() == M.lang
+end
+
+--- Places the frozen highlights of `lines`, which start at row `first`.
+local function freeze_lines(buf, first, lines)
+  local api = vim.api
+  -- Ends with a newline, as in the buffer: a last line `## title` is a heading.
+  local text = table.concat(lines, '\n') .. '\n'
+  local ok, parser = pcall(vim.treesitter.get_string_parser, text, M.language())
+  if not ok or not parser then
+    return
+  end
+  parser:parse(true)
+  parser:for_each_tree(function(tree, ltree)
+    local lang = ltree:lang()
+    local qok, query = pcall(vim.treesitter.query.get, lang, 'highlights')
+    if not qok or not query then
+      return
+    end
+    -- As the highlighter: an injected tree's captures draw over its parent's.
+    local depth, p = 0, ltree:parent()
+    while p do
+      depth, p = depth + 1, p:parent()
+    end
+    -- Where captures of one tree overlap, the one of the later pattern shows,
+    -- as with the highlighter; of marks of equal priority the first placed
+    -- shows, so they are placed from the last pattern to the first.
+    local marks = {}
+    for id, node, metadata, match in query:iter_captures(tree:root(), text, 0, -1) do
+      local name = query.captures[id]
+      local m = metadata[id] or {}
+      local conceal = m.conceal or metadata.conceal
+      if name ~= 'spell' and name ~= 'nospell' and (name:sub(1, 1) ~= '_' or conceal) then
+        local r1, c1, r2, c2 = node:range()
+        local opts = {
+          end_row = first + r2,
+          end_col = c2,
+          priority = tonumber(m.priority or metadata.priority) or vim.hl.priorities.treesitter,
+          _subpriority = depth,
+          conceal = conceal,
+          strict = false,
+        }
+        if name ~= 'conceal' and name:sub(1, 1) ~= '_' then
+          opts.hl_group = '@' .. name .. '.' .. lang
+        end
+        local _, pattern = match:info()
+        marks[#marks + 1] = { first + r1, c1, opts, pattern * 1e7 + #marks }
+      end
+    end
+    table.sort(marks, function(a, b)
+      return a[4] > b[4]
+    end)
+    for _, c in ipairs(marks) do
+      pcall(api.nvim_buf_set_extmark, buf, M.ns, c[1], c[2], c[3])
+    end
+  end)
+end
+
+-- A long entry is frozen in slices of about this size (measured: about 17 ms
+-- each on chat markdown), one per turn of the event loop, so that a 5 MB
+-- answer does not hold the main loop.
+--- Entries whose frozen highlights are still being placed.
+M.pending = 0
+
+local SLICE_BYTES = 16 * 1024
+local track_ns = vim.api.nvim_create_namespace('acp_markdown_freeze')
+
+--- Splits `lines` into runs of about SLICE_BYTES that end on a blank line
+--- outside a code block (a block is never cut in two).
+local function slices(lines)
+  local out, start, size, fence = {}, 1, 0, nil
+  for i, l in ipairs(lines) do
+    size = size + #l + 1
+    local f = l:match('^%s*([`~][`~][`~])')
+    if f then
+      if not fence then
+        fence = f:sub(1, 1)
+      elseif f:sub(1, 1) == fence then
+        fence = nil
+      end
+    end
+    if size >= SLICE_BYTES and l == '' and not fence then
+      out[#out + 1] = { start, i }
+      start, size = i + 1, 0
+    end
+  end
+  if start <= #lines then
+    out[#out + 1] = { start, #lines }
+  end
+  return out
+end
+
+-- Slices waiting to be frozen, in order: { buf, mark (its first row), lines }.
+local queue = {}
+local ticking = false
+-- A drain freezes for at most this long (one budget per turn of the event
+-- loop); the rest is done on the next turns, this long at a time.
+local DRAIN_BUDGET_NS, TICK_BUDGET_NS = 4e6, 8e6
+local budget_loop_time, budget_until = -1, 0
+
+--- Freezes queued slices until `deadline` (hrtime); true when none is left.
+local function run_queue(deadline)
+  local api = vim.api
+  while queue[1] do
+    if vim.uv.hrtime() > deadline then
+      return false
+    end
+    local item = table.remove(queue, 1)
+    M.pending = #queue
+    if api.nvim_buf_is_valid(item.buf) then
+      local row = api.nvim_buf_get_extmark_by_id(item.buf, track_ns, item.mark, {})[1]
+      api.nvim_buf_del_extmark(item.buf, track_ns, item.mark)
+      -- Only when the slice's text is still there (else a re-render froze it again).
+      if row and vim.deep_equal(api.nvim_buf_get_lines(item.buf, row, row + #item.lines, false), item.lines) then
+        freeze_lines(item.buf, row, item.lines)
+      end
+    end
+  end
+  return true
+end
+
+local function tick()
+  if run_queue(vim.uv.hrtime() + TICK_BUDGET_NS) then
+    ticking = false
+  else
+    -- A timer, not vim.schedule: the screen can be flushed in between.
+    vim.defer_fn(tick, 1)
+  end
+end
+
+--- Highlights rows `first`..`last` (0-based, inclusive) of `buf` once, as
+--- extmarks that stay: the text is parsed on its own by a string parser,
+--- with its code block languages and inline markup, and the captures of
+--- the highlights queries are placed as the highlighter would (group,
+--- priority, conceal). Replaces the frozen highlights of those rows. The
+--- text is cut in slices (each one's place kept by an extmark): they are
+--- done now within a small budget per turn of the event loop, the rest on
+--- the next turns; with `later`, all on the next turns.
+function M.freeze(buf, first, last, later)
+  local api = vim.api
+  api.nvim_buf_clear_namespace(buf, M.ns, first, last + 1)
+  if last < first then
+    return
+  end
+  local lines = api.nvim_buf_get_lines(buf, first, last + 1, false)
+  for _, part in ipairs(slices(lines)) do
+    queue[#queue + 1] = {
+      buf = buf,
+      mark = api.nvim_buf_set_extmark(buf, track_ns, first + part[1] - 1, 0, { right_gravity = false }),
+      lines = part[1] == 1 and part[2] == #lines and lines or vim.list_slice(lines, part[1], part[2]),
+    }
+  end
+  M.pending = #queue
+  if not later then
+    if vim.uv.now() ~= budget_loop_time then
+      budget_loop_time, budget_until = vim.uv.now(), vim.uv.hrtime() + DRAIN_BUDGET_NS
+    end
+    run_queue(budget_until)
+  end
+  if queue[1] and not ticking then
+    ticking = true
+    vim.defer_fn(tick, 1)
+  end
+end
+
+-- An end past any transcript: the live region runs to the end of the buffer
+-- as it grows (Tree-sitter moves a range's end with the edits inside it).
+local END_ROW, END_BYTE = 2 ^ 30, 2 ^ 31
+
+--- Limits the buffer's parser to the live entry, from `row` to the end:
+--- each edit then re-parses that entry only, not the transcript above it.
+function M.live(buf, row)
+  local ok, parser = pcall(vim.treesitter.get_parser, buf, nil, { error = false })
+  if not ok or not parser then
+    return
+  end
+  local byte = vim.api.nvim_buf_get_offset(buf, row)
+  parser:set_included_regions({ { { row, 0, byte, END_ROW, 0, END_BYTE } } })
+end
+
+return M

@@ -1,0 +1,268 @@
+--- The live status area of a running turn: a small float pinned to the
+--- bottom of the transcript window, always visible whatever the scroll
+--- position. It shows the running tool and how long it runs, the turn's
+--- plan as its progress and current step (the plan itself is rendered
+--- once, in the transcript) and the permissions that wait for the user.
+--- It closes when the turn ends. Windows that follow the output keep the
+--- last line above it (and above a permission float pinned at the bottom).
+local api = vim.api
+local text = require('acp.util.text')
+
+local M = {}
+
+api.nvim_set_hl(0, 'AcpStatusArea', { link = 'NormalFloat', default = true })
+api.nvim_set_hl(0, 'AcpStatusAreaBorder', { link = 'FloatBorder', default = true })
+
+--- Per view: { win, buf, timer, turn, plan, seen = { [index] = uv.now() } }.
+local areas = setmetatable({}, { __mode = 'k' })
+
+local function area_of(view)
+  local a = areas[view]
+  if not a then
+    a = { seen = {} }
+    areas[view] = a
+  end
+  return a
+end
+
+local function elapsed(ms)
+  local s = math.floor(ms / 1000)
+  if s < 60 then
+    return ('%ds'):format(s)
+  end
+  return ('%dm%02ds'):format(math.floor(s / 60), s % 60)
+end
+
+local running_status = { in_progress = true, pending = true }
+
+--- The newest running card of the turn: its index and card.
+local function running_card(view, a)
+  local best
+  for index, card in pairs(view.cards) do
+    if index >= (a.turn_first or 0) and running_status[card.status] and card.client_state == nil then
+      if not best or index > best then
+        best = index
+      end
+      a.seen[index] = a.seen[index] or vim.uv.now()
+    end
+  end
+  return best, best and view.cards[best]
+end
+
+--- The plan's progress and its current step, on one line (the whole plan
+--- is in the transcript, rendered once).
+local function plan_line(view, a)
+  if not a.plan then
+    return nil
+  end
+  local ok, e = pcall(require('acp.core').entry, view.thread, a.plan)
+  local items = ok and type(e) == 'table' and type(e.items) == 'table' and e.items or nil
+  if not items or #items == 0 then
+    return nil
+  end
+  local done, current = 0, nil
+  for _, item in ipairs(items) do
+    if item.status == 'completed' then
+      done = done + 1
+    elseif item.status == 'in_progress' and not current then
+      current = item
+    end
+  end
+  if not current then
+    for _, item in ipairs(items) do
+      if item.status ~= 'completed' then
+        current = item
+        break
+      end
+    end
+  end
+  local line = ('plan · %d/%d done'):format(done, #items)
+  if current then
+    line = line .. ' · ' .. (current.status == 'in_progress' and 'now: ' or 'next: ') .. text.line(current.content, '?')
+  end
+  return line
+end
+
+--- Pending permission requests of this view.
+local function permissions(view)
+  local out = {}
+  local key = require('acp.config').options.permissions.focus_key
+  for _, item in ipairs(require('acp.ask.permission').queue) do
+    if item.view == view then
+      local tool = type(item.payload) == 'table' and type(item.payload.toolCall) == 'table' and item.payload.toolCall or {}
+      local title = text.line(tool.title) or text.line(tool.toolCallId, 'a tool call')
+      out[#out + 1] = ('waiting for you · %s · %s answers'):format(title, key or ':AcpPermission')
+    end
+  end
+  return out
+end
+
+--- The area's lines, with a highlight group per line.
+function M.lines(view)
+  local a = area_of(view)
+  local now = vim.uv.now()
+  local out, groups = {}, {}
+  local function add(l, g)
+    out[#out + 1] = l
+    groups[#groups + 1] = g
+  end
+  local index, card = running_card(view, a)
+  if card then
+    local title = text.line(card.title ~= '' and card.title or card.id, 'tool')
+    add(('running · %s · %s'):format(title, elapsed(now - (a.seen[index] or now))), 'AcpStatusRunning')
+  else
+    add(('working… · %s'):format(elapsed(now - (a.started or now))), 'AcpStatusRunning')
+  end
+  local plan = plan_line(view, a)
+  if plan then
+    add(plan, 'AcpStatusArea')
+  end
+  for _, l in ipairs(permissions(view)) do
+    add(l, 'AcpStatusWaiting')
+  end
+  return out, groups
+end
+
+local ns = api.nvim_create_namespace('acp_status_area')
+
+local function close(a)
+  if a.timer then
+    a.timer:stop()
+    a.timer:close()
+    a.timer = nil
+  end
+  if a.win and api.nvim_win_is_valid(a.win) then
+    api.nvim_win_close(a.win, true)
+  end
+  a.win = nil
+end
+
+--- Rows the area covers at the bottom of the transcript window (0 when
+--- it is not shown).
+function M.height(view)
+  local a = areas[view]
+  if not (a and a.win and api.nvim_win_is_valid(a.win)) then
+    return 0
+  end
+  return api.nvim_win_get_height(a.win) + 1
+end
+
+--- The float's window, when shown (for tests).
+function M.win(view)
+  local a = areas[view]
+  return a and a.win and api.nvim_win_is_valid(a.win) and a.win or nil
+end
+
+local function draw(view, a)
+  local lines, groups = M.lines(view)
+  if not (a.buf and api.nvim_buf_is_valid(a.buf)) then
+    a.buf = api.nvim_create_buf(false, true)
+    vim.bo[a.buf].bufhidden = 'wipe'
+  end
+  api.nvim_buf_set_lines(a.buf, 0, -1, false, lines)
+  api.nvim_buf_clear_namespace(a.buf, ns, 0, -1)
+  for i, g in ipairs(groups) do
+    api.nvim_buf_set_extmark(a.buf, ns, i - 1, 0, { end_row = i - 1, end_col = #lines[i], hl_group = g })
+  end
+  local win = view.win
+  local height = math.min(#lines, math.max(1, api.nvim_win_get_height(win) - 3))
+  local cfg = {
+    relative = 'win',
+    win = win,
+    anchor = 'SW',
+    row = api.nvim_win_get_height(win),
+    col = 0,
+    width = math.max(1, api.nvim_win_get_width(win)),
+    height = height,
+    style = 'minimal',
+    focusable = false,
+    zindex = 40,
+    border = { '', '─', '', '', '', '', '', '' },
+  }
+  if a.win and api.nvim_win_is_valid(a.win) then
+    api.nvim_win_set_config(a.win, cfg)
+  else
+    cfg.noautocmd = true
+    a.win = api.nvim_open_win(a.buf, false, cfg)
+    vim.wo[a.win].winhighlight = 'NormalFloat:AcpStatusArea,FloatBorder:AcpStatusAreaBorder'
+    vim.wo[a.win].wrap = false
+  end
+end
+
+local function update(view)
+  local a = area_of(view)
+  if view.state ~= 'running' or not view:is_visible() then
+    close(a)
+    if view.state ~= 'running' then
+      a.plan, a.turn, a.seen = nil, nil, {}
+    end
+    return
+  end
+  if a.turn ~= view.turns_started then
+    -- A new turn: its plan and cards only.
+    a.turn, a.plan, a.seen, a.started = view.turns_started, nil, {}, vim.uv.now()
+    a.turn_first = (view.last_index or -1) + 1
+    for index = view.last_index or -1, 0, -1 do
+      local e = view.entries[index]
+      if e and e.kind == 'user' then
+        a.turn_first = index
+        break
+      end
+    end
+  end
+  for index = view.last_index or -1, a.turn_first, -1 do
+    local e = view.entries[index]
+    if e and e.kind == 'plan' then
+      a.plan = index
+      break
+    end
+  end
+  draw(view, a)
+  if not a.timer then
+    a.timer = assert(vim.uv.new_timer())
+    a.timer:start(1000, 1000, vim.schedule_wrap(function()
+      if areas[view] == a and a.timer then
+        pcall(M.update, view)
+      end
+    end))
+  end
+end
+
+--- Brings the area up to date with `view` (after each drain, and every
+--- second while the turn runs, for the elapsed times).
+function M.update(view)
+  update(view)
+  -- The permission float keeps its place next to its card.
+  require('acp.ask.permission').reposition(view)
+end
+
+--- For a window that follows the output: scrolls so that the last line
+--- sits above the area instead of under it.
+function M.keep_end_visible(view, win)
+  local covered = M.height(view) + require('acp.ask.permission').bottom_rows(view)
+  if covered == 0 or not api.nvim_win_is_valid(win) then
+    return
+  end
+  api.nvim_win_call(win, function()
+    local budget = api.nvim_win_get_height(win) - covered
+    local row = api.nvim_buf_line_count(view.buf)
+    local used = 0
+    local top = row
+    while row >= 1 do
+      local fold = vim.fn.foldclosed(row)
+      local h = fold ~= -1 and 1 or api.nvim_win_text_height(win, { start_row = row - 1, end_row = row - 1 }).all
+      if used + h > budget then
+        break
+      end
+      used = used + h
+      top = fold ~= -1 and fold or row
+      row = top - 1
+    end
+    local view_now = vim.fn.winsaveview()
+    if top > view_now.topline then
+      vim.fn.winrestview({ topline = top })
+    end
+  end)
+end
+
+return M

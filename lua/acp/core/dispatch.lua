@@ -1,0 +1,147 @@
+--- Main-thread end of the core's bridge: receives each drained batch of
+--- events and routes it to the chat views. One call per wake-up; events of
+--- one thread are applied as one run so a view edits its buffer once.
+--- It knows no module above the core: the chat views, the main-thread
+--- services and the elicitation handler are registered here by the layers
+--- that own them (acp.chat.lifecycle wires them when the core starts).
+local M = {}
+
+--- thread id -> handler with `apply(events)` (a ChatView)
+M.handlers = {}
+
+--- Events for threads without a view yet are kept, not dropped: a view that
+--- registers later replays them.
+M.pending = {}
+
+function M.register(thread, handler)
+  M.handlers[thread] = handler
+  local queued = M.pending[thread]
+  if queued then
+    M.pending[thread] = nil
+    handler:apply(queued)
+  end
+end
+
+function M.unregister(thread)
+  M.handlers[thread] = nil
+  M.pending[thread] = nil
+end
+
+local notified = false
+
+--- Records a view error in the core's log (`:AcpLog`); the first one of a
+--- session is also shown with vim.notify, later ones only in the log and
+--- where they happened (the chat shows its own error lines).
+function M.log_error(msg)
+  msg = tostring(msg)
+  require('acp.events').error(msg:match('^[^\n]*'), 'view')
+  local core = require('acp.core')
+  local logged = core.is_loaded() and pcall(core.log, 'error', 'view: ' .. msg) or false
+  if not notified or not logged then
+    notified = true
+    vim.notify('acp.nvim: ' .. msg:match('^[^\n]*') .. (logged and ' (details: :AcpLog)' or ''), vim.log.levels.ERROR)
+  end
+end
+
+local function deliver(thread, run)
+  local handler = M.handlers[thread]
+  if not handler then
+    local q = M.pending[thread] or {}
+    for _, ev in ipairs(run) do
+      q[#q + 1] = ev
+    end
+    M.pending[thread] = q
+    return
+  end
+  -- The view applies each event on its own; this only catches what
+  -- escapes it.
+  local ok, err = xpcall(handler.apply, debug.traceback, handler, run)
+  if not ok then
+    M.log_error('chat view error: ' .. tostring(err))
+  end
+end
+
+--- Main-thread services the core calls (see src/calls.rs), by method;
+--- payloads and replies are declared in lua/acp/core/types.lua (acp.Call.*).
+--- Registered when the core starts (the editor layer serves them).
+---@type table<string, fun(ev: acp.Event.call)>
+M.services = {}
+
+--- Takes the elicitation events (`elicitation`, `elicitation_done`,
+--- `elicitation_complete`), which belong to no chat view; registered when
+--- the core starts (the ask layer shows them).
+---@type fun(ev: acp.Event)?
+M.on_elicitation = nil
+
+--- Runs a service; a failure is answered (never left pending).
+local function serve(ev)
+  local fn = M.services[ev.method]
+  local ok, err = xpcall(function()
+    if not fn then
+      error('unknown editor service ' .. tostring(ev.method))
+    end
+    fn(ev)
+  end, debug.traceback)
+  if not ok and ev.call ~= 0 then
+    pcall(require('acp.core').call_fail, ev.call, tostring(err))
+  end
+end
+
+--- One-shot answers of the core (e.g. `list_files`), by request id.
+M.requests = {}
+local next_request = 0
+
+--- Registers `fn(event)` for one answer; returns the request id to give
+--- the core.
+function M.request(fn)
+  next_request = next_request + 1
+  M.requests[next_request] = fn
+  return next_request
+end
+
+local function answer(ev)
+  local fn = M.requests[ev.request]
+  M.requests[ev.request] = nil
+  if fn then
+    local ok, err = xpcall(fn, debug.traceback, ev)
+    if not ok then
+      vim.notify('acp.nvim: ' .. require('acp.util.text').error(err), vim.log.levels.ERROR)
+    end
+  end
+end
+
+--- Called by the core with a list of event tables (declared in
+--- lua/acp/core/types.lua).
+---@param batch acp.Event[]
+function M.dispatch(batch)
+  local run, run_thread = {}, nil
+  for _, ev in ipairs(batch) do
+    if ev.type == 'notify' then
+      vim.notify(ev.message, vim.log.levels[ev.level:upper()] or vim.log.levels.INFO)
+      if ev.level == 'error' then
+        require('acp.events').error(ev.message, 'core')
+      end
+    elseif ev.type == 'call' then
+      serve(ev)
+    elseif ev.type == 'files' or ev.type == 'reply' then
+      answer(ev)
+    elseif ev.type == 'elicitation' or ev.type == 'elicitation_done' or ev.type == 'elicitation_complete' then
+      local ok, err = xpcall(M.on_elicitation, debug.traceback, ev)
+      if not ok then
+        M.log_error('elicitation: ' .. tostring(err))
+      end
+    else
+      if ev.thread ~= run_thread and #run > 0 then
+        deliver(run_thread, run)
+        run = {}
+      end
+      run_thread = ev.thread
+      run[#run + 1] = ev
+    end
+  end
+  if #run > 0 then
+    deliver(run_thread, run)
+  end
+end
+
+return M

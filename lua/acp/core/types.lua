@@ -1,0 +1,553 @@
+---@meta
+-- The contract between the Rust core and the Lua view, for LuaLS and for
+-- readers: every event the core hands to `require('acp.core.dispatch').dispatch`
+-- in a drained batch, every call it makes into the main thread, and every
+-- function of the native module (reached only through `acp.core`).
+-- tests/test_contract.lua checks this file against the loaded core and the
+-- events of a real chat: a class `acp.Event.<type>` per event type, and one
+-- `---@field` per native function in `acp.Native`.
+--
+-- Values that come from the agent unchanged (commands, config options,
+-- usage, modes, a permission request) keep the protocol's camelCase keys;
+-- what the core builds itself uses snake_case. JSON `null` arrives as nil.
+
+-- Small types -------------------------------------------------------------------
+
+--- Tool kinds of the protocol; an unknown kind is kept as the agent sent it
+--- in entries, and shown as `other` on cards.
+---@alias acp.ToolKind 'read'|'edit'|'delete'|'move'|'search'|'execute'|'think'|'fetch'|'switch_mode'|'other'|string
+
+--- Tool call statuses of the protocol; an unknown one is kept as sent.
+---@alias acp.ToolStatus 'pending'|'in_progress'|'completed'|'failed'|string
+
+--- What the client adds on top of the agent's status.
+---@alias acp.ClientState 'waiting_for_you'|'rejected'|'cancelled'
+
+---@alias acp.PermissionOptionKind 'allow_once'|'allow_always'|'reject_once'|'reject_always'|string
+
+---@alias acp.PlanStatus 'pending'|'in_progress'|'completed'|string
+---@alias acp.PlanPriority 'high'|'medium'|'low'|string
+
+--- A chat's connection and turn.
+---@alias acp.TurnState 'connecting'|'idle'|'running'|'disconnected'
+
+--- Kinds of transcript entries.
+---@alias acp.EntryKind 'user'|'heading'|'agent'|'thought'|'tool_call'|'plan'|'notice'
+
+---@alias acp.NoticeLevel 'info'|'warn'|'error'
+
+-- Tool cards ----------------------------------------------------------------------
+
+--- A tool card as the view uses it (quickfix, follow mode, diff colours, the
+--- card key); the whole card (diff texts) comes from `acp.core.entry`.
+---@class acp.CardMeta
+---@field id string The agent's toolCallId.
+---@field title string
+---@field kind acp.ToolKind
+---@field status acp.ToolStatus
+---@field client_state? acp.ClientState
+---@field locations acp.CardLocation[]
+---@field has_diff boolean
+--- Rows { first, last } of the diff bodies, 0-based from the card's first line.
+---@field diff_rows integer[][]
+--- Terminal ids shown on the card (client-run or streamed by the agent).
+---@field terminals string[]
+
+---@class acp.CardLocation
+---@field path string
+---@field line? integer 1-based (an agent's 0 is read as 1).
+
+-- Events of a drained batch ----------------------------------------------------------
+-- Thread events carry `thread`, the chat's id from `open_thread`.
+
+--- A new entry at the end of the transcript.
+---@class acp.Event.added
+---@field type 'added'
+---@field thread integer
+---@field index integer Stable entry id (0-based).
+---@field kind acp.EntryKind
+---@field lines string[] Its rendering.
+
+--- Text appended to the last line of the last entry (may hold newlines).
+---@class acp.Event.appended
+---@field type 'appended'
+---@field thread integer
+---@field index integer
+---@field text string
+
+--- The entry's whole rendering changed.
+---@class acp.Event.replaced
+---@field type 'replaced'
+---@field thread integer
+---@field index integer
+---@field lines string[]
+
+--- The chat's state for the status line.
+---@class acp.Event.status
+---@field type 'status'
+---@field thread integer
+---@field state acp.TurnState
+---@field detail string
+
+--- The chat is bound to this agent session.
+---@class acp.Event.session
+---@field type 'session'
+---@field thread integer
+---@field session_id string
+
+--- `session_info_update`: the session's title.
+---@class acp.Event.title
+---@field type 'title'
+---@field thread integer
+---@field title string
+
+--- The current session mode (`current_mode_update`, `set_mode`).
+---@class acp.Event.mode
+---@field type 'mode'
+---@field thread integer
+---@field mode_id string
+
+--- The modes the agent offers (`session/new`'s `modes`), as sent.
+---@class acp.Event.modes
+---@field type 'modes'
+---@field thread integer
+---@field modes acp.SessionModes
+
+---@class acp.SessionModes
+---@field currentModeId? string
+---@field availableModes? { id: string, name?: string, description?: string }[]
+
+--- `available_commands_update`: the slash commands, as sent.
+---@class acp.Event.commands
+---@field type 'commands'
+---@field thread integer
+---@field commands { name: string, description?: string, input?: { hint?: string } }[]
+
+--- `config_option_update`: the session's config options, as sent.
+---@class acp.Event.config_options
+---@field type 'config_options'
+---@field thread integer
+---@field options { id: string, name?: string, category?: string, type?: string, currentValue?: any, options?: table[] }[]
+
+--- The legacy `models` of a session answer (config options win over them).
+---@class acp.Event.models
+---@field type 'models'
+---@field thread integer
+---@field models { availableModels: { modelId: string, name?: string, description?: string }[], currentModelId?: string }
+
+--- `usage_update` without its `sessionUpdate` key (used, size, cost...).
+---@class acp.Event.usage
+---@field type 'usage'
+---@field thread integer
+---@field usage { used?: number, size?: number, cost?: { amount: number, currency: string } }
+
+--- A tool card's metadata, right after each `added`/`replaced` of it.
+---@class acp.Event.card
+---@field type 'card'
+---@field thread integer
+---@field index integer
+---@field card acp.CardMeta
+
+--- The agent of the chat, once its session opened (right before the chat
+--- goes ready); again after a reconnect.
+---@class acp.Event.agent
+---@field type 'agent'
+---@field thread integer
+---@field name string The agent's name (`agentInfo.name`, else the configured one).
+---@field info? acp.AgentInfo `agentInfo` from `initialize`.
+---@field capabilities? acp.AgentCapabilities `agentCapabilities` from `initialize`.
+
+--- A prompt was sent: turn `turn` runs.
+---@class acp.Event.turn_started
+---@field type 'turn_started'
+---@field thread integer
+---@field turn integer
+
+--- A turn ended: the agent's stop reason (`end_turn`, `cancelled`,
+--- `max_tokens`, `refusal`, ...), or `error` / `disconnected`.
+---@class acp.Event.turn_ended
+---@field type 'turn_ended'
+---@field thread integer
+---@field turn integer
+---@field stop_reason string
+---@field duration_ms integer
+---@field usage? { totalTokens?: integer, inputTokens?: integer, outputTokens?: integer } The prompt answer's `usage`.
+
+---@class acp.AgentInfo
+---@field name? string
+---@field title? string
+---@field version? string
+
+---@class acp.AgentCapabilities
+---@field loadSession? boolean
+---@field promptCapabilities? acp.PromptCapabilities
+---@field mcpCapabilities? { http?: boolean, sse?: boolean }
+
+---@class acp.PromptCapabilities
+---@field image? boolean
+---@field audio? boolean
+---@field embeddedContext? boolean
+
+--- Output of a terminal the view may show (client-run or agent-streamed).
+---@class acp.Event.terminal_output
+---@field type 'terminal_output'
+---@field thread integer
+---@field id string
+---@field data string
+
+--- A permission request waiting for the user (answer with
+--- `acp.core.answer_permission(thread, request, option_id)`).
+---@class acp.Event.permission
+---@field type 'permission'
+---@field thread integer
+---@field request integer
+---@field payload acp.PermissionRequest The agent's `session/request_permission` params, with only the options the core can answer (ids that are text, each once) and the card's recorded kind.
+
+---@class acp.PermissionRequest
+---@field sessionId? string
+---@field toolCall acp.ToolCallUpdate
+---@field options acp.PermissionOption[]
+
+--- A tool call as the agent sent it (camelCase; diffs as `oldText`/`newText`).
+---@class acp.ToolCallUpdate
+---@field toolCallId string
+---@field title? string
+---@field kind? acp.ToolKind
+---@field status? acp.ToolStatus
+---@field content? table[]
+---@field locations? { path: string, line?: integer }[]
+---@field rawInput? any
+---@field rawOutput? any
+
+---@class acp.PermissionOption
+---@field optionId string
+---@field name string
+---@field kind acp.PermissionOptionKind
+
+--- A permission request that needs no answer any more (answered, turn
+--- cancelled, agent gone).
+---@class acp.Event.permission_done
+---@field type 'permission_done'
+---@field thread integer
+---@field request integer
+
+--- An `elicitation/create` waiting for the user (answer with
+--- `acp.core.answer_elicitation(request, response)`). `thread` is nil for
+--- a request-scoped one (no session yet).
+---@class acp.Event.elicitation
+---@field type 'elicitation'
+---@field thread? integer
+---@field request integer
+---@field payload { mode: 'form'|'url', message?: string, sessionId?: string, requestedSchema?: table, url?: string, elicitationId?: string }
+
+--- An elicitation that needs no answer any more (answered or cancelled).
+---@class acp.Event.elicitation_done
+---@field type 'elicitation_done'
+---@field request integer
+
+--- `elicitation/complete`: a URL elicitation finished.
+---@class acp.Event.elicitation_complete
+---@field type 'elicitation_complete'
+---@field elicitation_id string
+
+--- The agent's answer to `acp.core.request` (`result` true for `null`).
+---@class acp.Event.reply
+---@field type 'reply'
+---@field request integer
+---@field result? any
+---@field error? string
+
+---@class acp.ElicitationResponse
+---@field action 'accept'|'decline'|'cancel'
+---@field content? table<string, string|number|boolean|string[]>
+
+--- A message for the user (vim.notify).
+---@class acp.Event.notify
+---@field type 'notify'
+---@field level 'info'|'warn'|'error'
+---@field message string
+
+--- The answer to `acp.core.list_files`.
+---@class acp.Event.files
+---@field type 'files'
+---@field request integer
+---@field root string
+---@field count integer
+---@field truncated boolean
+---@field error? string
+
+--- A main-thread service the core needs (see "Calls" below). Answered with
+--- `call_part`/`call_done`/`call_fail`, except `call` 0: a notification.
+---@class acp.Event.call
+---@field type 'call'
+---@field call integer
+---@field thread integer
+---@field method 'buffer_read'|'buffer_apply'|'terminal_start'|'terminal_kill'
+---@field payload acp.Call.buffer_read|acp.Call.buffer_apply|acp.Call.terminal_start|acp.Call.terminal_kill
+
+---@alias acp.Event
+---| acp.Event.added
+---| acp.Event.appended
+---| acp.Event.replaced
+---| acp.Event.status
+---| acp.Event.session
+---| acp.Event.title
+---| acp.Event.mode
+---| acp.Event.modes
+---| acp.Event.commands
+---| acp.Event.config_options
+---| acp.Event.models
+---| acp.Event.usage
+---| acp.Event.card
+---| acp.Event.agent
+---| acp.Event.turn_started
+---| acp.Event.turn_ended
+---| acp.Event.terminal_output
+---| acp.Event.permission
+---| acp.Event.permission_done
+---| acp.Event.elicitation
+---| acp.Event.elicitation_done
+---| acp.Event.elicitation_complete
+---| acp.Event.reply
+---| acp.Event.notify
+---| acp.Event.files
+---| acp.Event.call
+
+-- Calls: payloads of `call` events and their replies ------------------------------------
+
+--- The loaded buffer of a file the agent reads or writes. Reply: the text in
+--- parts (`call_part`, lines joined by "\n"), then `acp.Reply.buffer_read`.
+---@class acp.Call.buffer_read
+---@field path string As the agent sent it.
+---@field resolved string Its real path.
+---@field whole boolean Hand the text over in this tick (the sliced reads kept going stale).
+
+---@class acp.Reply.buffer_read
+---@field found boolean
+---@field stale? boolean The buffer changed between parts: the core asks again.
+---@field bufnr? integer
+---@field tick? integer changedtick the parts were taken at.
+---@field lines? integer
+---@field modified? boolean
+---@field dos? boolean
+---@field eol? boolean
+
+--- An agent write applied to a buffer as line edits (one undo step).
+---@class acp.Call.buffer_apply
+---@field bufnr integer
+---@field tick integer Apply only at this changedtick (else reply `stale`).
+---@field hunks { old_start: integer, old_end: integer, lines: string[] }[] Ascending, 0-based, end-exclusive.
+---@field save boolean Write the buffer afterwards (it had no unsaved changes).
+---@field eol boolean
+---@field path string
+
+---@class acp.Reply.buffer_apply
+---@field stale? boolean
+---@field error? string
+---@field saved? boolean
+---@field modified? boolean
+
+--- A client terminal (`terminal/create`) to run as a job.
+---@class acp.Call.terminal_start
+---@field id string
+---@field argv string[]
+---@field env? table<string, string>
+---@field cwd string
+---@field command string As shown to the user.
+
+---@class acp.Reply.terminal_start
+---@field pid? integer
+---@field error? string
+
+--- Ends a client terminal's process group (a notification: call 0).
+---@class acp.Call.terminal_kill
+---@field id string
+---@field pid integer
+
+---@alias acp.Reply acp.Reply.buffer_read|acp.Reply.buffer_apply|acp.Reply.terminal_start
+
+-- Values of native functions ---------------------------------------------------
+
+---@class acp.InitOpts
+---@field log_file? string
+---@field log_max_bytes? integer the log is rotated past this size (two old files kept)
+---@field secret_names? string[] name patterns whose values the log and saved traces hide
+---@field kept_text_max_bytes? integer cap on all file texts kept for merges and review (oldest dropped first)
+---@field dispatch? fun(batch: acp.Event[]) Gets every drained batch.
+
+---@class acp.AgentSpec
+---@field name string
+---@field cmd string
+---@field args? string[]
+---@field env? table<string, string>
+---@field cwd string
+---@field mcp_servers? table[]
+---@field caps? { fs_read?: boolean, fs_write?: boolean, terminal?: boolean }
+---@field line_max? integer the longest message (bytes) the agent may send
+---@field timeouts? { initialize?: integer, session_new?: integer, cancel_grace?: integer } ms
+---@field trace_max? integer messages kept in the protocol trace
+---@field policy? acp.Policy
+---@field resume? string a session to open (`session/resume` when advertised, else `session/load`) instead of a new one
+
+---@class acp.Policy
+---@field roots? string[]
+---@field allow_read_outside? boolean
+---@field allow_write_outside? boolean
+---@field allow_terminal_outside? boolean
+---@field save_unmodified? boolean
+---@field shell? string
+---@field auto_allow? (string|acp.AutoAllowRule)[]
+---@field terminal_confirm? 'unrequested'|'always'|'never'
+---@field protected? string[] names no agent write may touch in a path (`*`/`?`)
+---@field read_max_bytes? integer whole-file reads above this are refused
+---@field terminal_output_max_bytes? integer output kept per terminal without the agent's `outputByteLimit`
+---@field terminal_inert_env? string[][] `{ name, value }` pairs a grant disregards (`terminal.inert_env`)
+
+--- A request the user's policy answers "allow once" without asking.
+---@class acp.AutoAllowRule
+---@field kind string the card's tool kind as first recorded
+---@field pattern? string `*`/`?` pattern over the command (else the title); default `*`
+
+--- An ACP content block of a prompt (text, resource, resource_link, image).
+---@class acp.ContentBlock
+---@field type 'text'|'resource'|'resource_link'|'image'|'audio'|string
+
+---@class acp.AuthMethod
+---@field id string
+---@field name? string
+---@field description? string
+
+---@class acp.ThreadInfo
+---@field state acp.TurnState
+---@field pid? integer
+---@field session_id? string
+---@field agent string
+---@field agent_capabilities? acp.AgentCapabilities
+---@field agent_info? acp.AgentInfo
+
+--- A transcript entry as the core keeps it (`entry` says which kind).
+---@class acp.Entry
+---@field entry acp.EntryKind
+---@field text? string user, heading, agent, thought, notice
+---@field level? acp.NoticeLevel notice
+---@field items? { content: string, status: acp.PlanStatus, priority: acp.PlanPriority }[] plan
+---@field id? string tool_call (and the fields below)
+---@field title? string
+---@field kind? acp.ToolKind
+---@field status? acp.ToolStatus
+---@field locations? table[] { path, line? } pairs
+---@field content? acp.ToolContent[]
+---@field raw_input? string
+---@field raw_output? { text: string, exit_code?: integer }
+---@field notes? string[]
+---@field client_state? acp.ClientState
+
+--- Content of a tool card (snake_case: `old_text`/`new_text`).
+---@class acp.ToolContent
+---@field type 'text'|'diff'|'terminal'
+---@field text? string
+---@field path? string
+---@field old_text? string nil for a new file
+---@field new_text? string
+---@field id? string terminal id
+---@field tail? string
+---@field more_lines? integer
+---@field exit? string
+---@field known? boolean
+
+--- One changed file of the session (one record per path).
+---@class acp.WriteRecord
+---@field path string
+---@field time number Seconds since the epoch, of the last change.
+---@field tool_call_id? string
+---@field target 'buffer'|'disk'|'agent' this client wrote the buffer or the disk, or the agent wrote the disk itself
+---@field saved boolean
+---@field changes integer how many changes
+---@field original? string The text before the first change (absent when created or unknown).
+---@field created? true this client's own write created the file (only then may review delete it)
+---@field original_unknown? true the text before could not be read
+
+---@class acp.TerminalText
+---@field output string
+---@field exit? string
+
+---@class acp.BridgeStats
+---@field pushed integer
+---@field drains integer
+---@field delivered integer
+---@field waits integer
+---@field sliced integer
+---@field timed_wakes integer
+---@field queued_bytes integer
+
+--- What the library was built from: the loader compares it with the plugin.
+---@class acp.BuildInfo
+---@field version string The crate version (must equal `acp.core.VERSION`).
+---@field git_rev string The checkout's git revision at build time (`unknown` outside git).
+---@field dirty boolean The core's sources had uncommitted changes at build time.
+---@field source_stamp string sha256 of the sources (see `acp.core.source_stamp`).
+
+-- The native module ---------------------------------------------------------------------
+-- Every function raises a Lua error on bad arguments or an unknown thread.
+
+--- An "always" answer the user gave this session (shown by :AcpPermissions;
+--- the agent remembers it, the plugin never answers with it).
+---@class acp.AlwaysChoice
+---@field kind string tool kind of the card
+---@field text string the command (or title) the user read
+---@field option acp.PermissionOptionKind
+
+--- A file the agent changed on disk by itself, seen by the buffer sync.
+---@class acp.DiskEdit
+---@field path string
+---@field before string the text the buffer and the disk last agreed on
+---@field after string the new disk text
+
+---@class acp.Native
+---@field init fun(opts: acp.InitOpts)
+---@field source_stamp fun(): string
+---@field version fun(): string
+---@field build_info fun(): acp.BuildInfo
+---@field log_path fun(): string?
+---@field log fun(level: 'info'|'warn'|'error', message: string) writes a line to the core's log
+---@field notice fun(thread: integer, level: 'info'|'warn'|'error', text: string) a notice entry in the transcript
+---@field disk_edit fun(thread: integer, edit: acp.DiskEdit) records a change the agent made on disk (for :AcpReview)
+---@field accept_changes fun(thread: integer) review's "accept all": forgets the session's changes
+---@field open_thread fun(spec: acp.AgentSpec): integer
+---@field prompt fun(thread: integer, prompt: string|acp.ContentBlock[], opts: { queued_by_agent?: boolean }?)
+---@field request fun(thread: integer, method: string, params: table?, reply: integer) a view request; answered by a `reply` event
+---@field reconnect fun(thread: integer) opens the session again (after a terminal sign-in)
+---@field answer_elicitation fun(request: integer, response: acp.ElicitationResponse)
+---@field authenticate fun(thread: integer, method_id: string)
+---@field auth_methods fun(thread: integer): acp.AuthMethod[]
+---@field set_mode fun(thread: integer, mode_id: string)
+---@field cancel fun(thread: integer): boolean
+---@field answer_permission fun(thread: integer, request: integer, option_id: string?)
+---@field close_thread fun(thread: integer)
+---@field markdown fun(thread: integer): string
+---@field trace_lines fun(thread: integer, width: integer?): string[] the protocol trace of the chat's agent, one line per message
+---@field trace_save fun(thread: integer, path: string): integer writes the trace as JSONL (secrets redacted); the message count
+---@field thread_info fun(thread: integer): acp.ThreadInfo
+---@field list_files fun(root: string, max: integer?, request: integer)
+---@field match_files fun(root: string, query: string, limit: integer?): string[]?
+---@field agent_pids fun(): integer[]
+---@field entry fun(thread: integer, index: integer): acp.Entry?
+---@field decisions fun(thread: integer): acp.AlwaysChoice[]
+---@field forget_decisions fun(thread: integer)
+---@field call_part fun(call: integer, text: string)
+---@field call_done fun(call: integer, value: acp.Reply?)
+---@field call_fail fun(call: integer, message: string)
+---@field terminal_output fun(thread: integer, terminal: string, data: string)
+---@field terminal_exit fun(thread: integer, terminal: string, code: integer)
+---@field terminal_text fun(thread: integer, terminal: string): acp.TerminalText?
+---@field watch_terminal fun(thread: integer, id: string, on: boolean): acp.TerminalText? a view buffer follows terminal `id`: its output so far, then `terminal_output` events
+---@field writes fun(thread: integer): acp.WriteRecord[]
+---@field roots fun(thread: integer): string[]
+---@field merge3 fun(base: string[], ours: string[], theirs: string[]): string[]?, integer[]?
+---@field stats fun(): acp.BridgeStats
+---@field keep_text fun(thread: integer, label: string, text: string): integer? keeps a file text under the one cap of kept texts (`fs.kept_text_max_bytes`); its id, or nil when not kept
+---@field kept_text fun(id: integer): string? the text kept as `id`, or nil once it was dropped (oldest first past the cap) or released
+---@field release_text fun(id: integer)
+---@field kept_bytes fun(): integer bytes of all kept texts
+---@field shutdown fun()
+---@field _panic fun() Test hook: a panic that must surface as a Lua error.

@@ -1,0 +1,327 @@
+--- Reviewing agent edits in Neovim's diff mode.
+--- * A diff from a tool card (or a permission request) opens old | new in a
+---   new tab; from a permission, the option keys answer it from there.
+--- * `:AcpReview` walks every file the session changed: the pre-session
+---   text | the file itself, with keys to revert one hunk or the whole file.
+local api = vim.api
+
+local M = {}
+
+local function scratch(name, text, ft)
+  local buf = api.nvim_create_buf(false, true)
+  pcall(api.nvim_buf_set_name, buf, name)
+  vim.bo[buf].bufhidden = 'wipe'
+  local lines = vim.split(text or '', '\n', { plain = true })
+  if lines[#lines] == '' and #lines > 1 then
+    lines[#lines] = nil
+  end
+  api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  vim.bo[buf].modifiable = false
+  if ft then
+    vim.bo[buf].filetype = ft
+  end
+  return buf
+end
+
+local function map(buf, lhs, fn, desc)
+  vim.keymap.set('n', lhs, fn, { buffer = buf, nowait = true, silent = true, desc = desc })
+end
+
+local counter = 0
+
+--- Puts the cursor on the first hunk (line 1 may already be one).
+local function first_hunk()
+  vim.cmd('diffupdate')
+  vim.cmd('normal! gg')
+  if vim.fn.diff_hlID(1, 1) == 0 then
+    pcall(vim.cmd, 'normal! ]c')
+  end
+end
+
+--- Opens `old` | `new` of `path` side by side in a new tab. Returns the
+--- tab and the two buffers.
+function M.open_diff(path, old_text, new_text, opts)
+  opts = opts or {}
+  counter = counter + 1
+  local ft = vim.filetype.match({ filename = path })
+  local label = old_text == nil and 'new file' or 'before'
+  vim.cmd('stopinsert')
+  vim.cmd('tabnew')
+  -- The tab's empty buffer goes once the review's buffers replace it.
+  vim.bo.bufhidden = 'wipe'
+  local tab = api.nvim_get_current_tabpage()
+  local left = scratch(('acp://review/%d/%s (%s)'):format(counter, path, label), old_text or '', ft)
+  local right = scratch(('acp://review/%d/%s (proposed)'):format(counter, path), new_text, ft)
+  api.nvim_win_set_buf(0, left)
+  vim.cmd('diffthis')
+  vim.cmd('rightbelow vsplit')
+  api.nvim_win_set_buf(0, right)
+  vim.cmd('diffthis')
+  for _, b in ipairs({ left, right }) do
+    map(b, 'q', function()
+      M.close(tab)
+    end, 'Close the review')
+    map(b, ']h', ']c', 'Next hunk')
+    map(b, '[h', '[c', 'Previous hunk')
+  end
+  -- The path is the agent's: escaped, or a `%{…}` in it would run.
+  local esc = require('acp.util.escape')
+  vim.wo.winbar = ('%%#AcpTitle# Review %%* %s · ]c/[c hunks · q close%s'):format(esc.statusline(path, nil, true), esc.statusline(opts.hint or ''))
+  first_hunk()
+  return tab, left, right
+end
+
+function M.close(tab)
+  if tab and api.nvim_tabpage_is_valid(tab) and #api.nvim_list_tabpages() > 1 then
+    vim.cmd(('tabclose %d'):format(api.nvim_tabpage_get_number(tab)))
+  end
+end
+
+--- The diff items of a tool card: a core entry or the agent's raw
+--- `toolCall` (both keep them in `content` with `type = 'diff'`).
+function M.diffs_of(entry)
+  local out = {}
+  for _, c in ipairs((entry or {}).content or {}) do
+    if c.type == 'diff' then
+      out[#out + 1] = c
+    end
+  end
+  return out
+end
+
+--- Opens the first diff of a tool card.
+function M.open_entry(entry, opts)
+  local d = M.diffs_of(entry)[1]
+  if not d then
+    vim.notify('acp.nvim: this card has no diff', vim.log.levels.INFO)
+    return
+  end
+  return M.open_diff(d.path, d.old_text, d.new_text, opts)
+end
+
+-- :AcpReview -----------------------------------------------------------------
+
+--- The text of `path` as the review shows and reverts it: its loaded
+--- buffer's (as a `:write` would put it in the file), else the disk's.
+local function current_text(path)
+  local sync = require('acp.editor.sync')
+  local real = vim.uv.fs_realpath(path) or path
+  for _, buf in ipairs(api.nvim_list_bufs()) do
+    local name = api.nvim_buf_get_name(buf)
+    if api.nvim_buf_is_loaded(buf) and name ~= '' and (name == path or (vim.uv.fs_realpath(name) or name) == real) then
+      return sync.buffer_text(buf)
+    end
+  end
+  return (sync.read_file(path))
+end
+
+--- The text before the cards' diffs of one file, undone newest first from
+--- `text` (the file now); nil when that cannot be told. Agents send the
+--- replaced fragment as `oldText` (an Edit tool's snippet), so a card's
+--- `oldText` is the whole file only when its `newText` is the whole file
+--- now; otherwise a `newText` found exactly once is put back to its
+--- `oldText`. Taking a snippet for the file would make R replace the
+--- file with the snippet.
+function M.before_cards(text, diffs)
+  for k = #diffs, 1, -1 do
+    local d = diffs[k]
+    if text == nil or d.new_text == nil then
+      return nil
+    end
+    if text == d.new_text then
+      -- A new-file claim (no oldText) is never taken as known.
+      text = d.old_text
+    else
+      local at = d.new_text ~= '' and d.old_text ~= nil and text:find(d.new_text, 1, true)
+      if at and not text:find(d.new_text, at + 1, true) then
+        text = text:sub(1, at - 1) .. d.old_text .. text:sub(at + #d.new_text)
+      elseif not d.failed then
+        return nil
+      end
+      -- A failed or rejected card whose text is not there changed nothing.
+    end
+  end
+  return text
+end
+
+--- Files the session changed with their pre-session text: this client's
+--- records first (its writes and the agent's disk edits the buffer sync
+--- saw), then diff contents of tool cards. Only the client's own records
+--- can call a file new: a card's missing `oldText` is a claim, and such a
+--- file is "changed" with an unknown original.
+function M.changed_files(view)
+  local core = require('acp.core')
+  local files, seen = {}, {}
+  for _, w in ipairs(core.writes(view.thread)) do
+    if not seen[w.path] then
+      seen[w.path] = true
+      files[#files + 1] = { path = w.path, original = w.original, new_file = w.created == true, unknown = w.original_unknown == true }
+    end
+  end
+  -- Cards before the last "accept all" are accepted with it.
+  local by_path, order = {}, {}
+  local i = view.review_accepted_entries or 0
+  while true do
+    local e = core.entry(view.thread, i)
+    if e == nil then
+      break
+    end
+    if e.entry == 'tool_call' then
+      local failed = e.status == 'failed' or e.client_state == 'rejected' or e.client_state == 'cancelled'
+      for _, d in ipairs(M.diffs_of(e)) do
+        if not seen[d.path] then
+          if not by_path[d.path] then
+            by_path[d.path] = {}
+            order[#order + 1] = d.path
+          end
+          table.insert(by_path[d.path], { old_text = d.old_text, new_text = d.new_text, failed = failed })
+        end
+      end
+    end
+    i = i + 1
+  end
+  for _, path in ipairs(order) do
+    -- A card's path is the agent's: a FIFO, a URL-like name or a file
+    -- outside the roots is not read (its original is then unknown).
+    local ok = require('acp.editor.open').check_for(view, path, true)
+    local original = M.before_cards(ok and current_text(ok) or nil, by_path[path])
+    files[#files + 1] = { path = path, original = original, new_file = false, unknown = original == nil }
+  end
+  return files
+end
+
+--- Shows the file in the current window: the buffer of the checked path
+--- (see acp.editor.open: no `term://` or other URL-like name, no FIFO or device,
+--- inside the roots), or a scratch buffer saying why it is not opened.
+local function file_window(state, f)
+  local open = require('acp.editor.open')
+  local buf, why = open.show(state.view, api.nvim_get_current_win(), f.path, { new_ok = true })
+  if buf then
+    f.refused = nil
+    return buf
+  end
+  f.refused = why
+  buf = scratch(('acp://review/%d/%s (not opened)'):format(state.id, f.path), ('acp.nvim: not opening %s: %s'):format(open.display(f.path), why))
+  api.nvim_win_set_buf(0, buf)
+  return buf
+end
+
+local function refused_note(f)
+  vim.notify(('acp.nvim: %s is not opened (%s): nothing to revert'):format(require('acp.editor.open').display(f.path), f.refused), vim.log.levels.WARN)
+end
+
+--- Shows file `idx` of the review: the pre-session text | the file.
+function M.show_file(state, idx)
+  local f = state.files[idx]
+  if not f then
+    return
+  end
+  state.idx = idx
+  if not api.nvim_tabpage_is_valid(state.tab) then
+    return
+  end
+  api.nvim_set_current_tabpage(state.tab)
+  vim.cmd('silent! diffoff!')
+  vim.cmd('silent! only')
+  local ft = vim.filetype.match({ filename = f.path })
+  local left = scratch(('acp://review/%d/%s (before the session)'):format(state.id, f.path), f.original or '', ft)
+  api.nvim_win_set_buf(0, left)
+  vim.cmd('diffthis')
+  local left_win = api.nvim_get_current_win()
+  vim.cmd('rightbelow vsplit')
+  local file_buf = file_window(state, f)
+  vim.cmd('diffthis')
+  api.nvim_set_current_win(left_win)
+  local function revert_hunk()
+    if f.refused then
+      return refused_note(f)
+    end
+    -- Put the original hunk under the cursor into the file.
+    api.nvim_set_current_win(left_win)
+    local ok, err = pcall(vim.cmd, 'diffput')
+    if not ok then
+      vim.notify('acp.nvim: ' .. require('acp.util.text').error(err), vim.log.levels.WARN)
+    end
+  end
+  local function keep_hunk()
+    -- The agent's hunk becomes the baseline: it no longer shows as a change.
+    api.nvim_set_current_win(left_win)
+    vim.bo[left].modifiable = true
+    local ok, err = pcall(vim.cmd, 'diffget')
+    vim.bo[left].modifiable = false
+    if not ok then
+      vim.notify('acp.nvim: ' .. require('acp.util.text').error(err), vim.log.levels.WARN)
+    end
+  end
+  local function revert_file()
+    if f.refused then
+      return refused_note(f)
+    end
+    if f.unknown then
+      vim.notify(
+        ('acp.nvim: the text of %s before the change is not known (no record of it, and the agent\'s cards do not tell); revert it by hand'):format(f.path),
+        vim.log.levels.WARN
+      )
+      return
+    end
+    if f.new_file then
+      vim.fn.delete(f.path)
+      pcall(api.nvim_buf_delete, file_buf, { force = true })
+      vim.notify(('acp.nvim: deleted %s (the agent created it)'):format(f.path))
+      return M.show_file(state, math.min(idx + 1, #state.files))
+    end
+    api.nvim_buf_set_lines(file_buf, 0, -1, false, api.nvim_buf_get_lines(left, 0, -1, false))
+    vim.cmd('diffupdate')
+    vim.notify(('acp.nvim: %s reverted in its buffer (write it to keep)'):format(f.path))
+  end
+  map(left, 'r', revert_hunk, 'Revert the hunk under the cursor')
+  map(left, 'R', revert_file, 'Revert the whole file')
+  map(left, 'k', keep_hunk, 'Keep the hunk under the cursor')
+  map(left, 'A', function()
+    require('acp.core').accept_changes(state.thread)
+    if state.view then
+      local next_index = 0
+      for index in pairs(state.view.entries) do
+        next_index = math.max(next_index, index + 1)
+      end
+      state.view.review_accepted_entries = next_index
+    end
+    vim.notify('acp.nvim: all changes accepted; the review list is cleared')
+    M.close(state.tab)
+  end, 'Accept all changes and clear the list')
+  map(left, ']f', function()
+    M.show_file(state, math.min(idx + 1, #state.files))
+  end, 'Next changed file')
+  map(left, '[f', function()
+    M.show_file(state, math.max(idx - 1, 1))
+  end, 'Previous changed file')
+  map(left, 'q', function()
+    M.close(state.tab)
+  end, 'Close the review')
+  vim.wo[left_win].winbar = ('%%#AcpTitle# Review %d/%d %%* %s · ]c/[c hunks · r revert / k keep hunk · R revert file · A accept all · ]f/[f files · q'):format(
+    idx,
+    #state.files,
+    require('acp.util.escape').statusline(f.new_file and (f.path .. ' (new)') or f.unknown and (f.path .. ' (before unknown)') or f.path, nil, true)
+  )
+  first_hunk()
+  return left, file_buf
+end
+
+function M.review(view)
+  local files = M.changed_files(view)
+  if #files == 0 then
+    vim.notify('acp.nvim: the agent changed no files in this session')
+    return
+  end
+  counter = counter + 1
+  vim.cmd('stopinsert')
+  vim.cmd('tabnew')
+  -- The tab's empty buffer goes once the review's buffers replace it.
+  vim.bo.bufhidden = 'wipe'
+  local state = { files = files, tab = api.nvim_get_current_tabpage(), id = counter, thread = view.thread, view = view }
+  M.last = state
+  M.show_file(state, 1)
+  return state
+end
+
+return M

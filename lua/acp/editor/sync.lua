@@ -1,0 +1,840 @@
+--- Buffers follow the files agents change on disk themselves (most agents
+--- write files without `fs/write_text_file`).
+---
+--- Each tracked buffer keeps a record: the file's stat and its text when
+--- the buffer and the disk last agreed (read, written or synced). A check
+--- is one stat per buffer; the file is read only when its stat changed.
+--- * An unmodified buffer takes the disk text as a minimal edit (one undo
+---   step; cursor, folds and marks stay) and stays unmodified.
+--- * A buffer with unsaved edits gets a three-way merge of the last common
+---   text, the buffer and the disk; a clean merge is one undo step and
+---   leaves the buffer modified, a conflict leaves it alone and is shown in
+---   the chat (`:AcpConflict` compares the two).
+--- Neovim's own "file changed" prompts (W11/W12) never appear for these
+--- buffers: `FileChangedShell` is answered here, and after a sync Neovim's
+--- idea of the file's time is brought up to date.
+local api = vim.api
+local uv = vim.uv or vim.loop
+
+local M = {}
+
+--- Larger files are not synced or merged (a notice says so).
+M.max_bytes = 16 * 1024 * 1024
+
+--- bufnr -> { path = real path, stat = stat key | nil (unknown), base = disk text | nil }
+M.records = {}
+--- bufnr -> { path, key = stat key of the disk version, thread }
+M.conflicts = {}
+--- thread -> ChatView with the roots of its session
+M.views = {}
+
+local ns = api.nvim_create_namespace('acp_sync')
+api.nvim_set_hl(0, 'AcpSyncNotice', { link = 'WarningMsg', default = true })
+
+local group
+local touching = {} -- bufnr -> true while our own :checktime runs
+
+-- Helpers -------------------------------------------------------------------
+
+local function file_buffer(buf)
+  return api.nvim_buf_is_loaded(buf) and vim.bo[buf].buftype == '' and api.nvim_buf_get_name(buf) ~= ''
+end
+
+local function real_path(buf)
+  local name = api.nvim_buf_get_name(buf)
+  return uv.fs_realpath(name) or name
+end
+
+local function stat_key(st)
+  -- ino and ctime too: an atomic rename, or a same-size rewrite within the
+  -- file system's time granularity, still shows.
+  return ('%d.%d:%d:%d:%d.%d'):format(st.mtime.sec, st.mtime.nsec, st.size, st.ino, st.ctime.sec, st.ctime.nsec)
+end
+
+--- The stat key and text of a file (the stat of the opened file, so a
+--- write after it is seen by the next check), or nil and why.
+local function read_file(path)
+  local pre = uv.fs_stat(path)
+  if pre and pre.type ~= 'file' then
+    -- Opening a FIFO would wait for a writer.
+    return nil, 'not a file', stat_key(pre)
+  end
+  -- Non-blocking: a FIFO swapped in after the stat cannot hang the open
+  -- (the descriptor's type is checked below).
+  local c = uv.constants or {}
+  local fd = pre and uv.fs_open(path, (c.O_RDONLY or 0) + (c.O_NONBLOCK or 0) + (c.O_NOCTTY or 0), 0)
+  if not fd then
+    return nil, 'gone'
+  end
+  local st = uv.fs_fstat(fd)
+  local text, why
+  if not st or st.type ~= 'file' then
+    why = 'not a file'
+  elseif st.size > M.max_bytes then
+    why = 'large'
+  else
+    text = uv.fs_read(fd, st.size, 0)
+  end
+  uv.fs_close(fd)
+  return text, why, st and stat_key(st)
+end
+
+--- (For `:AcpReview` and the snapshots of edit cards.)
+M.read_file = read_file
+
+local function stat_of(path)
+  local st = uv.fs_stat(path)
+  return st and stat_key(st)
+end
+
+--- The buffer lines for a file's text, as Neovim would read it with the
+--- buffer's 'fileformat'; and whether it ends with a newline.
+local function decode(buf, text)
+  if vim.bo[buf].bomb and text:sub(1, 3) == '\239\187\191' then
+    text = text:sub(4)
+  end
+  local ff = vim.bo[buf].fileformat
+  local nl = ff == 'mac' and '\r' or '\n'
+  local eol = text:sub(-1) == nl
+  if eol then
+    text = text:sub(1, -2)
+  end
+  local lines = vim.split(text, nl, { plain = true })
+  if ff == 'dos' then
+    for i, l in ipairs(lines) do
+      if l:sub(-1) == '\r' then
+        lines[i] = l:sub(1, -2)
+      end
+    end
+  end
+  return lines, eol
+end
+
+--- The buffer's text as a `:write` would put it in its file (the inverse
+--- of `decode`).
+function M.buffer_text(buf)
+  local ff = vim.bo[buf].fileformat
+  local nl = ff == 'dos' and '\r\n' or ff == 'mac' and '\r' or '\n'
+  local lines = api.nvim_buf_get_lines(buf, 0, -1, false)
+  local text = table.concat(lines, nl)
+  if #lines == 1 and lines[1] == '' then
+    -- An empty buffer writes an empty file.
+    return ''
+  end
+  if vim.bo[buf].eol or (vim.bo[buf].fixeol and not vim.bo[buf].binary) then
+    text = text .. nl
+  end
+  if vim.bo[buf].bomb then
+    text = '\239\187\191' .. text
+  end
+  return text
+end
+
+local function same(a, b)
+  if #a ~= #b then
+    return false
+  end
+  for i = 1, #a do
+    if a[i] ~= b[i] then
+      return false
+    end
+  end
+  return true
+end
+
+--- Applies hunks ({old_start, old_end, lines}: 0-based, end exclusive,
+--- ascending) bottom-up, so earlier offsets stay valid, as one undo step.
+--- Both the sync and the agent's buffer writes (`acp.editor.fs`) edit
+--- buffers this way.
+function M.apply_hunks(buf, hunks)
+  for i = #hunks, 1, -1 do
+    local h = hunks[i]
+    if i < #hunks then
+      api.nvim_buf_call(buf, function()
+        vim.cmd('silent! undojoin')
+      end)
+    end
+    api.nvim_buf_set_lines(buf, h.old_start, h.old_end, false, h.lines)
+  end
+end
+
+--- Minimal hunks turning `old` into `new` ({old_start, old_end, lines},
+--- 0-based, end exclusive, ascending), as `M.apply_hunks` applies them.
+function M.hunks(old, new)
+  local a = table.concat(old, '\n') .. '\n'
+  local b = table.concat(new, '\n') .. '\n'
+  local out = {}
+  for _, h in ipairs(vim.diff(a, b, { result_type = 'indices' })) do
+    local sa, ca, sb, cb = h[1], h[2], h[3], h[4]
+    local start = ca == 0 and sa or sa - 1
+    out[#out + 1] = { old_start = start, old_end = start + ca, lines = vim.list_slice(new, sb, sb + cb - 1) }
+  end
+  return out
+end
+
+--- Replaces the buffer's text with `new` as minimal edits in one undo
+--- step of its own. `reload`: the buffer is unmodified and stays so; an
+--- undo of this step marks it modified again (it differs from the disk).
+local function replace(buf, old, new, reload)
+  local hunks = M.hunks(old, new)
+  if #hunks == 0 then
+    return false
+  end
+  local ok, err = pcall(function()
+    api.nvim_buf_call(buf, function()
+      -- Close the user's undo block: the sync is its own step.
+      vim.cmd('let &l:undolevels = &l:undolevels')
+    end)
+    if reload then
+      -- The undo entry records the state before the change; "modified"
+      -- there makes `u` mark the buffer modified.
+      vim.bo[buf].modified = true
+    end
+    M.apply_hunks(buf, hunks)
+  end)
+  if not ok then
+    if reload then
+      vim.bo[buf].modified = false
+    end
+    error(err, 0)
+  end
+  return true
+end
+
+--- Brings Neovim's record of the file's time up to date (so its own
+--- timestamp check stays quiet): a `:checktime` whose `FileChangedShell`
+--- this module answers with "do nothing".
+local function touch(buf)
+  local prev = api.nvim_get_option_value('autoread', { scope = 'local', buf = buf })
+  -- With 'autoread' Neovim would reload the buffer instead of asking.
+  vim.bo[buf].autoread = false
+  touching[buf] = true
+  pcall(vim.cmd, 'checktime ' .. buf)
+  touching[buf] = nil
+  if prev == nil then
+    api.nvim_buf_call(buf, function()
+      vim.cmd('set autoread<')
+    end)
+  else
+    vim.bo[buf].autoread = prev
+  end
+end
+
+-- Views, roots and notices --------------------------------------------------
+
+local function roots_of(view)
+  if not view.sync_roots then
+    local core = require('acp.core')
+    local ok, roots = pcall(function()
+      return core.roots(view.thread)
+    end)
+    view.sync_roots = ok and type(roots) == 'table' and roots or { view.root }
+  end
+  return view.sync_roots
+end
+
+local function under(path, root)
+  return path == root or path:sub(1, #root + 1) == (root:sub(-1) == '/' and root or root .. '/')
+end
+
+--- The live chat whose session roots hold `path`, if any.
+function M.view_for(path)
+  for _, view in pairs(M.views) do
+    for _, root in ipairs(roots_of(view)) do
+      if under(path, root) then
+        return view
+      end
+    end
+  end
+end
+
+--- Shows a notice in the chat: a virtual line under the transcript's end.
+function M.notice(view, text)
+  if not (view and api.nvim_buf_is_valid(view.buf)) then
+    return
+  end
+  local core = require('acp.core')
+  if core.is_loaded() then
+    -- A real transcript entry (in the export too).
+    if pcall(core.notice, view.thread, 'warn', text) then
+      return
+    end
+  end
+  local last = api.nvim_buf_line_count(view.buf) - 1
+  api.nvim_buf_set_extmark(view.buf, ns, last, 0, { virt_lines = { { { '⚠ ' .. text, 'AcpSyncNotice' } } } })
+  view.sync_notices = view.sync_notices or {}
+  table.insert(view.sync_notices, text)
+end
+
+-- Records -------------------------------------------------------------------
+
+--- Records the buffer as agreeing with the disk now (after a read, a write
+--- or a sync). `text`: the disk text when already known.
+function M.record(buf, text, key)
+  local path = real_path(buf)
+  if not text then
+    local why
+    text, why, key = read_file(path)
+    if why == 'gone' then
+      -- A new file: nothing on disk to agree with yet.
+      M.records[buf] = { path = path }
+      return
+    end
+  end
+  M.records[buf] = { path = path, stat = key, base = text }
+  M.conflicts[buf] = nil
+end
+
+-- Writing -------------------------------------------------------------------
+--
+-- `:write` compares the file's time with the one Neovim saw when it last
+-- read or wrote the file, and asks before overwriting a newer file. After
+-- a sync the disk is newer than that, yet holds the text the buffer was
+-- synced to. Neovim offers no way to update that time short of reading
+-- the whole file again (a reload: an undo step of its own, marks and
+-- extmarks reset), so until the next real read or write a buffer-local
+-- `BufWriteCmd` does the write: it syncs first, then writes with `!`
+-- (the disk then holds nothing that the write would lose), or refuses
+-- when the disk and the buffer conflict.
+
+local guards = {} -- bufnr -> autocmd id
+
+local function unguard(buf)
+  if guards[buf] then
+    pcall(api.nvim_del_autocmd, guards[buf])
+    guards[buf] = nil
+  end
+end
+
+local guard
+
+local function guarded_write(ev)
+  local buf = ev.buf
+  local target = uv.fs_realpath(ev.match) or vim.fn.fnamemodify(ev.match, ':p')
+  local own = target == real_path(buf)
+  local bang = vim.v.cmdbang == 1
+  local safe = false
+  if own and not bang then
+    safe = pcall(M.check, buf, M.view_for(target)) and not M.disk_changed(buf)
+    if M.conflicts[buf] then
+      vim.notify(
+        ('acp.nvim: %s not written: it changed on disk and in this buffer (:AcpConflict to compare, :w! to overwrite)'):format(
+          vim.fn.fnamemodify(target, ':~:.')
+        ),
+        vim.log.levels.ERROR
+      )
+      return
+    end
+  end
+  -- The nested write must not come back here.
+  unguard(buf)
+  -- Without `!` Neovim checks the time it knows, which is old: it would
+  -- ask. Only when the check could not tell does it get to ask.
+  local force = bang or (safe and not vim.bo[buf].readonly)
+  local cmd = (force and 'write! ' or 'write ') .. vim.v.cmdarg .. (own and '' or (' ' .. vim.fn.fnameescape(ev.match)))
+  local ok, err = pcall(api.nvim_buf_call, buf, function()
+    vim.cmd(cmd)
+  end)
+  if vim.bo[buf].modified or not own then
+    -- Not written to its own file: Neovim's time of the file is still old.
+    guard(buf)
+  end
+  if not ok then
+    error(err, 0)
+  end
+end
+
+function guard(buf)
+  if guards[buf] then
+    return
+  end
+  guards[buf] = api.nvim_create_autocmd('BufWriteCmd', {
+    group = api.nvim_create_augroup('acp_sync_write', { clear = false }),
+    buffer = buf,
+    nested = true,
+    desc = 'acp.nvim: write a buffer synced with its file without the "changed since reading" question',
+    callback = guarded_write,
+  })
+end
+
+--- Writes an unmodified buffer's agent edit to its file (the save after
+--- an `fs/write_text_file`). Never over a disk change, never asking.
+--- Returns true when written.
+function M.save(buf)
+  if M.disk_changed(buf) then
+    return false
+  end
+  unguard(buf)
+  local ok = pcall(api.nvim_buf_call, buf, function()
+    vim.cmd(vim.bo[buf].readonly and 'silent keepalt write' or 'silent keepalt write!')
+  end)
+  if not ok then
+    guard(buf)
+  end
+  return ok and not vim.bo[buf].modified
+end
+
+local function finish(buf, text, key)
+  M.record(buf, text, key)
+  touch(buf)
+  guard(buf)
+end
+
+--- A record for a buffer seen for the first time (loaded before tracking
+--- began). With unsaved edits there is no telling them from a disk
+--- change: the disk text is taken as the last common text (Neovim still
+--- asks before a `:write` over a newer file then). Unmodified, the buffer
+--- holds the text from before any later edit of the agent, for review:
+--- the disk text when they agree, else the buffer's own (the stat is then
+--- left unknown, so the next check compares the texts).
+local function adopt(buf)
+  local path = real_path(buf)
+  local text, _, key = read_file(path)
+  if vim.bo[buf].modified then
+    M.records[buf] = { path = path, stat = text and key, base = text }
+  elseif text and same(decode(buf, text), api.nvim_buf_get_lines(buf, 0, -1, false)) then
+    M.records[buf] = { path = path, stat = key, base = text }
+  else
+    M.records[buf] = { path = path, base = M.buffer_text(buf) }
+  end
+end
+
+-- The check -----------------------------------------------------------------
+
+--- Tells the core about a disk edit the plugin saw (for `:AcpReview`),
+--- when the core takes such reports: the file's text before and after.
+local function report(view, path, before, after)
+  local core = require('acp.core')
+  if view and core.is_loaded() and before and before ~= after then
+    pcall(core.disk_edit, view.thread, { path = path, before = before, after = after })
+  end
+end
+
+local function conflict(buf, view, key)
+  local rec = M.records[buf]
+  local c = M.conflicts[buf]
+  if c and c.key == key then
+    return
+  end
+  M.conflicts[buf] = { path = rec.path, key = key, thread = view and view.thread }
+  -- A `:w` now says why it does not write, rather than asking.
+  guard(buf)
+  M.notice(view or M.view_for(rec.path), ('%s changed on disk and in your buffer: :AcpConflict %s to compare'):format(
+    vim.fn.fnamemodify(rec.path, ':~:.'),
+    vim.fn.fnamemodify(rec.path, ':~:.')
+  ))
+end
+
+--- `User AcpFileChanged` for a buffer that took its file's new disk text.
+local function file_changed(buf, path, how, view)
+  require('acp.events').file_changed({
+    path = path,
+    bufnr = buf,
+    by = 'sync',
+    how = how,
+    thread = view and view.thread,
+    agent = view and view.agent,
+  })
+end
+
+--- Checks one buffer against its file; syncs it when the file changed.
+--- Returns true when the buffer's text changed.
+function M.check(buf, view)
+  if not file_buffer(buf) or vim.bo[buf].binary then
+    return false
+  end
+  local rec = M.records[buf]
+  if not rec then
+    adopt(buf)
+    rec = M.records[buf]
+  end
+  local key = stat_of(rec.path)
+  if key == nil then
+    if rec.stat and not rec.gone then
+      rec.gone = true
+      M.notice(view or M.view_for(rec.path), ('%s was deleted on disk; its buffer keeps the text (:w writes it again)'):format(
+        vim.fn.fnamemodify(rec.path, ':~:.')
+      ))
+    end
+    return false
+  elseif key == rec.stat then
+    return false
+  end
+  local text, why
+  text, why, key = read_file(rec.path)
+  if not text then
+    if why == 'large' and (M.conflicts[buf] or {}).key ~= key then
+      M.conflicts[buf] = { path = rec.path, key = key, large = true }
+      M.notice(view or M.view_for(rec.path), ('%s changed on disk; too large to sync (:e to reload)'):format(
+        vim.fn.fnamemodify(rec.path, ':~:.')
+      ))
+    end
+    return false
+  end
+  local enc = vim.bo[buf].fileencoding
+  if enc ~= '' and enc ~= 'utf-8' then
+    return false
+  end
+  local theirs, eol = decode(buf, text)
+  local ours = api.nvim_buf_get_lines(buf, 0, -1, false)
+  view = view or M.view_for(rec.path)
+  if not vim.bo[buf].modified then
+    report(view, rec.path, rec.base, text)
+    local changed = replace(buf, ours, theirs, true)
+    if vim.bo[buf].eol ~= eol then
+      vim.bo[buf].eol = eol
+    end
+    vim.bo[buf].modified = false
+    finish(buf, text, key)
+    if changed then
+      file_changed(buf, rec.path, 'reload', view)
+    end
+    return changed
+  end
+  if rec.base == text or same(ours, theirs) then
+    -- Only the stat changed, or the buffer already holds the disk text.
+    finish(buf, text, key)
+    return false
+  end
+  if not rec.base then
+    conflict(buf, view, key)
+    return false
+  end
+  local core = require('acp.core')
+  local merged = core.merge3(decode(buf, rec.base), ours, theirs)
+  if not merged then
+    conflict(buf, view, key)
+    return false
+  end
+  report(view, rec.path, rec.base, text)
+  local changed = replace(buf, ours, merged, false)
+  finish(buf, text, key)
+  if changed then
+    file_changed(buf, rec.path, 'merge', view)
+  end
+  return changed
+end
+
+--- Checks every loaded buffer under the roots of `view`'s session (after
+--- a tool call that edits files, and at the end of each turn).
+function M.check_roots(view)
+  local roots = roots_of(view)
+  for _, buf in ipairs(api.nvim_list_bufs()) do
+    if file_buffer(buf) then
+      local rec = M.records[buf]
+      local path = rec and rec.path or real_path(buf)
+      for _, root in ipairs(roots) do
+        if under(path, root) then
+          local ok, err = pcall(M.check, buf, view)
+          if not ok then
+            M.notice(view, ('could not sync %s: %s'):format(path, err))
+          end
+          break
+        end
+      end
+    end
+  end
+end
+
+--- Whether the file changed on disk since the buffer last agreed with it
+--- (true when that is not known; false when it is gone: a write then
+--- loses nothing).
+function M.disk_changed(buf)
+  local rec = M.records[buf]
+  if not rec then
+    return true
+  end
+  local key = stat_of(rec.path)
+  return key ~= nil and key ~= rec.stat
+end
+
+-- Autocommands --------------------------------------------------------------
+
+local function on_file_changed(ev)
+  local buf = ev.buf
+  if touching[buf] then
+    vim.v.fcs_choice = ''
+    return
+  end
+  local rec = M.records[buf]
+  local view = M.view_for(rec and rec.path or real_path(buf))
+  if not view then
+    -- Not a file of a session: Neovim's usual question.
+    vim.v.fcs_choice = 'ask'
+    return
+  end
+  vim.v.fcs_choice = ''
+  -- Buffers can't be changed inside this autocommand.
+  vim.schedule(function()
+    if api.nvim_buf_is_valid(buf) then
+      local ok, err = pcall(M.check, buf, view)
+      if not ok then
+        M.notice(view, ('could not sync %s: %s'):format(api.nvim_buf_get_name(buf), err))
+      end
+    end
+  end)
+end
+
+local function tracked(buf)
+  return file_buffer(buf) and M.view_for(real_path(buf)) ~= nil
+end
+
+local function setup_autocmds()
+  if group then
+    return
+  end
+  group = api.nvim_create_augroup('acp_sync', { clear = true })
+  api.nvim_create_autocmd({ 'BufReadPost', 'BufNewFile', 'BufFilePost' }, {
+    group = group,
+    callback = function(ev)
+      -- Neovim read the file itself: its idea of the file is current.
+      unguard(ev.buf)
+      if M.records[ev.buf] or tracked(ev.buf) then
+        M.record(ev.buf)
+      end
+    end,
+  })
+  api.nvim_create_autocmd('FileChangedShellPost', {
+    group = group,
+    callback = function(ev)
+      -- Neovim handled a change itself (reloaded, or the user kept the
+      -- buffer): the next check compares the texts.
+      unguard(ev.buf)
+      if M.records[ev.buf] then
+        M.records[ev.buf].stat = nil
+      end
+    end,
+  })
+  api.nvim_create_autocmd('BufWritePost', {
+    group = group,
+    callback = function(ev)
+      local written = uv.fs_realpath(ev.match) or ev.match
+      if written == real_path(ev.buf) then
+        unguard(ev.buf)
+        if M.records[ev.buf] or tracked(ev.buf) then
+          M.record(ev.buf)
+        end
+      end
+    end,
+  })
+  api.nvim_create_autocmd('BufUnload', {
+    group = group,
+    callback = function(ev)
+      unguard(ev.buf)
+      M.records[ev.buf] = nil
+      M.conflicts[ev.buf] = nil
+    end,
+  })
+  api.nvim_create_autocmd('FileChangedShell', { group = group, callback = on_file_changed })
+end
+
+--- Starts following the files of a chat's session.
+function M.attach(view)
+  M.views[view.thread] = view
+  setup_autocmds()
+  for _, buf in ipairs(api.nvim_list_bufs()) do
+    if not M.records[buf] and tracked(buf) then
+      adopt(buf)
+    end
+  end
+end
+
+local release_shots
+
+function M.detach(view)
+  M.views[view.thread] = nil
+  release_shots(M.snapshots[view.thread])
+  M.snapshots[view.thread] = nil
+end
+
+-- Snapshots ------------------------------------------------------------------
+--
+-- Files a tool call names that no buffer holds are not synced, so a disk
+-- edit the agent makes to them itself would reach no review. Their text is
+-- taken when the call is announced (pending) or asks permission, before
+-- the agent changes them, and compared when the call finishes and at the
+-- end of the turn.
+
+--- thread -> { [real path] = { id = the core's id of the text from before
+--- the tool call, named = the path as the card gave it } | false (not a
+--- readable file, or not kept) }. The texts live in the core, under the
+--- cap of all kept texts (`fs.kept_text_max_bytes`): the oldest may be
+--- dropped, and such a file then reaches no review (the chat says so).
+M.snapshots = {}
+
+--- Frees the core's copies of `shots`.
+function release_shots(shots)
+  local core = require('acp.core')
+  for _, shot in pairs(shots or {}) do
+    if shot and core.is_loaded() then
+      pcall(core.release_text, shot.id)
+    end
+  end
+end
+
+--- The paths that have a change record (its original is kept already).
+local function recorded(view)
+  local out = {}
+  local ok, writes = pcall(require('acp.core').writes, view.thread)
+  for _, w in ipairs(ok and writes or {}) do
+    out[w.path] = true
+  end
+  return out
+end
+
+--- Takes the text of the files in the locations of `card` (an edit,
+--- delete or move about to run) that are inside the roots, are regular
+--- files within the sync's size limit, and have neither a snapshot nor a
+--- change record yet.
+function M.snapshot(view, card)
+  local shots = M.snapshots[view.thread] or {}
+  local done
+  for _, loc in ipairs(card.locations or {}) do
+    local path = type(loc.path) == 'string' and (uv.fs_realpath(loc.path) or loc.path)
+    if path and shots[path] == nil then
+      local inside = false
+      for _, root in ipairs(roots_of(view)) do
+        inside = inside or under(path, root)
+      end
+      done = done or (inside and recorded(view))
+      if inside and not done[path] and not done[loc.path] then
+        -- stat first: never a FIFO or device, nothing past the size limit.
+        local text = read_file(path)
+        local ok, id = false, nil
+        if text then
+          ok, id = pcall(require('acp.core').keep_text, view.thread, 'the snapshot of ' .. path, text)
+        end
+        shots[path] = ok and id and { id = id, named = loc.path } or false
+      end
+    end
+  end
+  M.snapshots[view.thread] = next(shots) and shots or nil
+end
+
+--- Records the snapshotted files that changed on disk and have no other
+--- record (a deleted one too: review can write it back). At the end of a
+--- turn the snapshots go.
+local function settle(view, turn_over)
+  local shots = M.snapshots[view.thread]
+  if not shots then
+    return
+  end
+  local done = recorded(view)
+  local core = require('acp.core')
+  for path, shot in pairs(shots) do
+    -- nil once the core dropped the text to stay under its cap: unknown,
+    -- so nothing is reported (never a wrong original).
+    local before = shot and not (done[path] or done[shot.named]) and core.kept_text(shot.id)
+    local keep = type(before) == 'string'
+    if keep then
+      local text, why = read_file(path)
+      if text ~= before and (text or why == 'gone') then
+        report(view, path, before, text)
+        keep = false
+      end
+    end
+    if not keep then
+      if shot then
+        pcall(core.release_text, shot.id)
+      end
+      shots[path] = nil
+    end
+  end
+  if turn_over or not next(shots) then
+    release_shots(shots)
+    M.snapshots[view.thread] = nil
+  end
+end
+
+--- Called by the chat after a drain in which an edit-like tool call
+--- finished or a turn ended (`turn_over`).
+function M.after_apply(view, turn_over)
+  local ok, err = pcall(M.check_roots, view)
+  if ok then
+    ok, err = pcall(settle, view, turn_over)
+  end
+  if not ok then
+    vim.notify('acp.nvim: syncing buffers with the disk failed: ' .. require('acp.util.text').error(err), vim.log.levels.ERROR)
+  end
+end
+
+-- :AcpConflict ---------------------------------------------------------------
+
+--- Buffers in conflict whose path (relative or full) starts with `lead`.
+function M.complete(lead)
+  local out = {}
+  for buf, c in pairs(M.conflicts) do
+    if api.nvim_buf_is_valid(buf) and not c.large then
+      local rel = vim.fn.fnamemodify(c.path, ':~:.')
+      if vim.startswith(rel, lead) or vim.startswith(c.path, lead) then
+        out[#out + 1] = rel
+      end
+    end
+  end
+  table.sort(out)
+  return out
+end
+
+local function find_conflict(arg)
+  -- The completion offers the agent's paths: literal but for `%`, `#`
+  -- and `~` (expand() would run backticks).
+  local want = arg ~= '' and (uv.fs_realpath(vim.fn.fnamemodify(require('acp.util.escape').arg_path(arg), ':p')) or arg) or nil
+  local found
+  for buf, c in pairs(M.conflicts) do
+    if api.nvim_buf_is_valid(buf) and not c.large and (not want or c.path == want) then
+      if not found or buf > found then
+        found = buf
+      end
+    end
+  end
+  return found
+end
+
+--- `:AcpConflict [path]`: the disk text | the buffer, in diff mode in a new
+--- tab page. Opening it acknowledges the disk version: the buffer may then
+--- be written over it without Neovim's warning.
+function M.open_conflict(arg)
+  local buf = find_conflict(arg or '')
+  if not buf then
+    vim.notify('acp.nvim: no file in conflict' .. ((arg and arg ~= '') and (' named ' .. arg) or ''))
+    return
+  end
+  local rec = M.records[buf]
+  local text, _, key = read_file(rec.path)
+  if not text then
+    vim.notify('acp.nvim: cannot read ' .. rec.path, vim.log.levels.WARN)
+    return
+  end
+  local disk = decode(buf, text)
+  vim.cmd('stopinsert')
+  vim.cmd('tabnew')
+  -- The tab's empty buffer goes once the review's buffers replace it.
+  vim.bo.bufhidden = 'wipe'
+  local tab = api.nvim_get_current_tabpage()
+  local left = api.nvim_create_buf(false, true)
+  pcall(api.nvim_buf_set_name, left, ('acp://conflict/%d/%s (on disk)'):format(buf, rec.path))
+  vim.bo[left].bufhidden = 'wipe'
+  api.nvim_buf_set_lines(left, 0, -1, false, disk)
+  vim.bo[left].modifiable = false
+  vim.bo[left].filetype = vim.bo[buf].filetype
+  api.nvim_win_set_buf(0, left)
+  vim.cmd('diffthis')
+  vim.wo.winbar = '%#AcpTitle# On disk %* do/dp move hunks · :w in the right window saves · q close'
+  vim.keymap.set('n', 'q', function()
+    if api.nvim_tabpage_is_valid(tab) and #api.nvim_list_tabpages() > 1 then
+      vim.cmd(('tabclose %d'):format(api.nvim_tabpage_get_number(tab)))
+    end
+  end, { buffer = left, nowait = true, silent = true, desc = 'Close the comparison' })
+  vim.cmd('rightbelow vsplit')
+  api.nvim_win_set_buf(0, buf)
+  vim.cmd('diffthis')
+  vim.wo.winbar = '%#AcpTitle# Your buffer %*'
+  -- The user has seen this disk version: it is the new common text.
+  M.records[buf] = { path = rec.path, stat = key, base = text }
+  M.conflicts[buf] = nil
+  touch(buf)
+  guard(buf)
+  return tab, left, buf
+end
+
+return M

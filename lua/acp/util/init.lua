@@ -1,0 +1,7 @@
+--- The util layer: helpers every other layer shares and that know nothing
+--- of chats, agents or the core. text.lua makes any value an agent sends
+--- into buffer text (one line, visible characters, cut to a width);
+--- escape.lua makes it safe where Neovim would interpret it (statuslines,
+--- command arguments, `vim.ui.select` items, paths with `~`).
+-- May use: nothing.
+return {}
