@@ -6,6 +6,7 @@
 local T = require('tests.helpers.expect')
 local H = require('tests.helpers.acp')
 local Child = require('tests.helpers.child')
+local Layers = require('tests.helpers.layers')
 
 local ROOT = H.root
 local FACADE = 'lua/acp/core/init.lua'
@@ -342,25 +343,47 @@ return {
     T.truthy(got.ms >= 250, 'waited for the timeout, not ' .. got.ms .. ' ms')
     T.eq(mute:lua([[return require('acp').current().state]]), 'connecting')
   end },
-  { 'the Rust layers point one way: the connection knows no chat, the handlers no session', function()
-    local function uses(file)
-      local out = {}
-      for m in T.read_file(ROOT .. '/src/' .. file):gmatch('crate::([%w_]+)') do
-        out[m] = true
-      end
-      return out
-    end
-    local conn = uses('connection.rs')
-    T.eq(conn.session, nil, 'connection.rs uses session')
-    T.eq(conn.handlers, nil, 'connection.rs uses handlers')
-    T.eq(conn.thread, nil, 'connection.rs uses thread')
-    local h = uses('handlers.rs')
-    T.eq(h.session, nil, 'handlers.rs uses session')
-    for _, pure in ipairs({ 'thread.rs', 'render.rs', 'update.rs', 'permission.rs', 'editor.rs', 'textdiff.rs' }) do
-      local u = uses(pure)
-      for _, upper in ipairs({ 'session', 'connection', 'handlers', 'lua_api', 'bridge', 'calls' }) do
-        T.eq(u[upper], nil, ('%s uses %s'):format(pure, upper))
-      end
-    end
+  { 'the layer check finds a circle, a use its layer does not declare, and a layer without a May-use line', function()
+    -- Proof that the checks below can fail: a small tree with each fault.
+    local dir = H.project({
+      ['src/lib.rs'] = 'pub mod model;\npub mod session;\npub mod log;\n',
+      ['src/log.rs'] = 'pub fn info() {}\n',
+      ['src/model/mod.rs'] = '//! The pure model.\n//! May use: nothing.\npub mod a;\npub mod b;\npub use a::A;\n',
+      ['src/model/a.rs'] = 'use super::b::B;\npub struct A;\n',
+      ['src/model/b.rs'] = 'use crate::model::a::A;\nuse crate::log;\npub struct B;\n#[cfg(test)]\nmod tests {\n  use crate::session::S;\n}\n',
+      ['src/session/mod.rs'] = '//! Chats.\npub mod s;\n',
+      ['src/session/s.rs'] = 'use crate::model::A;\npub struct S;\n',
+      ['lua/acp/x/init.lua'] = '-- May use: nothing.\nreturn {}\n',
+      ['lua/acp/x/one.lua'] = 'local function later() return require("acp.x.two") end\nreturn {}\n',
+      ['lua/acp/x/two.lua'] = "local y = require('acp.y.three')\nreturn require('acp.x.one')\n",
+      ['lua/acp/y/init.lua'] = '-- May use: x.\nreturn {}\n',
+      ['lua/acp/y/three.lua'] = 'return {}\n',
+    })
+    local rust = Layers.rust(dir)
+    T.eq(Layers.cycles(rust.edges), { { 'src/model/a.rs', 'src/model/b.rs' } })
+    T.eq(Layers.violations(rust), {
+      'src/model/b.rs -> src/log.rs (model may not use log)',
+      'src/session/mod.rs has no "May use:" line',
+    })
+    local lua = Layers.lua(dir)
+    T.eq(Layers.cycles(lua.edges), { { 'lua/acp/x/one.lua', 'lua/acp/x/two.lua' } })
+    T.eq(Layers.violations(lua), { 'lua/acp/x/two.lua -> lua/acp/y/three.lua (x may not use y)' })
+    T.eq(Layers.cycles(Layers.declared_edges(lua)), {})
+  end },
+
+  { 'the Rust core has no import circle, and every layer uses only what its module file declares', function()
+    local g = Layers.rust(ROOT)
+    T.eq(Layers.cycles(g.edges), {}, 'circles between Rust files')
+    T.eq(Layers.violations(g), {}, 'uses the layers do not declare')
+    T.eq(Layers.cycles(Layers.declared_edges(g)), {}, 'circles between the declared layers')
+    T.truthy(vim.tbl_count(g.declared_in) >= 4, 'the core is in layer folders')
+  end },
+
+  { 'the Lua side has no require circle, and every layer uses only what its init.lua declares', function()
+    local g = Layers.lua(ROOT)
+    T.eq(Layers.cycles(g.edges), {}, 'circles between Lua modules')
+    T.eq(Layers.violations(g), {}, 'uses the layers do not declare')
+    T.eq(Layers.cycles(Layers.declared_edges(g)), {}, 'circles between the declared layers')
+    T.truthy(vim.tbl_count(g.declared_in) >= 4, 'the view is in layer folders')
   end },
 }
