@@ -197,3 +197,33 @@ impl<'de> serde::Deserialize<'de> for AutoAllowRule {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(kind: &str, pattern: &str) -> AutoAllowRule {
+        AutoAllowRule {
+            kind: kind.into(),
+            pattern: pattern.into(),
+        }
+    }
+
+    #[test]
+    fn rules_deserialize_from_a_kind_or_a_table() {
+        let rules: Vec<AutoAllowRule> = serde_json::from_value(serde_json::json!([
+            "read",
+            {"kind": "execute", "pattern": "ls*"},
+            {"kind": "search"}
+        ]))
+        .unwrap();
+        assert_eq!(
+            rules,
+            vec![
+                rule("read", "*"),
+                rule("execute", "ls*"),
+                rule("search", "*")
+            ]
+        );
+    }
+}

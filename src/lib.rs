@@ -25,10 +25,6 @@
 pub mod bridge;
 pub mod config;
 pub mod editor;
-pub mod files;
-pub mod fs;
-pub mod handlers;
-pub mod kept;
 pub mod log;
 pub mod lua_api;
 pub mod model;
@@ -36,10 +32,8 @@ pub mod permission;
 pub mod platform;
 pub mod protocol;
 pub mod redact;
-pub mod roots;
 pub mod runtime;
 pub mod session;
-pub mod terminal;
 #[cfg(test)]
 mod testutil;
 

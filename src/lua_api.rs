@@ -15,7 +15,7 @@ use crate::bridge::handoff::bridge;
 use crate::bridge::lua_tables::{lines_table, to_lua};
 use crate::bridge::queue::UiEvent;
 use crate::config::{AgentSpec, Policy};
-use crate::handlers;
+use crate::editor::handlers;
 use crate::model::entries::NoticeLevel;
 use crate::session::registry;
 use crate::{log, runtime};
@@ -54,7 +54,7 @@ fn register_lifecycle(lua: &Lua, m: &Table) -> LuaResult<()> {
                 crate::redact::set_deny_list(names);
             }
             if let Some(max) = opts.get::<Option<usize>>("kept_text_max_bytes")? {
-                crate::kept::KEPT.set_max_bytes(max);
+                crate::editor::kept::KEPT.set_max_bytes(max);
             }
             if let Some(path) = opts.get::<Option<String>>("log_file")? {
                 let max = opts
@@ -463,14 +463,14 @@ fn register_files(lua: &Lua, m: &Table) -> LuaResult<()> {
                     return Ok(None);
                 };
                 let label = label.to_string_lossy().to_string();
-                Ok(crate::kept::KEPT.keep(thread, label, std::sync::Arc::new(text)))
+                Ok(crate::editor::kept::KEPT.keep(thread, label, std::sync::Arc::new(text)))
             },
         )?,
     )?;
     // The text kept as `id`, or nil once it was dropped (or released).
     m.set(
         "kept_text",
-        lua.create_function(|lua, id: u64| match crate::kept::KEPT.get(id) {
+        lua.create_function(|lua, id: u64| match crate::editor::kept::KEPT.get(id) {
             Some(t) => Ok(Some(lua.create_string(t.as_bytes())?)),
             None => Ok(None),
         })?,
@@ -478,14 +478,14 @@ fn register_files(lua: &Lua, m: &Table) -> LuaResult<()> {
     m.set(
         "release_text",
         lua.create_function(|_, id: u64| {
-            crate::kept::KEPT.release(id);
+            crate::editor::kept::KEPT.release(id);
             Ok(())
         })?,
     )?;
     // Bytes of all kept texts (for tests and :checkhealth).
     m.set(
         "kept_bytes",
-        lua.create_function(|_, ()| Ok(crate::kept::KEPT.total_bytes()))?,
+        lua.create_function(|_, ()| Ok(crate::editor::kept::KEPT.total_bytes()))?,
     )?;
     // Lists the files under `root` (ignore files respected) on a blocking
     // thread and keeps the list for `match_files`; a `files` event with
@@ -498,9 +498,9 @@ fn register_files(lua: &Lua, m: &Table) -> LuaResult<()> {
             handle.spawn(async move {
                 let key = root.clone();
                 let result = tokio::task::spawn_blocking(move || {
-                    let listing = crate::files::walk(&PathBuf::from(&key), max)?;
+                    let listing = crate::editor::files::walk(&PathBuf::from(&key), max)?;
                     let (count, truncated) = (listing.paths.len(), listing.truncated);
-                    crate::files::store(&key, listing.paths);
+                    crate::editor::files::store(&key, listing.paths);
                     Ok((count, truncated))
                 })
                 .await
@@ -532,13 +532,11 @@ fn register_files(lua: &Lua, m: &Table) -> LuaResult<()> {
     m.set(
         "match_files",
         lua.create_function(
-            |lua, (root, query, limit): (String, String, Option<usize>)| match crate::files::query(
-                &root,
-                &query,
-                limit.unwrap_or(50),
-            ) {
-                Some(paths) => Ok(LuaValue::Table(lines_table(lua, paths)?)),
-                None => Ok(LuaValue::Nil),
+            |lua, (root, query, limit): (String, String, Option<usize>)| {
+                match crate::editor::files::query(&root, &query, limit.unwrap_or(50)) {
+                    Some(paths) => Ok(LuaValue::Table(lines_table(lua, paths)?)),
+                    None => Ok(LuaValue::Nil),
+                }
             },
         )?,
     )?;

@@ -25,14 +25,15 @@ use tokio::sync::oneshot;
 use crate::bridge::handoff::bridge;
 use crate::bridge::queue::UiEvent;
 use crate::config::{AgentSpec, Policy, TerminalConfirm};
-use crate::editor::EditorState;
+use crate::editor::policy::{self, Subject};
+use crate::editor::state::EditorState;
 use crate::log;
 use crate::model::entries::{ClientState, NoticeLevel};
 use crate::model::events::{ThreadEvent, TurnState};
 use crate::model::schema::{PermissionOptionKind, ToolKind};
 use crate::model::thread::Thread;
 use crate::model::update::{PermissionOption, PermissionRequest, SessionUpdate};
-use crate::permission::{self, Choice, Pending, Permissions, ReplyTo, Subject};
+use crate::permission::{Choice, Pending, Permissions, ReplyTo};
 use crate::protocol::connection::{Connection, SessionSink};
 use crate::protocol::inbound::AgentRequest;
 
@@ -195,7 +196,7 @@ fn shown_request(
         params.insert("options".into(), options_json(options));
         params.remove("_client");
         if subject.kind == ToolKind::Execute {
-            let cwd = permission::subject_dir(subject, session_cwd);
+            let cwd = policy::subject_dir(subject, session_cwd);
             params.insert(
                 "_client".into(),
                 json!({"grant": {
@@ -262,12 +263,12 @@ impl ThreadHandle {
     /// A change the agent made on disk by itself (seen by the view's buffer
     /// sync): kept for review with the text from before the change.
     pub fn record_disk_edit(&self, path: &str, before: String) {
-        crate::handlers::record_change(
+        crate::editor::handlers::record_change(
             self,
             path,
             "agent",
             true,
-            crate::editor::Original::Text(Arc::new(before)),
+            crate::editor::state::Original::Text(Arc::new(before)),
             None,
         );
     }
@@ -391,7 +392,7 @@ impl ThreadHandle {
         let rules = &self.editor.policy.auto_allow;
         let session_cwd = &self.spec.cwd;
         if let Some((option, note)) =
-            permission::policy_answer(rules, &subject, &request.options, session_cwd)
+            policy::policy_answer(rules, &subject, &request.options, session_cwd)
         {
             let choice = Choice::Selected(option);
             // Recorded before the reply goes out.
@@ -419,7 +420,7 @@ impl ThreadHandle {
     /// true when it may run.
     pub async fn confirm_terminal(
         &self,
-        run: permission::Run<'_>,
+        run: policy::Run<'_>,
         command: &str,
     ) -> Result<bool, String> {
         let (cwd, env) = (run.cwd, run.env);
@@ -1126,7 +1127,7 @@ fn prompt_display_text(blocks: &[ContentBlock]) -> String {
         .join("\n")
 }
 
-impl crate::handlers::EditorHost for ThreadHandle {
+impl crate::editor::handlers::EditorHost for ThreadHandle {
     fn thread_id(&self) -> u64 {
         self.id
     }
@@ -1153,7 +1154,7 @@ impl crate::handlers::EditorHost for ThreadHandle {
 
     fn confirm_terminal<'a>(
         &'a self,
-        run: permission::Run<'a>,
+        run: policy::Run<'a>,
         command: &'a str,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<bool, String>> + Send + 'a>>
     {
@@ -1180,8 +1181,10 @@ impl SessionSink for ThreadHandle {
             }
             other => {
                 let method = other.method();
-                let host: Arc<dyn crate::handlers::EditorHost> = this.clone();
-                if let Some(responder) = crate::handlers::try_handle(&host, other, responder) {
+                let host: Arc<dyn crate::editor::handlers::EditorHost> = this.clone();
+                if let Some(responder) =
+                    crate::editor::handlers::try_handle(&host, other, responder)
+                {
                     log::info(format!("answered -32601 to {method}"));
                     let _ = responder
                         .respond_with_error(agent_client_protocol::Error::method_not_found());
@@ -1230,7 +1233,7 @@ pub struct Registry {
 pub fn registry() -> &'static Registry {
     static REGISTRY: OnceLock<Registry> = OnceLock::new();
     REGISTRY.get_or_init(|| {
-        crate::kept::KEPT.on_drop(|owner, what| {
+        crate::editor::kept::KEPT.on_drop(|owner, what| {
             if let Ok(t) = registry().thread(owner) {
                 t.kept_text_dropped(what);
             }

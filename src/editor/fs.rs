@@ -4,7 +4,7 @@
 use std::io::{BufRead, Write};
 use std::path::Path;
 
-use crate::roots::Roots;
+use crate::editor::roots::Roots;
 
 /// A failure the agent gets as a JSON-RPC error: code and message.
 #[derive(Debug, Clone, PartialEq)]

@@ -17,13 +17,13 @@ use agent_client_protocol::v1::schema as v1s;
 use crate::bridge::calls;
 use crate::bridge::main_call::{BufferApplyReply, BufferReadReply, MainCall, TerminalStartReply};
 use crate::config::Caps;
-use crate::editor::{EditorState, Original};
-use crate::fs::{self, FsError, INTERNAL, INVALID_PARAMS};
+use crate::editor::fs::{self, FsError, INTERNAL, INVALID_PARAMS};
+use crate::editor::state::{EditorState, Original};
 
+use crate::editor::terminal::ExitStatus;
 use crate::model::shellwords::{self, Command};
 use crate::model::textdiff::{self, Lines};
 use crate::protocol::inbound::AgentRequest;
-use crate::terminal::ExitStatus;
 
 /// What the handlers need of a chat (implemented by the session's thread):
 /// its editor state and a few model updates. Keeps this module below the
@@ -42,7 +42,7 @@ pub trait EditorHost: Send + Sync {
     /// an error: the question could not be asked (too many wait).
     fn confirm_terminal<'a>(
         &'a self,
-        run: crate::permission::Run<'a>,
+        run: crate::editor::policy::Run<'a>,
         command: &'a str,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<bool, String>> + Send + 'a>>;
 }
@@ -230,7 +230,7 @@ async fn read_text_file(
 async fn disk_original(
     resolved: &std::path::Path,
     read_max_bytes: u64,
-    confine: Option<crate::roots::Roots>,
+    confine: Option<crate::editor::roots::Roots>,
 ) -> Result<Original, FsError> {
     let p = resolved.to_path_buf();
     tokio::task::spawn_blocking(move || {
@@ -262,7 +262,7 @@ async fn disk_original(
 
 /// The roots a write must stay in, checked on what is opened: none when the
 /// user allows writes outside them.
-fn write_confine(ed: &crate::editor::EditorState) -> Option<crate::roots::Roots> {
+fn write_confine(ed: &crate::editor::state::EditorState) -> Option<crate::editor::roots::Roots> {
     (!ed.policy.allow_write_outside).then(|| ed.roots.clone())
 }
 
@@ -281,7 +281,7 @@ async fn refuse_non_regular(resolved: &std::path::Path) -> Result<(), FsError> {
 /// The base of the three-way merge for a write to a buffer holding
 /// `current`: None when the agent's text may replace it as it is.
 async fn merge_base(
-    ed: &crate::editor::EditorState,
+    ed: &crate::editor::state::EditorState,
     resolved: &std::path::Path,
     current: &BufferText,
     path: &str,
@@ -515,7 +515,7 @@ async fn terminal_create(
     } else {
         (shellwords::join(&argv), Command::of_argv(argv.clone()))
     };
-    let run = crate::permission::Run {
+    let run = crate::editor::policy::Run {
         command: compared,
         cwd: &cwd,
         env: &env,

@@ -8,9 +8,9 @@ use std::path::PathBuf;
 use parking_lot::Mutex;
 
 use crate::config::Policy;
-use crate::kept::KeptText;
-use crate::roots::Roots;
-use crate::terminal::Terminals;
+use crate::editor::kept::KeptText;
+use crate::editor::roots::Roots;
+use crate::editor::terminal::Terminals;
 
 /// The text of a file before the session changed it.
 #[derive(Debug, Clone, PartialEq)]
@@ -119,7 +119,7 @@ impl EditorState {
         terminals.set_output_cap(
             policy
                 .terminal_output_max_bytes
-                .clamp(1, crate::terminal::MAX_OUTPUT_LIMIT),
+                .clamp(1, crate::editor::terminal::MAX_OUTPUT_LIMIT),
         );
         Self {
             roots: Roots::new(&dirs),
@@ -138,7 +138,7 @@ impl EditorState {
     pub fn remember_served(&self, resolved: &std::path::Path, text: &str) {
         // Kept (and older texts dropped) before the map is locked.
         let served = KeptServed {
-            hash: crate::fs::content_hash(text),
+            hash: crate::editor::fs::content_hash(text),
             text: (text.len() <= SERVED_TEXT_MAX).then(|| {
                 KeptText::new(
                     self.owner,
@@ -219,7 +219,7 @@ impl EditorState {
             self.policy
                 .protected
                 .iter()
-                .find(|p| crate::permission::wildcard_match(p, &name))
+                .find(|p| crate::editor::policy::wildcard_match(p, &name))
                 .cloned()
         })
     }
@@ -284,7 +284,7 @@ mod tests {
         assert!(big.text.is_none());
         assert_eq!(
             big.hash,
-            crate::fs::content_hash(&"y".repeat(SERVED_TEXT_MAX + 1))
+            crate::editor::fs::content_hash(&"y".repeat(SERVED_TEXT_MAX + 1))
         );
     }
 }

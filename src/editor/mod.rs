@@ -1,0 +1,25 @@
+//! The editor side of a chat: the agent's `fs/*` and `terminal/*` requests
+//! served from live buffers (or disk) and Neovim jobs, and what the chat
+//! keeps of them.
+//!
+//! - `handlers`: serves the requests, through the chat's `EditorHost`;
+//! - `state`: the chat's roots, policy, the texts the agent was served and
+//!   wrote (the single owner of the text the agent and the buffer last
+//!   agreed on), the change records and the terminals;
+//! - `policy`: how the user's auto-allow rules judge a request, and what an
+//!   allowed request grants;
+//! - `roots`, `fs`: the roots check, disk reads and atomic writes;
+//! - `terminal`: output limits, exit status and waits of client terminals;
+//! - `files`: the `@` completion file walk;
+//! - `kept`: the file texts kept in memory, under one cap.
+//!
+//! May use: protocol, runtime, bridge, model, config, platform, log.
+
+pub mod files;
+pub mod fs;
+pub mod handlers;
+pub mod kept;
+pub mod policy;
+pub mod roots;
+pub mod state;
+pub mod terminal;
