@@ -88,7 +88,7 @@ fn drain() {
         };
         let result = (|| -> LuaResult<()> {
             let batch = lua.create_table_with_capacity(events.len(), 0)?;
-            for (i, ev) in events.into_iter().enumerate() {
+            for (i, ev) in events.iter().enumerate() {
                 batch.raw_set(i + 1, event_table(lua, ev)?)?;
             }
             dispatch.call::<()>(batch)

@@ -1,12 +1,15 @@
 //! Rust values as Lua tables: the table of each event the view's
-//! dispatcher gets (the shapes lua/acp/types.lua declares), and the two
-//! conversions the native functions share.
+//! dispatcher gets (the shapes lua/acp/core/types.lua declares), and the
+//! two conversions the native functions share.
+//!
+//! Every event table is built one way: the event's serde form (`UiEvent`
+//! and `ThreadEvent` derive `Serialize`, tagged by `type`) serialised
+//! straight into Lua. A field, a variant or a rename is declared once, on
+//! the Rust type, and the table follows it.
 
-use mlua::{Lua, LuaSerdeExt, Result as LuaResult, Table, Value as LuaValue};
-use serde_json::Value;
+use mlua::{Lua, LuaSerdeExt, Result as LuaResult, SerializeOptions, Table, Value as LuaValue};
 
 use super::queue::UiEvent;
-use crate::model::events::ThreadEvent;
 
 /// JSON to Lua with `null` as nil: Lua code then tests fields with plain
 /// truthiness, and the values can cross msgpack-RPC (tests, remote UIs).
@@ -28,190 +31,162 @@ pub fn lines_table(lua: &Lua, lines: Vec<String>) -> LuaResult<Table> {
     Ok(t)
 }
 
-/// The Lua table of one event, as lua/acp/types.lua declares it.
-pub fn event_table(lua: &Lua, ev: UiEvent) -> LuaResult<Table> {
-    let t = lua.create_table()?;
-    match ev {
-        UiEvent::Thread { thread, event } => {
-            t.set("thread", thread)?;
-            match event {
-                ThreadEvent::Added { index, kind, lines } => {
-                    t.set("type", "added")?;
-                    t.set("index", index)?;
-                    t.set("kind", kind.as_str())?;
-                    t.set("lines", lines_table(lua, lines)?)?;
-                }
-                ThreadEvent::Appended { index, text } => {
-                    t.set("type", "appended")?;
-                    t.set("index", index)?;
-                    t.set("text", text)?;
-                }
-                ThreadEvent::Replaced { index, lines } => {
-                    t.set("type", "replaced")?;
-                    t.set("index", index)?;
-                    t.set("lines", lines_table(lua, lines)?)?;
-                }
-                ThreadEvent::Status { state, detail } => {
-                    t.set("type", "status")?;
-                    t.set("state", state.as_str())?;
-                    t.set("detail", detail)?;
-                }
-                ThreadEvent::Session { session_id } => {
-                    t.set("type", "session")?;
-                    t.set("session_id", session_id)?;
-                }
-                ThreadEvent::Title { title } => {
-                    t.set("type", "title")?;
-                    t.set("title", title)?;
-                }
-                ThreadEvent::Mode { mode_id } => {
-                    t.set("type", "mode")?;
-                    t.set("mode_id", mode_id)?;
-                }
-                ThreadEvent::Modes { modes } => {
-                    t.set("type", "modes")?;
-                    t.set("modes", to_lua(lua, &modes)?)?;
-                }
-                ThreadEvent::Commands { commands } => {
-                    t.set("type", "commands")?;
-                    t.set("commands", to_lua(lua, &commands)?)?;
-                }
-                ThreadEvent::ConfigOptions { options } => {
-                    t.set("type", "config_options")?;
-                    t.set("options", to_lua(lua, &options)?)?;
-                }
-                ThreadEvent::Models { models } => {
-                    t.set("type", "models")?;
-                    t.set("models", to_lua(lua, &models)?)?;
-                }
-                ThreadEvent::Usage { usage } => {
-                    t.set("type", "usage")?;
-                    t.set("usage", to_lua(lua, &usage)?)?;
-                }
-                ThreadEvent::Card { index, card } => {
-                    t.set("type", "card")?;
-                    t.set("index", index)?;
-                    t.set("card", to_lua(lua, &*card)?)?;
-                }
-                ThreadEvent::Agent {
-                    name,
-                    info,
-                    capabilities,
-                } => {
-                    t.set("type", "agent")?;
-                    t.set("name", name)?;
-                    t.set("info", to_lua(lua, &info)?)?;
-                    t.set("capabilities", to_lua(lua, &capabilities)?)?;
-                }
-                ThreadEvent::TurnStarted { turn } => {
-                    t.set("type", "turn_started")?;
-                    t.set("turn", turn)?;
-                }
-                ThreadEvent::TurnEnded {
-                    turn,
-                    stop_reason,
-                    duration_ms,
-                    usage,
-                } => {
-                    t.set("type", "turn_ended")?;
-                    t.set("turn", turn)?;
-                    t.set("stop_reason", stop_reason)?;
-                    t.set("duration_ms", duration_ms)?;
-                    if let Some(usage) = usage {
-                        t.set("usage", to_lua(lua, &usage)?)?;
-                    }
-                }
-                ThreadEvent::TerminalOutput { id, data } => {
-                    t.set("type", "terminal_output")?;
-                    t.set("id", id)?;
-                    t.set("data", data)?;
-                }
+/// How events become Lua values: `None` (and JSON `null` inside agent
+/// values) is absent rather than a `null` sentinel, so Lua tests fields by
+/// truthiness; sequences are plain tables (no protected marker metatable,
+/// so `vim.deepcopy` and friends work on them).
+const EVENT_OPTIONS: SerializeOptions = SerializeOptions::new()
+    .serialize_none_to_null(false)
+    .serialize_unit_to_null(false)
+    .set_array_metatable(false);
+
+/// The Lua table of one event, as lua/acp/core/types.lua declares it.
+pub fn event_table(lua: &Lua, ev: &UiEvent) -> LuaResult<LuaValue> {
+    lua.to_value_with(ev, EVENT_OPTIONS)
+}
+
+#[cfg(test)]
+mod tests {
+    //! The serde form is the table (mlua serialises the same `Serialize`
+    //! impl); a test binary cannot host Lua, so the form is read as JSON.
+    use serde_json::{json, Value};
+
+    use super::super::main_call::MainCall;
+    use super::UiEvent;
+    use crate::model::entries::EntryKind;
+    use crate::model::events::{ThreadEvent, TurnState};
+
+    /// The event's serde form as Lua gets it: `null` is no key at all
+    /// (`EVENT_OPTIONS`).
+    fn form(ev: UiEvent) -> Value {
+        fn drop_nulls(v: Value) -> Value {
+            match v {
+                Value::Object(m) => Value::Object(
+                    m.into_iter()
+                        .filter(|(_, v)| !v.is_null())
+                        .map(|(k, v)| (k, drop_nulls(v)))
+                        .collect(),
+                ),
+                Value::Array(a) => Value::Array(a.into_iter().map(drop_nulls).collect()),
+                v => v,
             }
         }
-        UiEvent::Permission {
-            thread,
-            request,
-            payload,
-        } => {
-            t.set("type", "permission")?;
-            t.set("thread", thread)?;
-            t.set("request", request)?;
-            t.set("payload", to_lua(lua, &payload)?)?;
+        drop_nulls(serde_json::to_value(&ev).unwrap())
+    }
+
+    fn thread(event: ThreadEvent) -> Value {
+        form(UiEvent::Thread { thread: 7, event })
+    }
+
+    #[test]
+    fn thread_events_are_flat_with_their_thread_and_snake_case_type() {
+        assert_eq!(
+            thread(ThreadEvent::Appended {
+                index: 3,
+                text: "hi".into()
+            }),
+            json!({ "type": "appended", "thread": 7, "index": 3, "text": "hi" })
+        );
+        assert_eq!(
+            thread(ThreadEvent::Added {
+                index: 0,
+                kind: EntryKind::ToolCall,
+                lines: vec!["a".into(), "".into()]
+            }),
+            json!({ "type": "added", "thread": 7, "index": 0, "kind": "tool_call", "lines": ["a", ""] })
+        );
+        assert_eq!(
+            thread(ThreadEvent::Status {
+                state: TurnState::Disconnected,
+                detail: String::new()
+            }),
+            json!({ "type": "status", "thread": 7, "state": "disconnected", "detail": "" })
+        );
+        assert_eq!(
+            thread(ThreadEvent::ConfigOptions { options: json!([]) }),
+            json!({ "type": "config_options", "thread": 7, "options": [] })
+        );
+        // An absent usage is no key at all (Lua sees nil, never a sentinel).
+        assert_eq!(
+            thread(ThreadEvent::TurnEnded {
+                turn: 2,
+                stop_reason: "end_turn".into(),
+                duration_ms: 5,
+                usage: None
+            }),
+            json!({ "type": "turn_ended", "thread": 7, "turn": 2, "stop_reason": "end_turn", "duration_ms": 5 })
+        );
+    }
+
+    #[test]
+    fn names_match_the_old_words() {
+        for (kind, word) in [
+            (EntryKind::User, "user"),
+            (EntryKind::Heading, "heading"),
+            (EntryKind::Agent, "agent"),
+            (EntryKind::Thought, "thought"),
+            (EntryKind::ToolCall, "tool_call"),
+            (EntryKind::Plan, "plan"),
+            (EntryKind::Notice, "notice"),
+        ] {
+            assert_eq!(serde_json::to_value(kind).unwrap(), json!(kind.as_str()));
+            assert_eq!(kind.as_str(), word);
         }
-        UiEvent::PermissionDone { thread, request } => {
-            t.set("type", "permission_done")?;
-            t.set("thread", thread)?;
-            t.set("request", request)?;
-        }
-        UiEvent::Elicitation {
-            thread,
-            request,
-            payload,
-        } => {
-            t.set("type", "elicitation")?;
-            t.set("thread", thread)?;
-            t.set("request", request)?;
-            t.set("payload", to_lua(lua, &payload)?)?;
-        }
-        UiEvent::ElicitationDone { request } => {
-            t.set("type", "elicitation_done")?;
-            t.set("request", request)?;
-        }
-        UiEvent::ElicitationComplete { elicitation_id } => {
-            t.set("type", "elicitation_complete")?;
-            t.set("elicitation_id", elicitation_id)?;
-        }
-        UiEvent::Reply {
-            request,
-            result,
-            error,
-        } => {
-            t.set("type", "reply")?;
-            t.set("request", request)?;
-            // `null` results (session/load may answer null) arrive as `true`.
-            match result {
-                Some(Value::Null) => t.set("result", true)?,
-                Some(v) => t.set("result", to_lua(lua, &v)?)?,
-                None => {}
-            }
-            t.set("error", error)?;
-        }
-        UiEvent::Notify { level, message } => {
-            t.set("type", "notify")?;
-            t.set("level", level)?;
-            t.set("message", message)?;
-        }
-        UiEvent::Call {
-            call,
-            thread,
-            request,
-        } => {
-            // `{ method, payload }` from the enum's serde tagging.
-            let LuaValue::Table(r) = to_lua(lua, &request)? else {
-                return Err(mlua::Error::runtime(
-                    "a main-thread call did not serialise to a table",
-                ));
-            };
-            t.set("type", "call")?;
-            t.set("call", call)?;
-            t.set("thread", thread)?;
-            t.set("method", r.get::<LuaValue>("method")?)?;
-            t.set("payload", r.get::<LuaValue>("payload")?)?;
-        }
-        UiEvent::Files {
-            request,
-            root,
-            count,
-            truncated,
-            error,
-        } => {
-            t.set("type", "files")?;
-            t.set("request", request)?;
-            t.set("root", root)?;
-            t.set("count", count)?;
-            t.set("truncated", truncated)?;
-            t.set("error", error)?;
+        for state in [
+            TurnState::Connecting,
+            TurnState::Idle,
+            TurnState::Running,
+            TurnState::Disconnected,
+        ] {
+            assert_eq!(serde_json::to_value(state).unwrap(), json!(state.as_str()));
         }
     }
-    Ok(t)
+
+    #[test]
+    fn calls_replies_and_elicitations_keep_their_shapes() {
+        assert_eq!(
+            form(UiEvent::Call {
+                call: 4,
+                thread: 7,
+                request: MainCall::TerminalKill {
+                    id: "t".into(),
+                    pid: 9
+                }
+            }),
+            json!({ "type": "call", "call": 4, "thread": 7, "method": "terminal_kill",
+                    "payload": { "id": "t", "pid": 9 } })
+        );
+        // session/load may answer null: that crosses as `true`.
+        assert_eq!(
+            form(UiEvent::Reply {
+                request: 1,
+                result: Some(Value::Null),
+                error: None
+            }),
+            json!({ "type": "reply", "request": 1, "result": true })
+        );
+        assert_eq!(
+            form(UiEvent::Reply {
+                request: 1,
+                result: None,
+                error: Some("no".into())
+            }),
+            json!({ "type": "reply", "request": 1, "error": "no" })
+        );
+        // A request-scoped elicitation has no thread.
+        assert_eq!(
+            form(UiEvent::Elicitation {
+                thread: None,
+                request: 2,
+                payload: json!({ "mode": "url" })
+            }),
+            json!({ "type": "elicitation", "request": 2, "payload": { "mode": "url" } })
+        );
+        assert_eq!(
+            form(UiEvent::ElicitationComplete {
+                elicitation_id: "e".into()
+            }),
+            json!({ "type": "elicitation_complete", "elicitation_id": "e" })
+        );
+    }
 }

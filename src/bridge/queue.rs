@@ -10,12 +10,14 @@ use std::collections::VecDeque;
 use super::main_call::MainCall;
 use crate::model::events::ThreadEvent;
 
-#[derive(Debug, Clone, PartialEq)]
+/// An event for the main thread. Its Lua table (see `lua_tables`) is its
+/// serde form: `type` names the variant in snake_case, fields keep their
+/// names, `None` is absent; a thread event is the `ThreadEvent`'s table
+/// plus `thread`, a call its `MainCall`'s `method` and `payload` plus
+/// `call` and `thread`. lua/acp/core/types.lua declares each shape.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
 pub enum UiEvent {
-    Thread {
-        thread: u64,
-        event: ThreadEvent,
-    },
     /// A permission request waiting for the user's choice.
     Permission {
         thread: u64,
@@ -23,10 +25,7 @@ pub enum UiEvent {
         payload: serde_json::Value,
     },
     /// A permission request that no longer needs an answer (turn cancelled).
-    PermissionDone {
-        thread: u64,
-        request: u64,
-    },
+    PermissionDone { thread: u64, request: u64 },
     Notify {
         level: &'static str,
         message: String,
@@ -47,16 +46,17 @@ pub enum UiEvent {
         payload: serde_json::Value,
     },
     /// An elicitation that needs no answer any more.
-    ElicitationDone {
-        request: u64,
-    },
+    ElicitationDone { request: u64 },
     /// `elicitation/complete` for a URL elicitation.
-    ElicitationComplete {
-        elicitation_id: String,
-    },
+    ElicitationComplete { elicitation_id: String },
     /// The agent's answer to a request the view made (`lua_api` `request`).
     Reply {
         request: u64,
+        /// `null` (session/load may answer null) crosses as `true`.
+        #[serde(
+            serialize_with = "null_as_true",
+            skip_serializing_if = "Option::is_none"
+        )]
         result: Option<serde_json::Value>,
         error: Option<String>,
     },
@@ -64,8 +64,28 @@ pub enum UiEvent {
     Call {
         call: u64,
         thread: u64,
+        #[serde(flatten)]
         request: MainCall,
     },
+    /// A change of a thread's model: the `ThreadEvent` (its own `type`)
+    /// with the thread's id.
+    #[serde(untagged)]
+    Thread {
+        thread: u64,
+        #[serde(flatten)]
+        event: ThreadEvent,
+    },
+}
+
+fn null_as_true<S: serde::Serializer>(
+    v: &Option<serde_json::Value>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    use serde::Serialize;
+    match v {
+        Some(serde_json::Value::Null) => s.serialize_bool(true),
+        v => v.serialize(s),
+    }
 }
 
 impl UiEvent {

@@ -9,7 +9,8 @@ use super::textdiff;
 /// Lines of a diff shown in a card; the review tab shows all of it.
 pub const DIFF_MAX_LINES: usize = 400;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum EntryKind {
     User,
     Heading,

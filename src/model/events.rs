@@ -8,7 +8,10 @@ use super::entries::{ClientState, EntryKind, ToolCall, ToolContent};
 use super::schema::{ToolKind, ToolStatus};
 
 /// What the view must do after a model change. Indexes are stable entry ids.
-#[derive(Debug, Clone, PartialEq)]
+/// Crosses to Lua as its serde form (`type` = the variant in snake_case;
+/// see `bridge::lua_tables`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
 pub enum ThreadEvent {
     /// A new entry at the end of the transcript.
     Added {
@@ -58,6 +61,7 @@ pub enum ThreadEvent {
         stop_reason: String,
         duration_ms: u64,
         /// The prompt answer's `usage` (token counts), when the agent sent it.
+        #[serde(skip_serializing_if = "Option::is_none")]
         usage: Option<Value>,
     },
     /// Output for a terminal the view may have open (client or agent-run).
@@ -126,7 +130,8 @@ impl CardMeta {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum TurnState {
     /// No session yet (spawning the agent, initialize, session/new).
     Connecting,
