@@ -28,7 +28,6 @@ pub mod editor;
 pub mod log;
 pub mod lua_api;
 pub mod model;
-pub mod permission;
 pub mod platform;
 pub mod protocol;
 pub mod redact;

@@ -17,7 +17,7 @@ use crate::bridge::queue::UiEvent;
 use crate::config::{AgentSpec, Policy};
 use crate::editor::handlers;
 use crate::model::entries::NoticeLevel;
-use crate::session::registry;
+use crate::session::registry::registry;
 use crate::{log, runtime};
 
 fn lua_err(msg: impl Into<String>) -> mlua::Error {

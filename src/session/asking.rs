@@ -1,0 +1,352 @@
+//! The chat asks the user: the agent's permission requests (judged by the
+//! user's policy first, then shown as a float) and the client's own
+//! question before running a terminal, and how their answers go back.
+
+use agent_client_protocol::v1::Responder;
+use serde_json::{json, Value};
+use tokio::sync::oneshot;
+
+use super::handle::ThreadHandle;
+use super::permission::{Choice, Pending, ReplyTo};
+use crate::bridge::handoff::bridge;
+use crate::bridge::queue::UiEvent;
+use crate::config::TerminalConfirm;
+use crate::editor::policy::{policy_answer, subject_dir, Run, Subject};
+use crate::log;
+use crate::model::entries::{ClientState, NoticeLevel};
+use crate::model::schema::{PermissionOptionKind, ToolKind};
+use crate::model::thread::Thread;
+use crate::model::update::{PermissionOption, PermissionRequest, MAX_PERMISSION_OPTIONS};
+
+/// Requests the view may send through `ThreadHandle::request`.
+/// JSON-RPC codes of refused permission requests.
+const INVALID_PARAMS: i32 = -32602;
+const INTERNAL_ERROR: i32 = -32603;
+
+/// The most permission requests of one chat that wait for the user; more
+/// are refused at once (an agent cannot bury the editor in floats).
+pub const MAX_PENDING_PERMISSIONS: usize = 64;
+
+/// Options as the view gets them: the ones the core can answer, in order.
+fn options_json(options: &[PermissionOption]) -> Value {
+    options
+        .iter()
+        .map(|o| json!({"optionId": o.id, "name": o.name, "kind": o.kind.as_str()}))
+        .collect()
+}
+
+/// A permission request as the view shows it. The view answers an option
+/// by its id, so it gets only the options the core kept (an option with a
+/// repeated or non-text id would answer as another one, or not at all).
+/// The kind and title are the card's as recorded, which the policy judged,
+/// not the ones the request claims. An execute request carries in
+/// `_client.grant` exactly what allowing it grants (the command, its
+/// directory, its variables): the float shows that, nothing else. The
+/// agent's own `_client`, if any, is dropped (it is not the core's word).
+fn shown_request(
+    mut raw: Value,
+    subject: &Subject,
+    title: &str,
+    options: &[PermissionOption],
+    session_cwd: &std::path::Path,
+) -> Value {
+    if !raw.is_object() {
+        raw = json!({});
+    }
+    if !raw.get("toolCall").is_some_and(Value::is_object) {
+        raw["toolCall"] = json!({});
+    }
+    if let Some(call) = raw.get_mut("toolCall").and_then(Value::as_object_mut) {
+        call.insert("kind".into(), json!(subject.kind.as_str()));
+        call.insert("title".into(), json!(title));
+    }
+    if let Some(params) = raw.as_object_mut() {
+        params.insert("options".into(), options_json(options));
+        params.remove("_client");
+        if subject.kind == ToolKind::Execute {
+            let cwd = subject_dir(subject, session_cwd);
+            params.insert(
+                "_client".into(),
+                json!({"grant": {
+                    "command": subject.text,
+                    "cwd": cwd.to_string_lossy(),
+                    "env": subject.env,
+                }}),
+            );
+        }
+    }
+    raw
+}
+
+impl ThreadHandle {
+    /// The card's recorded kind, the text the user reads (its command,
+    /// else its title) with the directory and variables its raw input
+    /// names: what a permission is judged by and what it grants. Also the
+    /// card's title.
+    fn subject_of(m: &Thread, tool_id: &str) -> (Subject, String) {
+        match m.tool_call(tool_id) {
+            Some(tc) => (
+                Subject {
+                    kind: tc.kind.clone(),
+                    text: tc.command.clone().unwrap_or_else(|| tc.title.clone()),
+                    cwd: tc.cwd.clone(),
+                    env: tc.env.clone(),
+                },
+                tc.title.clone(),
+            ),
+            None => (Subject::new(ToolKind::Other, ""), String::new()),
+        }
+    }
+
+    /// Refuses a permission request the chat cannot take (too many
+    /// options, too many pending requests): the agent gets the error, the
+    /// chat one line per run of refusals.
+    fn refuse_permission(&self, responder: Responder<Value>, code: i32, message: String) {
+        let _ =
+            responder.respond_with_error(agent_client_protocol::Error::new(code, message.clone()));
+        if self.permissions.lock().note_refusal() {
+            self.notice(
+                NoticeLevel::Warn,
+                format!("a permission request of the agent was refused: {message} (later ones are refused the same way until a request gets through; see the log)"),
+            );
+        }
+        log::warn(format!("permission request refused: {message}"));
+    }
+
+    pub(super) fn request_permission(
+        &self,
+        request: PermissionRequest,
+        raw: Value,
+        responder: Responder<Value>,
+    ) {
+        if request.options_sent > MAX_PERMISSION_OPTIONS {
+            let message = format!(
+                "a permission request may offer at most {} options, this one offers {}",
+                MAX_PERMISSION_OPTIONS, request.options_sent
+            );
+            return self.refuse_permission(responder, INVALID_PARAMS, message);
+        }
+        if self.permissions.lock().pending_count() >= MAX_PENDING_PERMISSIONS {
+            let message = format!(
+                "too many pending permission requests (at most {MAX_PENDING_PERMISSIONS} wait for the user)"
+            );
+            return self.refuse_permission(responder, INTERNAL_ERROR, message);
+        }
+        self.permissions.lock().accepted();
+        let tool_id = request.tool_call.id.clone();
+        // The request may announce the call or add to it, but the kind the
+        // card was first given stays (see `thread::merge_tool_call`), and
+        // so do the title and command once a request was shown.
+        let (subject, title) = self.with_model_value(|m| {
+            let ev = m.permission_requested(&request.tool_call, &request.dropped);
+            (ev, Self::subject_of(m, &tool_id))
+        });
+        let rules = &self.editor.policy.auto_allow;
+        let session_cwd = &self.spec.cwd;
+        if let Some((option, note)) = policy_answer(rules, &subject, &request.options, session_cwd)
+        {
+            let choice = Choice::Selected(option);
+            // Recorded before the reply goes out.
+            self.permissions.lock().record(&subject, &choice);
+            let _ = responder.respond(choice.outcome());
+            self.with_model(|m| m.permission_answered(&tool_id, None, Some(note)));
+            return;
+        }
+        let payload = shown_request(raw, &subject, &title, &request.options, session_cwd);
+        let request_id = self.permissions.lock().add(Pending {
+            reply: ReplyTo::Agent(responder),
+            tool_id,
+            subject,
+            options: request.options,
+        });
+        bridge().push(UiEvent::Permission {
+            thread: self.id,
+            request: request_id,
+            payload,
+        });
+    }
+
+    /// Asks the user before running a terminal the agent did not get a
+    /// permission for in this turn (config `terminal.confirm`). Resolves to
+    /// true when it may run.
+    pub async fn confirm_terminal(&self, run: Run<'_>, command: &str) -> Result<bool, String> {
+        let (cwd, env) = (run.cwd, run.env);
+        let ask = match self.editor.policy.terminal_confirm {
+            TerminalConfirm::Never => false,
+            TerminalConfirm::Always => true,
+            TerminalConfirm::Unrequested => {
+                !self.permissions.lock().take_grant(&run, &self.spec.cwd)
+            }
+        };
+        if !ask {
+            return Ok(true);
+        }
+        // The same bound as the agent's own requests: a flood of terminals
+        // is refused, not queued.
+        if self.permissions.lock().pending_count() >= MAX_PENDING_PERMISSIONS {
+            let message = format!(
+                "too many pending permission requests (at most {MAX_PENDING_PERMISSIONS} wait for the user)"
+            );
+            if self.permissions.lock().note_refusal() {
+                self.notice(
+                    NoticeLevel::Warn,
+                    format!("a terminal of the agent was refused: {message} (later ones are refused the same way until a request gets through; see the log)"),
+                );
+            }
+            log::warn(format!("terminal/create refused: {message}"));
+            return Err(message);
+        }
+        self.permissions.lock().accepted();
+        let (tx, rx) = oneshot::channel();
+        let options = vec![
+            PermissionOption {
+                id: "allow".into(),
+                name: "Run".into(),
+                kind: PermissionOptionKind::AllowOnce,
+            },
+            PermissionOption {
+                id: "reject".into(),
+                name: "Don't run".into(),
+                kind: PermissionOptionKind::RejectOnce,
+            },
+        ];
+        let tool_id = format!("terminal-confirm-{}", self.id);
+        let request_id = self.permissions.lock().add(Pending {
+            reply: ReplyTo::Terminal(tx),
+            tool_id: tool_id.clone(),
+            subject: Subject::new(ToolKind::Execute, command),
+            options: options.clone(),
+        });
+        let payload = json!({
+            "toolCall": {
+                "toolCallId": tool_id,
+                "title": format!("Run `{command}`"),
+                "kind": "execute",
+                "rawInput": {"command": command, "cwd": cwd},
+            },
+            "options": options_json(&options),
+            "_client": {"terminal": {"command": command, "cwd": cwd, "env": env}},
+        });
+        bridge().push(UiEvent::Permission {
+            thread: self.id,
+            request: request_id,
+            payload,
+        });
+        Ok(rx.await.unwrap_or(false))
+    }
+
+    /// "Always" choices of this session (kind, text, option kind), shown to
+    /// the user; the agent remembers them, the plugin never answers with them.
+    pub fn always_choices(&self) -> Vec<(String, String, String)> {
+        self.permissions.lock().always_choices()
+    }
+
+    pub fn forget_decisions(&self) {
+        self.permissions.lock().forget_always();
+    }
+
+    /// The user's answer: an option id, or None for "cancelled".
+    pub fn answer_permission(&self, request: u64, option_id: Option<String>) -> Result<(), String> {
+        let (pending, choice) = self
+            .permissions
+            .lock()
+            .take(request, option_id.as_deref())?;
+        self.send_choice(request, pending, &choice);
+        Ok(())
+    }
+
+    fn send_choice(&self, request: u64, pending: Pending, choice: &Choice) {
+        match pending.reply {
+            ReplyTo::Agent(responder) => {
+                if let Err(e) = responder.respond(choice.outcome()) {
+                    log::warn(format!("permission answer not sent: {e}"));
+                }
+            }
+            ReplyTo::Terminal(tx) => {
+                let _ = tx.send(choice.allows());
+            }
+        }
+        let state = match choice {
+            Choice::Cancelled => Some(ClientState::Cancelled),
+            Choice::Selected(o) if o.kind.is_reject() => Some(ClientState::Rejected),
+            Choice::Selected(_) => None,
+        };
+        self.with_model(|m| m.permission_answered(&pending.tool_id, state, None));
+        bridge().push(UiEvent::PermissionDone {
+            thread: self.id,
+            request,
+        });
+    }
+
+    /// Answers every pending permission request with "cancelled".
+    pub(super) fn cancel_permissions(&self) {
+        let pending = self.permissions.lock().drain();
+        for (request, p) in pending {
+            self.send_choice(request, p, &Choice::Cancelled);
+        }
+    }
+
+    pub(super) fn drop_permissions(&self) {
+        let pending = self.permissions.lock().drain();
+        for (request, _) in pending {
+            bridge().push(UiEvent::PermissionDone {
+                thread: self.id,
+                request,
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    #[test]
+    fn the_view_gets_the_recorded_kind_and_the_options_the_core_answers() {
+        let raw = json!({
+            "toolCall": {"toolCallId": "t", "kind": "read", "title": "curl x|sh"},
+            "options": [
+                {"optionId": 42, "name": "Number", "kind": "allow_always"},
+                {"optionId": "x", "name": "Allow", "kind": "allow_once"},
+                {"optionId": "x", "name": "Reject", "kind": "reject_once"}
+            ]
+        });
+        let request = crate::model::update::parse_permission_request(&raw);
+        let subject = Subject::new(ToolKind::Other, "curl x|sh");
+        let cwd = std::path::Path::new("/p");
+        let shown = shown_request(raw, &subject, "curl x|sh", &request.options, cwd);
+        assert_eq!(shown["toolCall"]["kind"], "other");
+        assert_eq!(shown["toolCall"]["title"], "curl x|sh");
+        assert_eq!(
+            shown["options"],
+            json!([{"optionId": "x", "name": "Allow", "kind": "allow_once"}])
+        );
+        assert!(shown.get("_client").is_none(), "no grant but for execute");
+    }
+
+    #[test]
+    fn the_view_of_an_execute_request_shows_exactly_what_it_grants() {
+        // The agent's own `_client` and title are not what the core grants.
+        let raw = json!({
+            "toolCall": {"toolCallId": "t", "kind": "execute", "title": "npm test"},
+            "options": [{"optionId": "y", "name": "Allow", "kind": "allow_once"}],
+            "_client": {"terminal": {"command": "npm test", "cwd": "/p", "env": {}}}
+        });
+        let request = crate::model::update::parse_permission_request(&raw);
+        let mut subject = Subject::new(ToolKind::Execute, "curl x | sh");
+        subject.cwd = Some("sub".into());
+        subject.env = BTreeMap::from([("A".to_owned(), "1".to_owned())]);
+        let cwd = std::path::Path::new("/p");
+        let shown = shown_request(raw, &subject, "Run the tests", &request.options, cwd);
+        assert_eq!(shown["toolCall"]["title"], "Run the tests");
+        assert_eq!(
+            shown["_client"],
+            json!({"grant": {"command": "curl x | sh", "cwd": "/p/sub", "env": {"A": "1"}}})
+        );
+        // A request that is not even an object still gets a view.
+        let shown = shown_request(json!(7), &subject, "t", &[], cwd);
+        assert_eq!(shown["toolCall"]["kind"], "execute");
+    }
+}

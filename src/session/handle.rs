@@ -1,0 +1,334 @@
+//! One chat (`ThreadHandle`): its conversation model, the editor state of
+//! its requests, and its binding to an ACP session. What the handle does is
+//! split by concern: `opening` (sessions and sign-in), `turns` (prompts,
+//! cancels, the view's requests), `asking` (permission requests); this file
+//! holds its state, what the view reads of it, and what the connection and
+//! the editor handlers call.
+//!
+//! Everything here is called either from tokio tasks or from the main thread
+//! through `lua_api`; main-thread entry points only lock short mutexes and
+//! spawn tasks, they never wait on the agent.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
+
+use agent_client_protocol::v1::schema::{ContentBlock, McpServer};
+use agent_client_protocol::v1::Responder;
+use parking_lot::Mutex;
+use serde_json::{json, Value};
+
+use super::agents::Agents;
+use super::permission::Permissions;
+use crate::bridge::handoff::bridge;
+use crate::config::{AgentSpec, Caps, Policy};
+use crate::editor::handlers::{try_handle, EditorHost};
+use crate::editor::policy::Run;
+use crate::editor::state::EditorState;
+use crate::log;
+use crate::model::entries::NoticeLevel;
+use crate::model::events::{ThreadEvent, TurnState};
+use crate::model::thread::Thread;
+use crate::model::update::SessionUpdate;
+use crate::protocol::connection::{Connection, SessionSink};
+use crate::protocol::inbound::AgentRequest;
+use crate::runtime::spawn;
+
+/// The live binding of a chat to a session of a connection.
+pub(super) struct Bound {
+    pub(super) conn: Arc<Connection>,
+    pub(super) session_id: String,
+}
+
+/// One chat: its conversation model bound to an ACP session of its agent,
+/// and the editor state of its requests.
+pub struct ThreadHandle {
+    pub id: u64,
+    pub spec: AgentSpec,
+    /// Roots, policy, served snapshots, writes and terminals of this chat.
+    pub editor: EditorState,
+    pub(super) mcp_servers: Vec<McpServer>,
+    pub(super) model: Mutex<Thread>,
+    /// Serialises session creation; holds the live binding.
+    pub(super) session: tokio::sync::Mutex<Option<Bound>>,
+    /// A copy of the binding readable without awaiting (for cancel).
+    pub(super) current: Mutex<Option<(Arc<Connection>, String)>>,
+    pub(super) permissions: Mutex<Permissions>,
+    /// Set when the agent died under a live session: the next session
+    /// creation tells the user that the conversation restarted.
+    pub(super) lost_session: std::sync::atomic::AtomicBool,
+    /// A prompt sent while the cancelled turn was still ending: it goes out
+    /// once that turn has ended, so the two never mix.
+    pub(super) queued: Mutex<Option<Vec<ContentBlock>>>,
+    /// The session to open instead of a new one (`open_thread`'s `resume`).
+    pub(super) resume: Mutex<Option<String>>,
+    /// The pending `session/load`/`session/resume`, while it runs.
+    pub(super) loading: Mutex<Option<agent_client_protocol::RequestCancellationHandle>>,
+    /// The user gave up on a slow load (`cancel`).
+    pub(super) give_up: tokio::sync::Notify,
+    /// The chat was told that kept file texts are being dropped.
+    pub(super) told_dropped: std::sync::atomic::AtomicBool,
+    /// The agent processes this chat's sessions run in.
+    pub(super) agents: &'static Agents,
+    /// This handle, for the tasks it spawns from `&self` callbacks.
+    me: Weak<ThreadHandle>,
+    /// Set when the chat is closed: the agent's requests for it are refused.
+    closed: AtomicBool,
+}
+
+impl ThreadHandle {
+    /// A new chat `id` of agent `spec`, opening `resume` instead of a new
+    /// session when given.
+    pub(super) fn new(
+        id: u64,
+        spec: AgentSpec,
+        mcp_servers: Vec<McpServer>,
+        policy: Policy,
+        resume: Option<String>,
+        agents: &'static Agents,
+    ) -> Arc<Self> {
+        Arc::new_cyclic(|me| ThreadHandle {
+            id,
+            editor: EditorState::new(spec.cwd.clone(), policy).owned_by(id),
+            model: Mutex::new(Thread::new(spec.name.clone())),
+            spec,
+            mcp_servers,
+            session: tokio::sync::Mutex::new(None),
+            current: Mutex::new(None),
+            permissions: Mutex::new(Permissions::default()),
+            lost_session: AtomicBool::new(false),
+            queued: Mutex::new(None),
+            resume: Mutex::new(resume),
+            loading: Mutex::new(None),
+            give_up: tokio::sync::Notify::new(),
+            told_dropped: AtomicBool::new(false),
+            agents,
+            me: me.clone(),
+            closed: AtomicBool::new(false),
+        })
+    }
+
+    /// This chat as an `Arc` while it is open (a closed chat answers no
+    /// request of the agent).
+    fn live(&self) -> Option<Arc<Self>> {
+        if self.closed.load(Ordering::SeqCst) {
+            return None;
+        }
+        self.me.upgrade()
+    }
+
+    /// The chat is closed: its turn is cancelled and its session no longer
+    /// routed to it.
+    pub(super) fn close(self: &Arc<Self>) {
+        self.closed.store(true, Ordering::SeqCst);
+        self.cancel();
+        if let Some((conn, sid)) = self.current.lock().clone() {
+            conn.unroute(&sid);
+        }
+    }
+
+    /// Marks the chat closed (every chat, at Neovim's exit).
+    pub(super) fn mark_closed(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+    }
+
+    pub(super) fn with_model(&self, f: impl FnOnce(&mut Thread) -> Vec<ThreadEvent>) {
+        // Push while holding the model lock so events keep the model's order.
+        let mut model = self.model.lock();
+        let events = f(&mut model);
+        bridge().push_all(self.id, events);
+    }
+
+    pub(super) fn with_model_value<T>(
+        &self,
+        f: impl FnOnce(&mut Thread) -> (Vec<ThreadEvent>, T),
+    ) -> T {
+        let mut model = self.model.lock();
+        let (events, value) = f(&mut model);
+        bridge().push_all(self.id, events);
+        value
+    }
+
+    /// Entry `index` as JSON, for the view.
+    pub fn entry_json(&self, index: usize) -> Option<Value> {
+        self.model.lock().entry_json(index)
+    }
+
+    /// Notes an agent write on its tool card; returns the tool call id.
+    pub fn note_write(&self, path: &str, note: String) -> Option<String> {
+        let mut id = None;
+        self.with_model(|m| {
+            let (tc, events) = m.note_write(path, note);
+            id = tc;
+            events
+        });
+        id
+    }
+
+    /// A notice line in the transcript (e.g. a file that could not be
+    /// synced with its buffer).
+    pub fn notice(&self, level: NoticeLevel, text: String) {
+        self.with_model(|m| m.notice(level, text));
+    }
+
+    /// A kept file text of this chat was dropped to stay under
+    /// `fs.kept_text_max_bytes`: the chat says so once (the log lists each).
+    pub fn kept_text_dropped(&self, what: &str) {
+        if !self.told_dropped.swap(true, Ordering::SeqCst) {
+            self.notice(
+                NoticeLevel::Warn,
+                format!(
+                    "The file texts kept in memory passed fs.kept_text_max_bytes: the oldest are dropped, starting with {what}. Review shows a dropped original as unknown (it cannot be restored from here); a write over a buffer you edited asks the agent to read the file again. The log names each dropped text."
+                ),
+            );
+        }
+    }
+
+    /// A change the agent made on disk by itself (seen by the view's buffer
+    /// sync): kept for review with the text from before the change.
+    pub fn record_disk_edit(&self, path: &str, before: String) {
+        crate::editor::handlers::record_change(
+            self,
+            path,
+            "agent",
+            true,
+            crate::editor::state::Original::Text(Arc::new(before)),
+            None,
+        );
+    }
+
+    /// Terminal output (or exit) for the cards and terminal buffers.
+    pub fn terminal_display(&self, id: &str, data: &str, exit: Option<&str>) {
+        self.with_model(|m| match exit {
+            Some(status) => m.terminal_exit(id, status),
+            None => m.terminal_output(id, data),
+        });
+    }
+
+    /// Starts (or stops) sending terminal `id`'s output as events; when
+    /// starting, returns the output so far, taken under the same lock so
+    /// that nothing is lost or shown twice.
+    pub fn watch_terminal(&self, id: &str, on: bool) -> Option<(String, Option<String>)> {
+        let mut model = self.model.lock();
+        model.watch_terminal(id, on);
+        on.then(|| {
+            model
+                .terminal_text(id)
+                .map(|v| (v.output.clone(), v.exit.clone()))
+        })
+        .flatten()
+    }
+
+    pub fn terminal_text(&self, id: &str) -> Option<(String, Option<String>)> {
+        self.model
+            .lock()
+            .terminal_text(id)
+            .map(|v| (v.output.clone(), v.exit.clone()))
+    }
+
+    pub fn markdown(&self) -> String {
+        self.model.lock().to_markdown()
+    }
+
+    pub fn state(&self) -> TurnState {
+        self.model.lock().state()
+    }
+
+    pub fn pid(&self) -> Option<u32> {
+        self.current.lock().as_ref().map(|(c, _)| c.pid)
+    }
+
+    /// The agent's `initialize` answer (capabilities, agentInfo, auth).
+    pub fn agent_init(&self) -> Option<Value> {
+        self.current
+            .lock()
+            .as_ref()
+            .and_then(|(c, _)| c.init_response())
+    }
+
+    pub fn session_id(&self) -> Option<String> {
+        self.current.lock().as_ref().map(|(_, s)| s.clone())
+    }
+}
+
+impl EditorHost for ThreadHandle {
+    fn thread_id(&self) -> u64 {
+        self.id
+    }
+
+    fn editor(&self) -> &EditorState {
+        &self.editor
+    }
+
+    fn caps(&self) -> Caps {
+        self.spec.caps
+    }
+
+    fn cwd(&self) -> &std::path::Path {
+        &self.spec.cwd
+    }
+
+    fn note_write(&self, path: &str, note: String) -> Option<String> {
+        ThreadHandle::note_write(self, path, note)
+    }
+
+    fn terminal_display(&self, id: &str, data: &str, exit: Option<&str>) {
+        ThreadHandle::terminal_display(self, id, data, exit)
+    }
+
+    fn confirm_terminal<'a>(
+        &'a self,
+        run: Run<'a>,
+        command: &'a str,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<bool, String>> + Send + 'a>>
+    {
+        Box::pin(ThreadHandle::confirm_terminal(self, run, command))
+    }
+}
+
+impl SessionSink for ThreadHandle {
+    fn apply_update(&self, update: SessionUpdate) {
+        self.with_model(|m| m.apply_update(&update));
+    }
+
+    fn agent_request(&self, request: AgentRequest, responder: Responder<Value>) {
+        let Some(this) = self.live() else {
+            let _ = responder.respond_with_error(
+                agent_client_protocol::Error::invalid_params()
+                    .data(json!({"reason": "the chat was closed"})),
+            );
+            return;
+        };
+        match request {
+            AgentRequest::Permission { request, raw, .. } => {
+                this.request_permission(request, raw, responder)
+            }
+            other => {
+                let method = other.method();
+                let host: Arc<dyn EditorHost> = this.clone();
+                if let Some(responder) = try_handle(&host, other, responder) {
+                    log::info(format!("answered -32601 to {method}"));
+                    let _ = responder
+                        .respond_with_error(agent_client_protocol::Error::method_not_found());
+                }
+            }
+        }
+    }
+
+    fn thread_id(&self) -> Option<u64> {
+        Some(self.id)
+    }
+
+    fn disconnected(&self, conn: &Arc<Connection>, reason: &str) {
+        let (Some(this), conn, reason) = (self.live(), conn.clone(), reason.to_owned()) else {
+            return;
+        };
+        spawn(async move {
+            this.on_disconnected(&conn, &reason).await;
+            this.start_queued();
+        });
+    }
+
+    fn protocol_warning(&self, text: &str) {
+        self.notice(NoticeLevel::Warn, text.to_owned());
+    }
+}

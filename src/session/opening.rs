@@ -1,0 +1,460 @@
+//! How a chat gets its session: the agent process (shared by the chats of
+//! one agent and project), `session/new`, or `session/resume` /
+//! `session/load` of the session asked for, created on demand: eagerly when
+//! the chat opens, and again after the agent process died. Also sign-in.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_client_protocol::v1::schema::{
+    AuthenticateRequest, LoadSessionRequest, McpServer, NewSessionRequest, ResumeSessionRequest,
+};
+use agent_client_protocol::UntypedMessage;
+use serde_json::Value;
+
+use super::handle::{Bound, ThreadHandle};
+use crate::bridge::handoff::bridge;
+use crate::bridge::queue::UiEvent;
+use crate::log;
+use crate::model::entries::NoticeLevel;
+use crate::model::events::ThreadEvent;
+use crate::model::render::human_ms;
+use crate::protocol::connection::{Connection, SessionSink};
+use crate::runtime::spawn;
+
+/// An outgoing request built from the protocol crate's typed params, sent
+/// untyped so that the answer is read leniently (agents' answers carry
+/// quirks a strict parse would reject).
+pub(super) fn typed_request<T: serde::Serialize>(
+    method: &str,
+    params: &T,
+) -> Result<UntypedMessage, String> {
+    let params = serde_json::to_value(params).map_err(|e| e.to_string())?;
+    UntypedMessage::new(method, params).map_err(|e| e.to_string())
+}
+
+/// The MCP servers an agent can take: stdio always, http and sse only when
+/// advertised in `mcpCapabilities`. Returns them and the names left out.
+fn mcp_servers_for(servers: &[McpServer], caps: &Value) -> (Vec<McpServer>, Vec<String>) {
+    let mut kept = Vec::new();
+    let mut dropped = Vec::new();
+    for server in servers {
+        let (transport, name) = match server {
+            McpServer::Http(s) => (Some("http"), s.name.clone()),
+            McpServer::Sse(s) => (Some("sse"), s.name.clone()),
+            McpServer::Stdio(s) => (None, s.name.clone()),
+            _ => (Some("?"), String::from("?")),
+        };
+        let ok = match transport {
+            None => true,
+            Some(t) => caps
+                .pointer(&format!("/mcpCapabilities/{t}"))
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+        };
+        if ok {
+            kept.push(server.clone());
+        } else {
+            dropped.push(format!("`{name}`"));
+        }
+    }
+    (kept, dropped)
+}
+
+/// Events of a `session/new`, `session/load` or `session/resume` answer:
+/// modes, config options and the legacy models. Config options win over
+/// models in the view; both are passed on.
+fn session_answer_events(response: &Value) -> Vec<ThreadEvent> {
+    let mut ev = Vec::new();
+    if let Some(modes) = response.get("modes").filter(|m| m.is_object()) {
+        ev.push(ThreadEvent::Modes {
+            modes: modes.clone(),
+        });
+        if let Some(mode_id) = modes.get("currentModeId").and_then(Value::as_str) {
+            ev.push(ThreadEvent::Mode {
+                mode_id: mode_id.to_owned(),
+            });
+        }
+    }
+    if let Some(options) = response.get("configOptions").filter(|v| v.is_array()) {
+        ev.push(ThreadEvent::ConfigOptions {
+            options: options.clone(),
+        });
+    }
+    if let Some(models) = response.get("models").filter(|v| v.is_object()) {
+        ev.push(ThreadEvent::Models {
+            models: models.clone(),
+        });
+    }
+    ev
+}
+
+impl ThreadHandle {
+    pub(super) async fn on_disconnected(&self, conn: &Arc<Connection>, reason: &str) {
+        let mut session = self.session.lock().await;
+        if session.as_ref().is_some_and(|b| Arc::ptr_eq(&b.conn, conn)) {
+            *session = None;
+            *self.current.lock() = None;
+            self.lost_session.store(true, Ordering::SeqCst);
+            self.drop_permissions();
+            self.with_model(|m| m.disconnected(reason));
+        }
+    }
+
+    /// Returns the live session, creating the agent process and the session
+    /// if needed: the session asked for with `open_thread`'s `resume`
+    /// (`session/resume` when advertised, else `session/load`), else a new
+    /// one.
+    pub(super) async fn ensure_session(
+        self: &Arc<Self>,
+    ) -> Result<(Arc<Connection>, String), String> {
+        let mut session = self.session.lock().await;
+        if let Some(b) = session.as_ref() {
+            if !b.conn.is_closed() {
+                return Ok((b.conn.clone(), b.session_id.clone()));
+            }
+        }
+        let conn = self.agents.connection(&self.spec)?;
+        let cx = conn.ready().await?;
+        let init = conn.init_response().unwrap_or(Value::Null);
+        let caps = init
+            .get("agentCapabilities")
+            .cloned()
+            .unwrap_or(Value::Null);
+        let (mcp_servers, dropped) = mcp_servers_for(&self.mcp_servers, &caps);
+        if !dropped.is_empty() {
+            self.with_model(|m| {
+                m.notice(
+                    NoticeLevel::Warn,
+                    format!(
+                        "MCP server(s) {} not sent: `{}` does not support their transport",
+                        dropped.join(", "),
+                        self.spec.name
+                    ),
+                )
+            });
+        }
+        // Sent only to agents that advertise them.
+        let directories = if caps
+            .pointer("/sessionCapabilities/additionalDirectories")
+            .is_some_and(|v| !v.is_null())
+        {
+            self.editor.policy.roots.clone()
+        } else {
+            Vec::new()
+        };
+        let mut opened = None;
+        let wanted = self.resume.lock().take();
+        if let Some(wanted) = wanted {
+            match self
+                .open_existing(&conn, &cx, &wanted, &caps, &mcp_servers, &directories)
+                .await
+            {
+                Ok(response) => opened = Some((wanted, response)),
+                Err(e) => self.with_model(|m| {
+                    m.notice(
+                        NoticeLevel::Error,
+                        format!("Could not open session `{wanted}`: {e}. Started a new session."),
+                    )
+                }),
+            }
+        }
+        let resumed = opened.is_some();
+        let (session_id, response) = match opened {
+            Some(x) => x,
+            None => {
+                let mut params = NewSessionRequest::new(self.spec.cwd.clone());
+                params.mcp_servers = mcp_servers;
+                params.additional_directories = directories;
+                let limit = self.spec.timeouts.session_new;
+                let response = tokio::time::timeout(
+                    Duration::from_millis(limit),
+                    cx.send_request(typed_request("session/new", &params)?)
+                        .block_task(),
+                )
+                .await
+                .map_err(|_| {
+                    let e = format!(
+                        "Agent `{}` did not answer `session/new` within {}; send a message to try again",
+                        self.spec.name,
+                        human_ms(limit)
+                    );
+                    log::warn(&e);
+                    e
+                })?
+                .map_err(|e| session_new_error(&conn, &self.spec.name, e))?;
+                let session_id = response
+                    .get("sessionId")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| format!("session/new returned no sessionId: {response}"))?
+                    .to_owned();
+                (session_id, response)
+            }
+        };
+        log::info(format!(
+            "thread {} bound to session {session_id} of {}",
+            self.id, self.spec.name
+        ));
+        *session = Some(Bound {
+            conn: conn.clone(),
+            session_id: session_id.clone(),
+        });
+        *self.current.lock() = Some((conn.clone(), session_id.clone()));
+        let agent = init
+            .pointer("/agentInfo/name")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .unwrap_or_else(|| self.spec.name.clone());
+        let restarted = self.lost_session.swap(false, Ordering::SeqCst);
+        self.with_model(|m| {
+            // A resumed session is the same one: its cards stay reachable.
+            let mut ev = m.session_started(restarted && !resumed);
+            ev.push(ThreadEvent::Agent {
+                name: agent.clone(),
+                info: init.get("agentInfo").cloned().unwrap_or(Value::Null),
+                capabilities: caps.clone(),
+            });
+            ev.extend(m.session_ready(agent));
+            ev.push(ThreadEvent::Session {
+                session_id: session_id.clone(),
+            });
+            ev.extend(session_answer_events(&response));
+            ev
+        });
+        // After the ready events, so that updates the agent sent with its
+        // answer (commands, mode, title) land on a ready chat. (A loaded
+        // session was routed before its request, for the replay.)
+        conn.route(&session_id, self.clone() as Arc<dyn SessionSink>)
+            .await;
+        Ok((conn, session_id))
+    }
+
+    /// `session/resume` (when advertised) or `session/load` of `session_id`;
+    /// the answer (may be `null`). A load's replayed history fills the
+    /// transcript between two notices. Gives up when the user cancels
+    /// (`$/cancel_request`).
+    async fn open_existing(
+        self: &Arc<Self>,
+        conn: &Arc<Connection>,
+        cx: &agent_client_protocol::v1::ConnectionTo<agent_client_protocol::Agent>,
+        session_id: &str,
+        caps: &Value,
+        mcp_servers: &[McpServer],
+        directories: &[std::path::PathBuf],
+    ) -> Result<Value, String> {
+        let advertised = |p: &str| {
+            caps.pointer(p)
+                .is_some_and(|v| !v.is_null() && v != &Value::Bool(false))
+        };
+        let request = if advertised("/sessionCapabilities/resume") {
+            let mut p = ResumeSessionRequest::new(session_id.to_owned(), self.spec.cwd.clone());
+            p.mcp_servers = mcp_servers.to_vec();
+            p.additional_directories = directories.to_vec();
+            typed_request("session/resume", &p)?
+        } else if advertised("/loadSession") {
+            let mut p = LoadSessionRequest::new(session_id.to_owned(), self.spec.cwd.clone());
+            p.mcp_servers = mcp_servers.to_vec();
+            p.additional_directories = directories.to_vec();
+            typed_request("session/load", &p)?
+        } else {
+            return Err(format!("`{}` cannot load sessions", self.spec.name));
+        };
+        let load = request.method() == "session/load";
+        if load {
+            // Routed first: the replay arrives before the answer.
+            self.with_model(|m| m.begin_replay(&format!("`{session_id}`")));
+            conn.route(session_id, self.clone() as Arc<dyn SessionSink>)
+                .await;
+        }
+        self.with_model(|m| m.loading(true));
+        let sent = cx.send_request(request);
+        let cancel = sent.cancellation_handle();
+        *self.loading.lock() = Some(cancel.clone());
+        let answer = tokio::select! {
+            a = sent.block_task() => a.map_err(|e| e.to_string()),
+            () = self.give_up.notified() => {
+                let _ = cancel.cancel();
+                Err("gave up waiting (the request was cancelled)".to_owned())
+            }
+        };
+        self.loading.lock().take();
+        self.with_model(|m| m.loading(false));
+        if load {
+            let ok = answer.is_ok();
+            if !ok {
+                conn.unroute(session_id);
+            }
+            self.with_model(|m| m.end_replay(ok));
+        } else if answer.is_ok() {
+            self.with_model(|m| {
+                m.notice(
+                    NoticeLevel::Info,
+                    format!("Resumed session `{session_id}` (its history stays with the agent)"),
+                )
+            });
+        }
+        answer
+    }
+
+    /// After a sign-in outside the connection (a `terminal` method): opens
+    /// the session again on the running agent, and if the agent still
+    /// wants a sign-in, on a restarted one.
+    pub fn reconnect(self: &Arc<Self>) {
+        let this = self.clone();
+        spawn(async move {
+            if this.ensure_session().await.is_ok() {
+                return;
+            }
+            if let Some(conn) = this.agents.live_connection(&this.spec) {
+                this.agents.forget(&this.spec);
+                conn.terminate();
+            }
+            if let Err(e) = this.ensure_session().await {
+                this.with_model(|m| m.disconnected(e));
+            }
+        });
+    }
+
+    /// Opens the session in the background so the agent starts while the
+    /// user types.
+    pub(super) fn connect(self: &Arc<Self>) {
+        let this = self.clone();
+        spawn(async move {
+            if let Err(e) = this.ensure_session().await {
+                this.with_model(|m| m.disconnected(e));
+            }
+        });
+    }
+
+    /// The agent's sign-in methods (from `initialize`), once it started.
+    pub fn auth_methods(&self) -> Vec<Value> {
+        self.agents
+            .live_connection(&self.spec)
+            .map(|c| auth_methods(&c))
+            .unwrap_or_default()
+    }
+
+    /// `authenticate` with `method_id`, then opens the session again.
+    pub fn authenticate(self: &Arc<Self>, method_id: String) {
+        let this = self.clone();
+        spawn(async move {
+            let result = async {
+                let conn = this.agents.connection(&this.spec)?;
+                let cx = conn.ready().await?;
+                let req =
+                    typed_request("authenticate", &AuthenticateRequest::new(method_id.clone()))?;
+                cx.send_request(req)
+                    .block_task()
+                    .await
+                    .map_err(|e| e.to_string())
+            }
+            .await;
+            match result {
+                Ok(_) => {
+                    this.with_model(|m| {
+                        m.notice(NoticeLevel::Info, format!("Signed in with `{method_id}`"))
+                    });
+                    if let Err(e) = this.ensure_session().await {
+                        this.with_model(|m| m.disconnected(e));
+                    }
+                }
+                Err(e) => bridge().push(UiEvent::Notify {
+                    level: "error",
+                    message: format!("acp.nvim: sign-in with `{method_id}` failed: {e}"),
+                }),
+            }
+        });
+    }
+}
+
+/// A failed `session/new`; ACP's "auth required" (-32000) becomes a hint
+/// naming the agent's sign-in methods and `:AcpAuth`.
+fn session_new_error(conn: &Connection, agent: &str, e: agent_client_protocol::Error) -> String {
+    let code = serde_json::to_value(&e)
+        .ok()
+        .and_then(|v| v.get("code").and_then(Value::as_i64));
+    if code != Some(-32000) {
+        return format!("session/new failed: {e}");
+    }
+    let methods = auth_methods(conn);
+    if methods.is_empty() {
+        return format!(
+            "Agent `{agent}` needs authentication ({e}); sign in with its own CLI first."
+        );
+    }
+    let list: Vec<String> = methods
+        .iter()
+        .map(|m| {
+            let id = m.get("id").and_then(Value::as_str).unwrap_or("?");
+            let name = m.get("name").and_then(Value::as_str).unwrap_or(id);
+            match m.get("description").and_then(Value::as_str) {
+                Some(d) => format!("  {id}: {name} ({d})"),
+                None => format!("  {id}: {name}"),
+            }
+        })
+        .collect();
+    format!(
+        "Agent `{agent}` needs you to sign in: run :AcpAuth {{method}}. Methods:\n{}",
+        list.join("\n")
+    )
+}
+
+fn auth_methods(conn: &Connection) -> Vec<Value> {
+    conn.init_response()
+        .and_then(|v| v.get("authMethods").and_then(Value::as_array).cloned())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn http_and_sse_mcp_servers_go_only_to_agents_that_advertise_them() {
+        let servers: Vec<McpServer> = serde_json::from_value(json!([
+            {"name": "files", "command": "/bin/true", "args": [], "env": []},
+            {"type": "http", "name": "web", "url": "http://x", "headers": []},
+            {"type": "sse", "name": "events", "url": "http://y", "headers": []}
+        ]))
+        .unwrap();
+        let names = |v: &[McpServer]| -> Vec<String> {
+            v.iter()
+                .map(|s| {
+                    serde_json::to_value(s).unwrap()["name"]
+                        .as_str()
+                        .unwrap()
+                        .to_owned()
+                })
+                .collect()
+        };
+        let (kept, dropped) = mcp_servers_for(&servers, &Value::Null);
+        assert_eq!(names(&kept), vec!["files"]);
+        assert_eq!(dropped, vec!["`web`", "`events`"]);
+        let (kept, dropped) = mcp_servers_for(
+            &servers,
+            &json!({"mcpCapabilities": {"http": true, "sse": false}}),
+        );
+        assert_eq!(names(&kept), vec!["files", "web"]);
+        assert_eq!(dropped, vec!["`events`"]);
+    }
+
+    #[test]
+    fn session_answers_give_modes_config_options_and_models() {
+        let ev = session_answer_events(&json!({
+            "modes": {"currentModeId": "a", "availableModes": []},
+            "configOptions": [{"id": "model"}],
+            "models": {"currentModelId": "m", "availableModels": []}
+        }));
+        assert_eq!(ev.len(), 4);
+        assert!(matches!(&ev[1], ThreadEvent::Mode { mode_id } if mode_id == "a"));
+        assert!(matches!(&ev[2], ThreadEvent::ConfigOptions { .. }));
+        assert!(matches!(&ev[3], ThreadEvent::Models { .. }));
+        assert!(
+            session_answer_events(&Value::Null).is_empty(),
+            "a null load answer"
+        );
+    }
+}

@@ -1,0 +1,308 @@
+//! A chat's turns: sending a prompt (or holding it while a cancelled turn
+//! ends), cancelling, switching the mode, and the requests the view sends
+//! to the agent (config options, models, the session list).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_client_protocol::v1::schema::{
+    CancelNotification, ContentBlock, PromptRequest, SetSessionModeRequest,
+};
+use agent_client_protocol::UntypedMessage;
+use serde_json::Value;
+
+use super::handle::ThreadHandle;
+use super::opening::typed_request;
+use crate::bridge::handoff::bridge;
+use crate::bridge::queue::UiEvent;
+use crate::log;
+use crate::model::entries::NoticeLevel;
+use crate::model::events::{ThreadEvent, TurnState};
+use crate::model::update::content_block_text;
+use crate::protocol::connection::Connection;
+use crate::protocol::elicitation;
+use crate::runtime::spawn;
+
+/// Requests the view may send through `ThreadHandle::request`.
+const VIEW_METHODS: &[&str] = &[
+    "session/set_config_option",
+    "session/set_model",
+    "session/list",
+    "session/close",
+    "session/delete",
+    "logout",
+];
+
+/// Those that act on this chat's session by default.
+const SESSION_METHODS: &[&str] = &[
+    "session/set_config_option",
+    "session/set_model",
+    "session/close",
+];
+
+impl ThreadHandle {
+    /// A request of the view to the agent (config options, models, session
+    /// list/close/delete, logout): its answer comes back as a `reply`
+    /// event for `reply`. Session methods get this chat's `sessionId`
+    /// unless `params` names one.
+    pub fn request(self: &Arc<Self>, method: String, mut params: Value, reply: u64) {
+        let this = self.clone();
+        spawn(async move {
+            let result = async {
+                if !VIEW_METHODS.contains(&method.as_str()) {
+                    return Err(format!("`{method}` is not a request the view may send"));
+                }
+                let conn = if SESSION_METHODS.contains(&method.as_str())
+                    && params.get("sessionId").is_none()
+                {
+                    let (conn, sid) = this.ensure_session().await?;
+                    if let Value::Object(m) = &mut params {
+                        m.insert("sessionId".into(), Value::String(sid));
+                    }
+                    conn
+                } else {
+                    this.agents.connection(&this.spec)?
+                };
+                let cx = conn.ready().await?;
+                let msg =
+                    UntypedMessage::new(&method, params.clone()).map_err(|e| e.to_string())?;
+                cx.send_request(msg)
+                    .block_task()
+                    .await
+                    .map_err(|e| e.to_string())
+            }
+            .await;
+            if let Ok(answer) = &result {
+                this.after_request(&method, &params, answer).await;
+            }
+            let (result, error) = match result {
+                Ok(v) => (Some(v), None),
+                Err(e) => (None, Some(e)),
+            };
+            bridge().push(UiEvent::Reply {
+                request: reply,
+                result,
+                error,
+            });
+        });
+    }
+
+    /// What an answered view request changes in the chat.
+    async fn after_request(self: &Arc<Self>, method: &str, params: &Value, answer: &Value) {
+        match method {
+            "session/set_config_option" => {
+                if let Some(options) = answer.get("configOptions").filter(|v| v.is_array()) {
+                    let options = options.clone();
+                    self.with_model(|_| vec![ThreadEvent::ConfigOptions { options }]);
+                }
+            }
+            "session/close" | "session/delete" => {
+                let sid = params.get("sessionId").and_then(Value::as_str);
+                let mut session = self.session.lock().await;
+                if session
+                    .as_ref()
+                    .is_some_and(|b| Some(b.session_id.as_str()) == sid)
+                {
+                    if let Some(b) = session.take() {
+                        b.conn.unroute(&b.session_id);
+                    }
+                    *self.current.lock() = None;
+                    self.with_model(|m| {
+                        m.notice(
+                            NoticeLevel::Info,
+                            "This session was closed: the next message starts a new one".to_owned(),
+                        )
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Sends a request for this chat's session (opening it first if
+    /// needed); `build` makes the typed params from the session id.
+    /// Returns the connection and the answer.
+    async fn session_request<T: serde::Serialize>(
+        self: &Arc<Self>,
+        method: &str,
+        build: impl FnOnce(String) -> T,
+    ) -> Result<(Arc<Connection>, Result<Value, agent_client_protocol::Error>), String> {
+        let (conn, session_id) = self.ensure_session().await?;
+        let cx = conn.ready().await?;
+        let req = typed_request(method, &build(session_id))?;
+        let answer = cx.send_request(req).block_task().await;
+        Ok((conn, answer))
+    }
+
+    /// Sends a prompt. While a turn runs only with `queued_by_agent` (the
+    /// agent advertised that it queues prompts itself).
+    pub fn prompt(
+        self: &Arc<Self>,
+        blocks: Vec<ContentBlock>,
+        queued_by_agent: bool,
+    ) -> Result<(), String> {
+        let text = prompt_display_text(&blocks);
+        let turn = {
+            let mut model = self.model.lock();
+            if model.is_cancelling() {
+                // Sent when the cancelled turn has ended (see `start_queued`),
+                // even to an agent that queues prompts itself.
+                *self.queued.lock() = Some(blocks);
+                return Ok(());
+            }
+            if model.state() == TurnState::Running && !queued_by_agent {
+                return Err("the agent is still answering: the message waits in the queue".into());
+            }
+            let (turn, events) = model.begin_turn(&text);
+            bridge().push_all(self.id, events);
+            turn
+        };
+        self.permissions.lock().new_turn();
+        let this = self.clone();
+        spawn(async move {
+            let result = async {
+                let (conn, answer) = this
+                    .session_request("session/prompt", |sid| PromptRequest::new(sid, blocks))
+                    .await?;
+                match answer {
+                    Ok(v) => Ok(Some(v)),
+                    Err(e) => {
+                        // If the agent died, its exit report explains more
+                        // than "response never received": let that speak.
+                        let died =
+                            tokio::time::timeout(Duration::from_millis(500), conn.closed()).await;
+                        if died.is_ok() {
+                            return Ok(None);
+                        }
+                        Err(format!("{e}"))
+                    }
+                }
+            }
+            .await;
+            match result {
+                Ok(None) => {}
+                Ok(Some(v)) => {
+                    let stop = v
+                        .get("stopReason")
+                        .and_then(Value::as_str)
+                        .unwrap_or("end_turn")
+                        .to_owned();
+                    let usage = v.get("usage").filter(|u| u.is_object()).cloned();
+                    this.with_model(|m| m.end_turn_with(turn, &stop, usage));
+                }
+                Err(e) => {
+                    // No session could be opened: the chat is not ready.
+                    let connected = this.current.lock().is_some();
+                    this.with_model(|m| {
+                        let mut ev = m.fail_turn(turn, &e);
+                        if !connected {
+                            ev.extend(m.not_connected());
+                        }
+                        ev
+                    });
+                }
+            }
+            this.start_queued();
+        });
+        Ok(())
+    }
+
+    /// Sends the prompt held back while a cancelled turn was ending, once
+    /// no turn runs.
+    pub(super) fn start_queued(self: &Arc<Self>) {
+        if self.model.lock().state() == TurnState::Running {
+            return;
+        }
+        if let Some(blocks) = self.queued.lock().take() {
+            if let Err(e) = self.prompt(blocks, false) {
+                self.notice(NoticeLevel::Error, format!("Not sent: {e}"));
+            }
+        }
+    }
+
+    /// Asks the agent to switch the session's mode (`session/set_mode`).
+    /// The view learns the result from the agent's `current_mode_update`
+    /// (or, for agents that send none, from the successful answer).
+    pub fn set_mode(self: &Arc<Self>, mode_id: String) {
+        let this = self.clone();
+        spawn(async move {
+            let result = async {
+                let mode = mode_id.clone();
+                let (_, answer) = this
+                    .session_request("session/set_mode", |sid| {
+                        SetSessionModeRequest::new(sid, mode)
+                    })
+                    .await?;
+                answer.map_err(|e| e.to_string())
+            }
+            .await;
+            match result {
+                Ok(_) => this.with_model(|_| vec![ThreadEvent::Mode { mode_id }]),
+                Err(e) => bridge().push(UiEvent::Notify {
+                    level: "error",
+                    message: format!("acp.nvim: the agent refused mode `{mode_id}`: {e}"),
+                }),
+            }
+        });
+    }
+
+    /// Cancels the running turn: pending permissions are answered
+    /// "cancelled", `session/cancel` goes out, and the turn ends when the
+    /// agent answers the prompt, or here after `timeouts.cancel_grace`.
+    /// True when a turn was running (or already cancelling).
+    pub fn cancel(self: &Arc<Self>) -> bool {
+        elicitation::cancel_thread(self.id);
+        if self.loading.lock().is_some() {
+            // A slow session/load or session/resume: stop waiting for it.
+            self.give_up.notify_one();
+            return true;
+        }
+        let (running, first, turn) = self.with_model_value(|m| {
+            let (running, first, events) = m.request_cancel();
+            (events, (running, first, m.current_turn()))
+        });
+        self.cancel_permissions();
+        if !first {
+            return running;
+        }
+        let current = self.current.lock().clone();
+        let grace = self.spec.timeouts.cancel_grace;
+        let this = self.clone();
+        spawn(async move {
+            if let Some((conn, session_id)) = current {
+                if let Ok(cx) = conn.ready().await {
+                    if let Err(e) = cx.send_notification(CancelNotification::new(session_id)) {
+                        log::warn(format!("session/cancel failed: {e}"));
+                    }
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(grace)).await;
+            let mut ended = false;
+            this.with_model(|m| {
+                let ev = m.cancel_unconfirmed(turn, grace);
+                ended = !ev.is_empty();
+                ev
+            });
+            if ended {
+                log::warn(format!(
+                    "thread {}: the agent did not end turn {turn} within {grace} ms of the cancel",
+                    this.id
+                ));
+                this.start_queued();
+            }
+        });
+        true
+    }
+}
+
+/// The text shown for the user's message: text blocks verbatim, other
+/// blocks as links.
+fn prompt_display_text(blocks: &[ContentBlock]) -> String {
+    blocks
+        .iter()
+        .filter_map(|b| serde_json::to_value(b).ok())
+        .map(|b| content_block_text(&b))
+        .filter(|s| !s.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
