@@ -183,7 +183,7 @@ pub fn saved_entry(e: &Entry) -> Value {
         // apply to what is kept (an env value, a header, a secret flag's
         // argument), as it is read.
         (Dir::In | Dir::Out, Err(_)) => {
-            v["raw"] = Value::String(redact::redact_json_prefix(&e.text))
+            v["raw"] = Value::String(redact::json_prefix::redact_json_prefix(&e.text))
         }
         _ => v["raw"] = Value::String(redact::redact_text(&e.text).into_owned()),
     }
@@ -218,9 +218,12 @@ pub fn summary_line(e: &Entry, width: usize) -> String {
             describe(&msg)
         }
         (_, Err(_)) if e.text.is_empty() => "(empty line)".to_owned(),
-        (_, Err(_)) if e.cut > 0 => redact::redact_json_prefix(&e.text),
+        (_, Err(_)) if e.cut > 0 => redact::json_prefix::redact_json_prefix(&e.text),
         (_, Err(_)) if e.text.trim_start().starts_with(['{', '[']) => {
-            format!("(not JSON) {}", redact::redact_json_prefix(&e.text))
+            format!(
+                "(not JSON) {}",
+                redact::json_prefix::redact_json_prefix(&e.text)
+            )
         }
         (_, Err(_)) => format!("(not JSON) {}", redact::redact_text(&e.text)),
     };
