@@ -49,12 +49,27 @@ local function check_fields(what, class, seen)
   end
 end
 
+--- The names of the classes `prefix`<name> (sorted).
+local function names_under(classes, prefix)
+  local out = {}
+  for name in pairs(classes) do
+    if vim.startswith(name, prefix) then
+      out[#out + 1] = name:sub(#prefix + 1)
+    end
+  end
+  table.sort(out)
+  return out
+end
+
 -- Records, in the child, every event the dispatcher gets: per event type
 -- (and per card, per call method's payload) the union of the keys seen and
--- the keys every one had. Set before the chat opens: the core keeps the
--- dispatcher it was given at init.
+-- the keys every one had; and every reply the view gives the core's calls
+-- (what it passes to the native `call_done`), per method. Set before the
+-- chat opens: the core keeps the dispatcher it was given at init.
 local RECORD = [[
   _G.contract = { events = {}, cards = {}, locations = {}, calls = {} }
+  _G.contract.replies = {}
+  local methods = {} -- call id -> method
   local function note(bucket, name, t)
     local keys = {}
     for k in pairs(t) do
@@ -87,9 +102,16 @@ local RECORD = [[
         end
       elseif ev.type == 'call' then
         note(_G.contract.calls, tostring(ev.method), ev.payload)
+        methods[ev.call] = ev.method
       end
     end
     return dispatch(batch)
+  end
+  local core = require('acp.core')
+  local call_done = core.call_done
+  core.call_done = function(call, value)
+    note(_G.contract.replies, tostring(methods[call]), value or {})
+    return call_done(call, value)
   end
 ]]
 
@@ -98,8 +120,9 @@ local MODES = { currentModeId = 'code', availableModes = { { id = 'code', name =
 --- A chat that exercises every kind of event: text and thought, a tool call
 --- with a diff and locations, a plan, modes, commands, config options,
 --- usage, a title, a permission request, an fs read and write, client terminals (run,
---- shown on a card, killed), a refused mode (a notification) and a file
---- listing. Returns the child, the project dir and what was recorded.
+--- shown on a card, killed), a URL elicitation (answered, then completed),
+--- a refused mode (a notification) and a file listing. Returns the child,
+--- the project dir and what was recorded.
 local function full_chat()
   local dir = H.project({ ['a.txt'] = 'one\ntwo\n' })
   local file = dir .. '/a.txt'
@@ -134,6 +157,9 @@ local function full_chat()
       H.req('terminal/wait_for_exit', { terminalId = 'term-1' }),
       H.req('terminal/create', { command = 'sleep 5' }),
       H.req('terminal/release', { terminalId = 'term-2' }),
+      H.req('elicitation/create', { mode = 'url', elicitationId = 'el1', url = 'https://example.com/sign-in', message = 'Sign in' },
+        { expect = { action = 'decline' } }),
+      { notify = { method = 'elicitation/complete', params = { elicitationId = 'el1' } } },
       { update = { sessionUpdate = 'tool_call_update', toolCallId = 'e1', status = 'completed' } },
       { update = { sessionUpdate = 'session_info_update', title = 'Contract chat' } },
       { update = { sessionUpdate = 'usage_update', used = 10, size = 100 } },
@@ -150,6 +176,8 @@ local function full_chat()
   child:wait_for([[return #require('acp.ask.permission').queue == 1]])
   H.enter_permission(child)
   child:lua([[require('acp.ask.permission').choose(1)]])
+  child:wait_for([[return #require('acp.ask.elicitation').queue == 1]], 10000)
+  child:lua([[require('acp.ask.elicitation').answer(require('acp.ask.elicitation').queue[1], { action = 'decline' })]])
   child:wait_for([[return require('acp').current().turns_ended == 1]], 10000)
   -- A mode the agent refuses gives a notification; a file walk a `files` answer.
   child:lua([[
@@ -231,9 +259,12 @@ return {
     local seen = sorted_keys(rec.events)
     -- The chat really produced every kind of event.
     T.eq(seen, {
-      'added', 'agent', 'appended', 'call', 'card', 'commands', 'config_options', 'files', 'mode', 'models', 'modes',
+      'added', 'agent', 'appended', 'call', 'card', 'commands', 'config_options', 'elicitation', 'elicitation_complete',
+      'elicitation_done', 'files', 'mode', 'models', 'modes',
       'notify', 'permission', 'permission_done', 'replaced', 'reply', 'session', 'status', 'terminal_output', 'title', 'turn_ended', 'turn_started', 'usage',
     })
+    -- ... which are exactly the events types.lua declares.
+    T.eq(seen, names_under(types, 'acp.Event.'), 'event classes in types.lua = events delivered')
     -- The alias union names each event class.
     local union = T.read_file(ROOT .. '/lua/acp/core/types.lua'):match('%-%-%-@alias acp%.Event\n(.-\n)\n')
     for _, t in ipairs(seen) do
@@ -247,7 +278,41 @@ return {
     for _, method in ipairs(sorted_keys(rec.calls)) do
       check_fields('the `' .. method .. '` call', types['acp.Call.' .. method], rec.calls[method])
     end
+    T.eq(sorted_keys(rec.calls), names_under(types, 'acp.Call.'), 'call classes in types.lua = calls made')
+    -- Every reply the view gave (to `call_done`) has the declared fields:
+    -- one per call that wants an answer (terminal_kill is a notification).
+    T.eq(sorted_keys(rec.replies), { 'buffer_apply', 'buffer_read', 'terminal_start' })
+    T.eq(sorted_keys(rec.replies), names_under(types, 'acp.Reply.'), 'reply classes in types.lua = replies given')
+    for _, method in ipairs(sorted_keys(rec.replies)) do
+      check_fields('the reply to `' .. method .. '`', types['acp.Reply.' .. method], rec.replies[method])
+    end
   end, timeout = 30000 },
+
+  { 'a reply with a field the core does not know is refused: the agent gets an error naming it, nothing hangs', function()
+    local dir = H.project({ ['a.txt'] = 'one\n' })
+    local file = dir .. '/a.txt'
+    local child, paths = H.start({ cwd = dir, turns = { { match = 'go', steps = {
+      H.req('fs/read_text_file', { path = file }, { expect_error = { code = -32603 } }),
+      { message = 'still here' },
+    } } } })
+    child:cmd('edit ' .. file)
+    H.open(child)
+    -- A view that answers buffer_read with a misspelt `stale`.
+    child:lua([[
+      require('acp.core.dispatch').services.buffer_read = function(ev)
+        require('acp.core').call_done(ev.call, { found = true, stail = true, bufnr = 1, tick = 1, lines = 1 })
+      end
+    ]])
+    H.turn(child, 'go')
+    local r = H.responses(paths)
+    T.eq(#r, 1)
+    T.eq(r[1].method, 'fs/read_text_file')
+    T.eq(r[1].result, nil, 'never read as an answer (nor as "no buffer", which reads the disk)')
+    local want = "the editor's answer to `buffer_read` is malformed: unknown field `stail`"
+    T.truthy(r[1].error.message:find(want, 1, true), r[1].error.message)
+    T.eq(#H.events_of(paths, 'check_failed'), 0)
+    T.match(H.transcript_text(child), 'still here', 'the turn went on')
+  end },
 
   { 'the ChatView holds only the fields declared in its constructor', function()
     local declared = classes_of('lua/acp/chat/view.lua')['acp.ChatView']

@@ -63,14 +63,22 @@ pub async fn call<R: DeserializeOwned>(thread: u64, request: MainCall) -> Result
             return Err(format!("the editor did not answer `{method}` in time"));
         }
     };
+    let value = read_reply(method, value)?;
+    Ok(Reply { parts, value })
+}
+
+/// The main thread's answer to `method` as its reply type. The reply types
+/// deny unknown fields, so a field the core does not know fails the call
+/// with an error that names it: the caller answers the agent with that
+/// error, and never reads the reply as an empty one ("no buffer").
+fn read_reply<R: DeserializeOwned>(method: &str, value: Value) -> Result<R, String> {
     // An empty Lua table arrives as `[]`: read it as "no fields".
     let value = match value {
         Value::Array(a) if a.is_empty() => Value::Object(Default::default()),
         v => v,
     };
-    let value = serde_json::from_value(value)
-        .map_err(|e| format!("the editor's answer to `{method}` is malformed: {e}"))?;
-    Ok(Reply { parts, value })
+    serde_json::from_value(value)
+        .map_err(|e| format!("the editor's answer to `{method}` is malformed: {e}"))
 }
 
 /// Sends a request that needs no answer.
@@ -100,4 +108,76 @@ pub fn finish(id: u64, result: Result<Value, String>) -> Result<(), String> {
         .ok_or_else(|| format!("no pending call {id}"))?;
     let _ = p.tx.send(result.map(|value| (p.parts, value)));
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::bridge::main_call::{BufferApplyReply, BufferReadReply, TerminalStartReply};
+
+    #[test]
+    fn a_reply_with_an_unknown_field_is_refused_with_an_error_naming_it() {
+        let e = read_reply::<BufferReadReply>("buffer_read", json!({"found": true, "stail": true}))
+            .unwrap_err();
+        assert!(
+            e.starts_with(
+                "the editor's answer to `buffer_read` is malformed: unknown field `stail`"
+            ),
+            "{e}"
+        );
+        let e = read_reply::<BufferApplyReply>("buffer_apply", json!({"saved": true, "dirty": 1}))
+            .unwrap_err();
+        assert!(e.contains("unknown field `dirty`"), "{e}");
+        let e = read_reply::<TerminalStartReply>("terminal_start", json!({"pid": 3, "job": 4}))
+            .unwrap_err();
+        assert!(e.contains("unknown field `job`"), "{e}");
+        // What Lua sends for "nothing to say" is read as defaults.
+        let r: BufferApplyReply = read_reply("buffer_apply", json!([])).unwrap();
+        assert_eq!(r, BufferApplyReply::default());
+    }
+
+    #[test]
+    fn a_refused_reply_ends_the_call_with_the_error_at_once() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let call = tokio::spawn(call::<BufferReadReply>(
+                1,
+                MainCall::BufferRead {
+                    path: "a.txt".into(),
+                    resolved: "/p/a.txt".into(),
+                    whole: false,
+                },
+            ));
+            // The only call of these tests: the one pending id is ours.
+            let id = loop {
+                let id = PENDING
+                    .lock()
+                    .as_ref()
+                    .and_then(|p| p.keys().next().copied());
+                match id {
+                    Some(id) => break id,
+                    None => tokio::task::yield_now().await,
+                }
+            };
+            part(id, "one".into()).unwrap();
+            finish(
+                id,
+                Ok(json!({"found": true, "stale": false, "stail": true})),
+            )
+            .unwrap();
+            let answer = tokio::time::timeout(Duration::from_secs(5), call)
+                .await
+                .expect("the call ends, it does not wait for its timeout")
+                .unwrap();
+            let e = answer.unwrap_err();
+            assert!(e.contains("unknown field `stail`"), "{e}");
+            // Nothing is left pending.
+            assert!(PENDING.lock().as_ref().is_none_or(|p| !p.contains_key(&id)));
+        });
+    }
 }

@@ -100,3 +100,85 @@ pub struct TerminalStartReply {
     pub pid: Option<u32>,
     pub error: Option<String>,
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use serde::de::{self, Deserialize, Deserializer, Visitor};
+
+    use super::*;
+
+    /// The field names a reply type accepts, as its `Deserialize` declares
+    /// them (serde hands them to `deserialize_struct`).
+    fn fields_of<'de, T: Deserialize<'de>>() -> BTreeSet<&'static str> {
+        struct Names<'a>(&'a mut &'static [&'static str]);
+        impl<'de> Deserializer<'de> for Names<'_> {
+            type Error = de::value::Error;
+            fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
+                Err(de::Error::custom("not a struct"))
+            }
+            fn deserialize_struct<V: Visitor<'de>>(
+                self,
+                _: &'static str,
+                fields: &'static [&'static str],
+                _: V,
+            ) -> Result<V::Value, Self::Error> {
+                *self.0 = fields;
+                Err(de::Error::custom("fields read"))
+            }
+            serde::forward_to_deserialize_any! {
+                bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+                bytes byte_buf option unit unit_struct newtype_struct seq tuple
+                tuple_struct map enum identifier ignored_any
+            }
+        }
+        let mut fields: &'static [&'static str] = &[];
+        let _ = T::deserialize(Names(&mut fields));
+        fields.iter().copied().collect()
+    }
+
+    /// `---@class acp.Reply.<method>` blocks of types.lua: method -> fields.
+    fn declared_replies() -> Vec<(String, BTreeSet<String>)> {
+        let mut out: Vec<(String, BTreeSet<String>)> = Vec::new();
+        let mut current = false;
+        for line in include_str!("../../lua/acp/core/types.lua").lines() {
+            if let Some(name) = line.strip_prefix("---@class acp.Reply.") {
+                out.push((name.trim().to_owned(), BTreeSet::new()));
+                current = true;
+            } else if let (true, Some(field)) = (current, line.strip_prefix("---@field ")) {
+                let name = field.split_whitespace().next().unwrap_or_default();
+                let name = name.trim_end_matches('?').to_owned();
+                out.last_mut().unwrap().1.insert(name);
+            } else if !line.starts_with("---") {
+                current = false;
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn reply_types_accept_exactly_the_fields_types_lua_declares() {
+        let rust: Vec<(&str, BTreeSet<&str>)> = vec![
+            ("buffer_apply", fields_of::<BufferApplyReply>()),
+            ("buffer_read", fields_of::<BufferReadReply>()),
+            ("terminal_start", fields_of::<TerminalStartReply>()),
+        ];
+        let mut lua = declared_replies();
+        lua.sort();
+        let names = |v: Vec<&str>| v.into_iter().map(str::to_owned).collect::<Vec<_>>();
+        assert_eq!(
+            names(lua.iter().map(|(n, _)| n.as_str()).collect()),
+            names(rust.iter().map(|(n, _)| *n).collect()),
+            "an acp.Reply class per reply type"
+        );
+        for ((method, fields), (_, declared)) in rust.iter().zip(&lua) {
+            assert!(!fields.is_empty(), "{method}: fields read");
+            let fields: BTreeSet<String> = fields.iter().map(|f| f.to_string()).collect();
+            assert_eq!(
+                &fields, declared,
+                "acp.Reply.{method} in types.lua vs its reply type"
+            );
+        }
+    }
+}
