@@ -34,3 +34,70 @@ impl Drop for TempDir {
         let _ = fs::remove_dir_all(&self.0);
     }
 }
+
+/// Test-only: bytes allocated by the current thread, to show that a
+/// bounded operation stays bounded. Counting is per thread, so tests
+/// running in parallel do not disturb each other.
+pub mod alloc_meter {
+    use std::alloc::{GlobalAlloc, Layout, System};
+    use std::cell::Cell;
+
+    struct Counting;
+
+    thread_local! {
+        static LIVE: Cell<isize> = const { Cell::new(0) };
+        static PEAK: Cell<isize> = const { Cell::new(0) };
+    }
+
+    fn add(n: isize) {
+        let _ = LIVE.try_with(|live| {
+            let v = live.get() + n;
+            live.set(v);
+            let _ = PEAK.try_with(|p| {
+                if v > p.get() {
+                    p.set(v)
+                }
+            });
+        });
+    }
+
+    unsafe impl GlobalAlloc for Counting {
+        unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+            add(l.size() as isize);
+            unsafe { System.alloc(l) }
+        }
+        unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
+            add(l.size() as isize);
+            unsafe { System.alloc_zeroed(l) }
+        }
+        unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+            add(-(l.size() as isize));
+            unsafe { System.dealloc(p, l) }
+        }
+        unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
+            add(new as isize - l.size() as isize);
+            unsafe { System.realloc(p, l, new) }
+        }
+    }
+
+    #[global_allocator]
+    static GLOBAL: Counting = Counting;
+
+    /// Peak of this thread's live heap bytes since `start`, above what was
+    /// live at `start`.
+    pub struct Meter {
+        base: isize,
+    }
+
+    impl Meter {
+        pub fn start() -> Self {
+            let base = LIVE.with(Cell::get);
+            PEAK.with(|p| p.set(base));
+            Meter { base }
+        }
+
+        pub fn peak(&self) -> usize {
+            (PEAK.with(Cell::get) - self.base).max(0) as usize
+        }
+    }
+}

@@ -8,15 +8,19 @@
 //!   agreed on), the change records and the terminals;
 //! - `policy`: how the user's auto-allow rules judge a request, and what an
 //!   allowed request grants;
-//! - `roots`, `fs`: the roots check, disk reads and atomic writes;
+//! - `roots`, `confine`, `fs`, `fs_error`: the roots check, what an opened
+//!   path really is, disk reads and atomic writes, and the error a request
+//!   fails with;
 //! - `terminal`: output limits, exit status and waits of client terminals;
 //! - `files`: the `@` completion file walk;
 //! - `kept`: the file texts kept in memory, under one cap.
 //!
 //! May use: protocol, runtime, bridge, model, config, platform, log.
 
+pub mod confine;
 pub mod files;
 pub mod fs;
+pub mod fs_error;
 pub mod handlers;
 pub mod kept;
 pub mod policy;

@@ -331,7 +331,7 @@ mod tests {
         let mut b = OutputBuffer::new(None);
         let mut chunk = vec![0u8; 64 << 10];
         let total: usize = 300 << 20;
-        let m = crate::editor::fs::alloc_meter::Meter::start();
+        let m = crate::testutil::alloc_meter::Meter::start();
         let t0 = std::time::Instant::now();
         let (mut max_len, mut max_cap) = (0, 0);
         for i in 0..total / chunk.len() {

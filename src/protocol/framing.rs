@@ -167,7 +167,7 @@ mod tests {
         let cap = 3 << 19; // 1.5 MiB: buffer growth by doubling would pass it
         let flood = tokio::io::repeat(b'x').take(300 << 20);
         let mut r = BufReader::with_capacity(1 << 16, flood);
-        let m = crate::editor::fs::alloc_meter::Meter::start();
+        let m = crate::testutil::alloc_meter::Meter::start();
         let mut buf = Vec::new();
         let got = read_line_capped(&mut r, &mut buf, cap).await.unwrap();
         let peak = m.peak();
