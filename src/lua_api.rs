@@ -88,8 +88,6 @@ fn register_lifecycle(lua: &Lua, m: &Table) -> LuaResult<()> {
         lua.create_function(|lua, ()| {
             let t = lua.create_table()?;
             t.set("version", env!("CARGO_PKG_VERSION"))?;
-            t.set("git_rev", env!("ACP_GIT_REV"))?;
-            t.set("dirty", env!("ACP_GIT_DIRTY") == "1")?;
             t.set("source_stamp", env!("ACP_SOURCE_STAMP"))?;
             Ok(t)
         })?,

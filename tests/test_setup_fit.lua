@@ -125,36 +125,71 @@ return {
     T.eq(default:lua([[return require('acp.core').target_dir()]]), ROOT .. '/target')
   end },
 
-  { 'the stale check: version, then git revision, the sources hashed only when the revision differs', function()
-    local child = Child.new({ env = { ACP_VERIFY_SOURCES = false } })
+  { 'the stale check: version, then the record of the last verification; the sources hashed only when it cannot vouch', function()
+    local cache = T.tmpdir('stale-cache')
+    local child = Child.new({ env = { ACP_VERIFY_SOURCES = false, XDG_CACHE_HOME = cache } })
     local r = child:lua([[
       local core = require('acp.core')
+      -- A copy of the core's sources and library, so times can change without touching the
+      -- checkout (cargo watches those times).
+      local copy = ...
+      -- The library's own stamp.
+      local info = assert(core.load()).build_info()
+      for _, f in ipairs(core.source_files()) do
+        vim.fn.mkdir(vim.fs.dirname(copy .. '/' .. f), 'p')
+        assert(vim.uv.fs_copyfile(core.root() .. '/' .. f, copy .. '/' .. f))
+      end
+      local lib = copy .. '/libacp_core.so'
+      assert(vim.uv.fs_copyfile(assert(core.candidates()[1]), lib))
+      core.root = function() return copy end
       local hashed = 0
       local real = core.source_stamp
       core.source_stamp = function() hashed = hashed + 1; return real() end
-      local head = core.git_head()
-      local out = { head = head }
-      out.same_rev = core.stale_reason({ version = core.VERSION, git_rev = head, dirty = false, source_stamp = 'bogus' })
-      out.hashed_same_rev = hashed
-      out.other_rev = core.stale_reason({ version = core.VERSION, git_rev = 'other', dirty = false, source_stamp = 'bogus' })
-      out.other_rev_same_sources = core.stale_reason({ version = core.VERSION, git_rev = 'other', dirty = false, source_stamp = real() })
-      out.dirty = core.stale_reason({ version = core.VERSION, git_rev = head, dirty = true, source_stamp = 'bogus' })
-      out.version = core.stale_reason({ version = '0.0.1', git_rev = head, dirty = false, source_stamp = real() })
-      -- The library's own stamp.
-      local info = assert(core.load()).build_info()
-      out.info = { version = info.version, rev = #info.git_rev, stamp = #info.source_stamp }
-      -- A library of another version is refused with "rebuild with".
+      local good = real()
+      local out = {}
+      local function check(name, given, path)
+        local before = hashed
+        out[name] = { why = core.stale_reason(given, path) or false, hashed = hashed - before }
+      end
+      check('first', { version = core.VERSION, source_stamp = good }, lib)
+      check('again', { version = core.VERSION, source_stamp = good }, lib)
+      -- A library with another stamp: hashed, and refused.
+      check('bogus_recorded', { version = core.VERSION, source_stamp = 'bogus' }, lib)
+      check('no_path', { version = core.VERSION, source_stamp = good })
+      check('version', { version = '0.0.1', source_stamp = good }, lib)
+      -- A source edit (a newer time on one file) makes the record stale.
+      local src = copy .. '/src/lib.rs'
+      local st = vim.uv.fs_stat(src)
+      vim.uv.fs_utime(src, st.atime.sec, st.mtime.sec + 1)
+      check('after_edit', { version = core.VERSION, source_stamp = good }, lib)
+      check('after_edit_again', { version = core.VERSION, source_stamp = good }, lib)
+      -- A rebuilt library (a new time on it).
+      st = vim.uv.fs_stat(lib)
+      vim.uv.fs_utime(lib, st.atime.sec, st.mtime.sec + 1)
+      check('after_rebuild', { version = core.VERSION, source_stamp = good }, lib)
+      out.info = { version = info.version, stamp = #info.source_stamp, keys = vim.tbl_count(info) }
+      out.record = vim.fn.filereadable(core.verified_record(lib))
       return out
-    ]])
-    local git = vim.system({ 'git', '-C', ROOT, 'rev-parse', 'HEAD' }, { text = true }):wait()
-    T.eq(r.head, vim.trim(git.stdout))
-    T.eq(r.same_rev, nil)
-    T.eq(r.hashed_same_rev, 0, 'no hashing when the revision vouches for the library')
-    T.eq(r.other_rev, 'was built from other sources')
-    T.eq(r.other_rev_same_sources, nil, 'another revision with the same core sources is fine')
-    T.eq(r.dirty, 'was built from other sources')
-    T.eq(r.version, 'is version 0.0.1, the plugin is 0.1.0')
-    T.eq(r.info, { version = '0.1.0', rev = 40, stamp = 64 })
+    ]], { T.tmpdir('core-copy') })
+    T.eq(r.first, { why = false, hashed = 1 }, 'the first load hashes the sources once')
+    T.eq(r.again, { why = false, hashed = 0 }, 'the record vouches for the library: no hashing')
+    T.eq(r.bogus_recorded, { why = 'was built from other sources', hashed = 1 }, 'a library with another stamp is hashed and refused')
+    T.eq(r.no_path, { why = false, hashed = 1 })
+    T.eq(r.version, { why = 'is version 0.0.1, the plugin is 0.1.0', hashed = 0 })
+    T.eq(r.after_edit, { why = false, hashed = 1 }, 'an edited source file is hashed again')
+    T.eq(r.after_edit_again, { why = false, hashed = 0 })
+    T.eq(r.after_rebuild, { why = false, hashed = 1 }, 'a rebuilt library is hashed again')
+    T.eq(r.info, { version = '0.1.0', stamp = 64, keys = 2 })
+    T.eq(r.record, 1)
+    -- With ACP_VERIFY_SOURCES set (the tests), every load hashes.
+    local strict = Child.new({ env = { ACP_VERIFY_SOURCES = '1', XDG_CACHE_HOME = cache } })
+    T.eq(strict:lua([[
+      local core = require('acp.core')
+      local n, real = 0, core.source_stamp
+      core.source_stamp = function() n = n + 1; return real() end
+      core.stale_reason({ version = core.VERSION, source_stamp = real() }, core.candidates()[1])
+      return n
+    ]]), 1)
     local old = Child.new()
     old:lua(RECORD_NOTIFY)
     old:lua([[require('acp.core').VERSION = '9.9.9']])

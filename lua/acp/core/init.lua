@@ -125,11 +125,9 @@ local function rebuild_hint()
   return ('rebuild with :AcpBuild (or `cargo build --release` in %s), then restart Neovim'):format(M.root())
 end
 
---- The same hash the build script stamps into the library: sha256 over
---- "<relpath>\n<len>\n<content>" of Cargo.toml, Cargo.lock, build.rs and
---- src/**/*.rs, sorted by path. Computed only when the cheap check (version
---- and git revision) cannot vouch for the library.
-function M.source_stamp()
+--- The core's source files, relative to the root and sorted: Cargo.toml,
+--- Cargo.lock, build.rs and src/**/*.rs.
+function M.source_files()
   local root = M.root()
   local files = {}
   for _, f in ipairs({ 'Cargo.toml', 'Cargo.lock', 'build.rs' }) do
@@ -141,73 +139,87 @@ function M.source_stamp()
     files[#files + 1] = f:sub(#root + 2)
   end
   table.sort(files)
+  return files
+end
+
+--- The same hash the build script stamps into the library: sha256 over
+--- "<relpath>\n<len>\n<content>" of the source files, sorted by path.
+--- About 10 ms: computed only when the verification record below cannot
+--- vouch for the library.
+function M.source_stamp()
+  local root = M.root()
   local parts = {}
-  for _, f in ipairs(files) do
+  for _, f in ipairs(M.source_files()) do
     local content = assert(read_file(root .. '/' .. f))
     parts[#parts + 1] = ('%s\n%d\n%s'):format(f, #content, content)
   end
   return vim.fn.sha256(table.concat(parts))
 end
 
---- The checkout's HEAD revision, read from `.git` without running git
---- (worktrees, detached heads and packed refs included); nil outside a git
---- checkout.
+--- What a verification vouches for: the library file and every source file
+--- as they are on disk (path, size, modification time). Any edit, checkout
+--- or rebuild changes it; computing it is a few dozen stats.
+---@param lib string
 ---@return string?
-function M.git_head()
+function M.sources_key(lib)
   local root = M.root()
-  local gitdir = root .. '/.git'
-  local st = uv.fs_stat(gitdir)
-  if not st then
-    return nil
-  end
-  if st.type == 'file' then
-    local d = (read_file(gitdir) or ''):match('^gitdir:%s*(.-)%s*$')
-    if not d then
+  local parts = {}
+  for _, f in ipairs(vim.list_extend({ lib }, M.source_files())) do
+    local st = uv.fs_stat(f:sub(1, 1) == '/' and f or root .. '/' .. f)
+    if not st then
       return nil
     end
-    gitdir = absolute(d, root)
+    parts[#parts + 1] = ('%s %d %d.%d'):format(f, st.size, st.mtime.sec, st.mtime.nsec)
   end
-  local head = vim.trim(read_file(gitdir .. '/HEAD') or '')
-  local ref = head:match('^ref:%s*(.+)$')
-  if not ref then
-    return head:match('^%x+$') and head or nil
+  return vim.fn.sha256(table.concat(parts, '\n'))
+end
+
+--- Where the record of the last successful verification of library `lib`
+--- is kept (one small file per library path).
+---@param lib string
+function M.verified_record(lib)
+  return ('%s/acp/verified-core-%s'):format(vim.fn.stdpath('cache'), vim.fn.sha256(lib):sub(1, 16))
+end
+
+local function write_record(path, text)
+  vim.fn.mkdir(vim.fs.dirname(path), 'p')
+  local tmp = path .. '.' .. uv.os_getpid()
+  local f = io.open(tmp, 'wb')
+  if not f then
+    return
   end
-  local common = gitdir
-  local c = read_file(gitdir .. '/commondir')
-  if c then
-    common = absolute(vim.trim(c), gitdir)
-  end
-  for _, d in ipairs({ gitdir, common }) do
-    local r = read_file(d .. '/' .. ref)
-    if r then
-      return vim.trim(r)
-    end
-  end
-  for line in (read_file(common .. '/packed-refs') or ''):gmatch('[^\n]+') do
-    local hash, name = line:match('^(%x+) (.+)$')
-    if name == ref then
-      return hash
-    end
-  end
+  f:write(text)
+  f:close()
+  uv.fs_rename(tmp, path)
 end
 
 --- Why the library `info` (its `build_info()`) does not fit this plugin,
---- or nil when it does. Cheap first: the version, then the git revision;
---- the sources are hashed only when the revision cannot vouch for them
---- (another revision, a build with uncommitted core changes, no git) or
---- when `ACP_VERIFY_SOURCES` is set.
----@param info { version: string, git_rev: string, dirty: boolean, source_stamp: string }
+--- or nil when it does. Cheap first: the version, then the record of the
+--- last verification of library `lib` (it holds `sources_key(lib)`); the
+--- sources are hashed only when that record cannot vouch for the library
+--- (first load, a rebuild, any source edit or checkout) or when
+--- `ACP_VERIFY_SOURCES` is set, and a match is recorded for next time.
+--- (The library carries no git revision: a commit that leaves the sources
+--- alone must not make cargo rebuild it.)
+---@param info acp.BuildInfo
+---@param lib? string The library's path.
 ---@return string?
-function M.stale_reason(info)
+function M.stale_reason(info, lib)
   if info.version ~= M.VERSION then
     return ('is version %s, the plugin is %s'):format(tostring(info.version), M.VERSION)
   end
   local verify = vim.env.ACP_VERIFY_SOURCES
-  if (verify == nil or verify == '' or verify == '0') and not info.dirty and info.git_rev == M.git_head() then
+  local trust = verify == nil or verify == '' or verify == '0'
+  local key = lib and M.sources_key(lib)
+  local record = key and (key .. ' ' .. tostring(info.source_stamp))
+  if trust and record and read_file(M.verified_record(lib)) == record then
     return nil
   end
   if info.source_stamp ~= M.source_stamp() then
     return 'was built from other sources'
+  end
+  if record then
+    pcall(write_record, M.verified_record(lib), record)
   end
 end
 
@@ -247,8 +259,8 @@ function M.load()
   end
   local core = package.loaded.acp_core
   local info = core.build_info and core.build_info()
-    or { version = core.version(), git_rev = '', dirty = true, source_stamp = core.source_stamp() }
-  local why = M.stale_reason(info)
+    or { version = core.version(), source_stamp = core.source_stamp() }
+  local why = M.stale_reason(info, path)
   if why then
     -- A library can't be unloaded from the process, so a stale one stays
     -- refused until Neovim restarts after a rebuild.
@@ -413,10 +425,33 @@ M.terminal_exit = forward('terminal_exit')
 M.terminal_text = forward('terminal_text')
 M.watch_terminal = forward('watch_terminal')
 
---- Three-way merge of line lists: the merged lines, or nil and the 1-based
---- { first, last } lines of `base` that both sides changed.
----@type fun(base: string[], ours: string[], theirs: string[]): string[]?, integer[]?
-M.merge3 = forward('merge3')
+-- File texts (the buffer sync's): lines go as a list, or as one string of
+-- the lines joined with "\n" (cheaper for a large buffer).
+--- A file's text as a buffer with `format` holds it: its lines and whether
+--- it ended with a line break.
+---@type fun(text: string, format: acp.TextFormat?): string[], boolean
+M.decode = forward('decode')
+--- What a `:write` of a buffer holding `lines` with `format` puts in its file.
+---@type fun(lines: string[]|string, format: acp.TextFormat?): string
+M.encode = forward('encode')
+--- The minimal edits that turn lines `old` into lines `new`.
+---@type fun(old: string[]|string, new: string[]|string): acp.Hunk[]
+M.hunks = forward('hunks')
+--- The edits that make a buffer holding `lines` hold file text `text` read
+--- with `format`, and the 'eol' it then has.
+---@type fun(lines: string[]|string, text: string, format: acp.TextFormat?): acp.Hunk[], boolean
+M.file_hunks = forward('file_hunks')
+--- The text the buffer of `path` and its file agree on now (nil: unknown).
+---@type fun(path: string, text: string?)
+M.agreed_set = forward('agreed_set')
+---@type fun(path: string): string?
+M.agreed_get = forward('agreed_get')
+---@type fun(path: string)
+M.agreed_forget = forward('agreed_forget')
+--- A disk change of `path` merged into its buffer's unsaved `lines` from
+--- the agreed text.
+---@type fun(path: string, lines: string[]|string, text: string, format: acp.TextFormat?): acp.DiskMerge, (acp.Hunk[]|integer[])?
+M.merge_disk = forward('merge_disk')
 ---@type fun(): acp.BridgeStats
 M.stats = forward('stats')
 --- Ends every agent and the runtime (bounded: under a second).

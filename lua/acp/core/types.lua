@@ -483,8 +483,6 @@
 --- What the library was built from: the loader compares it with the plugin.
 ---@class acp.BuildInfo
 ---@field version string The crate version (must equal `acp.core.VERSION`).
----@field git_rev string The checkout's git revision at build time (`unknown` outside git).
----@field dirty boolean The core's sources had uncommitted changes at build time.
 ---@field source_stamp string sha256 of the sources (see `acp.core.source_stamp`).
 
 -- The native module ---------------------------------------------------------------------
