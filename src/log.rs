@@ -63,10 +63,6 @@ pub fn open_with(path: PathBuf, max_bytes: u64) -> std::io::Result<()> {
     Ok(())
 }
 
-pub fn open(path: PathBuf) -> std::io::Result<()> {
-    open_with(path, DEFAULT_MAX_BYTES)
-}
-
 pub fn path() -> Option<PathBuf> {
     slot().lock().as_ref().map(|s| s.path.clone())
 }

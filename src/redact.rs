@@ -414,7 +414,9 @@ pub fn redact_message(msg: &mut Value) {
 }
 
 /// One line of traffic as it may be shown or saved: parsed and redacted
-/// when it is JSON, else redacted as text.
+/// when it is JSON, else redacted as text (tests: the trace redacts what
+/// it shows and saves per message).
+#[cfg(test)]
 pub fn redact_line(line: &str) -> Cow<'_, str> {
     match serde_json::from_str::<Value>(line) {
         Ok(mut v) => {

@@ -9,7 +9,6 @@
 //! bounded slice of the queue. The rest waits for the next frame, so
 //! Neovim's event queue empties and it redraws between slices.
 
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Once, OnceLock};
 use std::time::{Duration, Instant};
@@ -171,8 +170,9 @@ impl Bridge {
         !self.scheduled.swap(true, Ordering::SeqCst)
     }
 
-    /// Takes everything queued. Main thread, inside the scheduled drain.
-    pub fn take(&self) -> VecDeque<UiEvent> {
+    /// Takes everything queued (tests).
+    #[cfg(test)]
+    pub fn take(&self) -> std::collections::VecDeque<UiEvent> {
         self.take_slice(usize::MAX).events
     }
 
@@ -221,16 +221,6 @@ impl Bridge {
             self.wake_at(Wake::At(at));
         }
     }
-
-    /// The current frame length (for stats).
-    pub fn frame(&self) -> Duration {
-        self.pacer.lock().frame()
-    }
-
-    /// The current drain budget in bytes (for stats).
-    pub fn budget(&self) -> usize {
-        self.pacer.lock().budget()
-    }
 }
 
 /// CPU time used by the calling thread (the main thread, when called from a
@@ -255,6 +245,8 @@ pub fn bridge() -> &'static Bridge {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::VecDeque;
+
     use super::*;
     use crate::bridge::pacing::MIN_FRAME;
     use crate::model::entries::EntryKind;

@@ -88,6 +88,8 @@ impl Pacer {
         }
     }
 
+    /// The current frame length (tests).
+    #[cfg(test)]
     pub fn frame(&self) -> Duration {
         self.frame
     }

@@ -15,7 +15,8 @@ use crate::editor::roots::Roots;
 
 /// Reads a whole text file within the default [`ReadLimits`]. Directories,
 /// other non-regular files, missing files, files over the limit, binary or
-/// invalid UTF-8 content are errors naming the path and the reason.
+/// invalid UTF-8 content are errors naming the path and the reason (tests).
+#[cfg(test)]
 pub fn read_text(path: &Path) -> Result<String, FsError> {
     read_text_bounded(path, None, None, &ReadLimits::default()).map(|r| r.content)
 }
@@ -65,7 +66,8 @@ const READ_CHUNK: usize = 8 << 10;
 /// FIFO, socket, device) is refused without being opened for reading.
 /// A whole-file read of a file over `limits.whole_file_bytes`, or a part
 /// over `limits.part_bytes`, is refused with a message saying how to ask
-/// for less.
+/// for less. (Tests; the handlers read through [`read_text_confined`].)
+#[cfg(test)]
 pub fn read_text_bounded(
     path: &Path,
     line: Option<u32>,
@@ -267,7 +269,9 @@ pub fn slice_lines(text: &str, line: Option<u32>, limit: Option<u32>) -> String 
 
 /// Writes `content` to `path` atomically: a temporary file in the same
 /// directory, renamed over the target. Missing parent directories are
-/// created; an existing file keeps its permission bits.
+/// created; an existing file keeps its permission bits. (Tests; the
+/// handlers write through [`write_atomic_confined`].)
+#[cfg(test)]
 pub fn write_atomic(path: &Path, content: &str) -> Result<(), FsError> {
     write_atomic_confined(path, content, None)
 }

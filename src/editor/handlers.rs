@@ -531,7 +531,7 @@ async fn terminal_create(
             format!("the user declined to run `{shown}`"),
         ));
     }
-    let id = ed.terminals.lock().create(shown.clone(), limit);
+    let id = ed.terminals.lock().create(limit);
     let reply = calls::call::<TerminalStartReply>(
         thread.thread_id(),
         MainCall::TerminalStart {

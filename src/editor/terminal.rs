@@ -136,28 +136,26 @@ impl OutputBuffer {
         String::from_utf8_lossy(&all).into_owned()
     }
 
-    /// Bytes kept.
+    /// Bytes kept (tests).
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.bytes.len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.bytes.is_empty()
-    }
-
-    /// The byte limit in force.
+    /// The byte limit in force (tests).
+    #[cfg(test)]
     pub fn limit(&self) -> usize {
         self.limit
     }
 
-    /// Bytes allocated for the kept output.
+    /// Bytes allocated for the kept output (tests).
+    #[cfg(test)]
     pub fn capacity(&self) -> usize {
         self.bytes.capacity()
     }
 }
 
 pub struct Terminal {
-    pub command_line: String,
     pub output: OutputBuffer,
     pub exit: Option<ExitStatus>,
     pub pid: Option<u32>,
@@ -189,13 +187,12 @@ impl Terminals {
 
     /// A terminal whose output is kept within `limit` (the agent's
     /// `outputByteLimit`) and the output cap.
-    pub fn create(&mut self, command_line: String, limit: Option<usize>) -> String {
+    pub fn create(&mut self, limit: Option<usize>) -> String {
         self.next += 1;
         let id = format!("term-{}", self.next);
         self.map.insert(
             id.clone(),
             Terminal {
-                command_line,
                 output: OutputBuffer::with_cap(limit, self.output_cap),
                 exit: None,
                 pid: None,
@@ -258,18 +255,6 @@ impl Terminals {
         }
         Ok(t)
     }
-
-    pub fn running_pids(&self) -> Vec<u32> {
-        self.map
-            .values()
-            .filter(|t| t.exit.is_none())
-            .filter_map(|t| t.pid)
-            .collect()
-    }
-
-    pub fn ids(&self) -> Vec<String> {
-        self.map.keys().cloned().collect()
-    }
 }
 
 #[cfg(test)]
@@ -317,12 +302,12 @@ mod tests {
 
         let mut t = Terminals::default();
         t.set_output_cap(6);
-        let id = t.create("yes".into(), None);
+        let id = t.create(None);
         t.output(&id, b"1234");
         t.output(&id, b"5678");
         let out = &t.get(&id).unwrap().output;
         assert_eq!((out.text().as_str(), out.truncated), ("345678", true));
-        let small = t.create("yes".into(), Some(2));
+        let small = t.create(Some(2));
         assert_eq!(t.get(&small).unwrap().output.limit(), 2);
     }
 
@@ -398,7 +383,7 @@ mod tests {
     #[tokio::test]
     async fn release_answers_pending_waits() {
         let mut t = Terminals::default();
-        let id = t.create("sleep 10".into(), None);
+        let id = t.create(None);
         let rx = t.wait(&id).unwrap();
         let killed = ExitStatus {
             exit_code: None,
@@ -413,7 +398,7 @@ mod tests {
     #[tokio::test]
     async fn wait_after_exit_resolves_at_once() {
         let mut t = Terminals::default();
-        let id = t.create("true".into(), None);
+        let id = t.create(None);
         t.exited(&id, ExitStatus::from_job_code(0));
         assert_eq!(t.wait(&id).unwrap().await.unwrap().exit_code, Some(0));
     }

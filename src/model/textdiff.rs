@@ -50,6 +50,8 @@ impl<'a> Lines<'a> {
         Self { lines, eol, crlf }
     }
 
+    /// The text again (tests: the round trip of `from_text`).
+    #[cfg(test)]
     pub fn to_text(&self) -> String {
         if self.lines.len() == 1 && self.lines[0].is_empty() && !self.eol {
             return String::new();

@@ -18,7 +18,7 @@ use super::entries::{ClientState, Entry, EntryKind, NoticeLevel, PlanItem};
 use super::events::{CardMeta, ThreadEvent, TurnState};
 use super::render;
 use super::terminal_views::TerminalViews;
-use super::update::{self, SessionUpdate};
+use super::update::SessionUpdate;
 
 #[derive(Debug)]
 pub struct Thread {
@@ -82,6 +82,8 @@ impl Thread {
         }
     }
 
+    /// The entries (tests; the view gets events and asks for one entry).
+    #[cfg(test)]
     pub fn entries(&self) -> &[Entry] {
         &self.entries
     }
@@ -307,7 +309,9 @@ impl Thread {
     }
 
     /// The user cancels and the turn ends here at once. Returns false when
-    /// no turn was running.
+    /// no turn was running. (Tests: a chat cancels with `request_cancel`,
+    /// and the turn ends when the agent answers or the grace runs out.)
+    #[cfg(test)]
     pub fn cancel(&mut self) -> (bool, Vec<ThreadEvent>) {
         let mut out = Vec::new();
         self.open_turns.clear();
@@ -393,6 +397,8 @@ impl Thread {
     }
 
     /// The prompt request answered. `turn` guards against a late answer.
+    /// (Tests: `end_turn_with` without usage.)
+    #[cfg(test)]
     pub fn end_turn(&mut self, turn: u64, stop_reason: &str) -> Vec<ThreadEvent> {
         self.end_turn_with(turn, stop_reason, None)
     }
@@ -499,9 +505,10 @@ impl Thread {
         out
     }
 
-    /// `apply_update` of a raw update (tests, fixtures).
+    /// `apply_update` of a raw update (tests).
+    #[cfg(test)]
     pub fn apply_json(&mut self, update: &Value) -> Vec<ThreadEvent> {
-        self.apply_update(&update::parse_update(update))
+        self.apply_update(&super::update::parse_update(update))
     }
 
     fn chunk(

@@ -283,7 +283,8 @@ impl Connection {
         }
     }
 
-    /// How many faults of `kind` the agent's input had.
+    /// How many faults of `kind` the agent's input had (tests).
+    #[cfg(test)]
     pub fn fault_count(&self, kind: &str) -> u64 {
         self.book.lock().faults.get(kind).copied().unwrap_or(0)
     }

@@ -86,7 +86,9 @@ fn human_size(n: usize) -> String {
 }
 
 /// `line` as valid UTF-8: unchanged (not copied) when it is, else with each
-/// invalid sequence replaced by U+FFFD.
+/// invalid sequence replaced by U+FFFD. (Tests: the reader repairs its
+/// reused buffer with [`sanitize_utf8_in_place`].)
+#[cfg(test)]
 pub fn sanitize_utf8(line: Vec<u8>) -> Vec<u8> {
     match String::from_utf8(line) {
         Ok(s) => s.into_bytes(),
@@ -96,8 +98,8 @@ pub fn sanitize_utf8(line: Vec<u8>) -> Vec<u8> {
     }
 }
 
-/// [`sanitize_utf8`] on a buffer that is reused between lines. True when
-/// something was replaced.
+/// A buffer that is reused between lines as valid UTF-8: each invalid
+/// sequence replaced by U+FFFD. True when something was replaced.
 pub fn sanitize_utf8_in_place(buf: &mut Vec<u8>) -> bool {
     if std::str::from_utf8(buf).is_ok() {
         return false;

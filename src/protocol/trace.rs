@@ -111,6 +111,8 @@ impl Trace {
         self.ring.lock().entries.iter().cloned().collect()
     }
 
+    /// Messages dropped to stay within the limit (tests).
+    #[cfg(test)]
     pub fn dropped(&self) -> u64 {
         self.ring.lock().dropped
     }

@@ -4,7 +4,7 @@ use super::cards::merge_tool_call;
 use super::*;
 use crate::model::entries::{RawOutput, ToolCall};
 use crate::model::schema::ToolKind;
-use crate::model::update::ToolCallPatch;
+use crate::model::update::{self, ToolCallPatch};
 
 /// A tool-call update's fields (id "x" unless given).
 fn patch(mut v: Value) -> ToolCallPatch {
