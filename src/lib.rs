@@ -1,26 +1,32 @@
 //! acp.nvim core: an Agent Client Protocol client that runs on a background
 //! tokio runtime inside Neovim.
 //!
-//! Layers (each uses only the ones below it):
-//! - the Lua-facing API: `lua_api` (mlua functions; the view is Lua);
-//! - sessions: `session` (chat threads bound to ACP sessions, the agent
-//!   registry), which implements the sinks below;
-//! - protocol: `connection` (agent process + ACP; routes each session's
-//!   traffic to a `SessionSink`), `framing` (bounded line reads);
-//! - editor services: `handlers` (fs/terminal requests, through an
-//!   `EditorHost`), `editor` (the chat's roots, policy, records and
-//!   terminals), `permission` (the user's policy and pending requests),
-//!   `shellwords` (commands as words, what a grant compares), `kept` (the
-//!   file texts kept in memory, under one cap);
-//! - the pure model: `update` (the one typed parse of what agents send),
-//!   `thread` and `render` (conversation state, markdown), `schema`,
-//!   `roots`, `fs`, `textdiff`, `terminal`, `files`; `elicitation` (the
-//!   user's pending forms and URLs);
+//! Layers, from the top: each uses only layers below it, and its module
+//! file says which on its `May use:` line (checked by tests/test_contract.lua;
+//! no file imports another in a circle).
+//!
+//! - `lua_api`: the native functions Lua calls (mlua; the view is Lua);
+//! - `session/`: chats bound to ACP sessions of their agent, the registry of
+//!   open chats and the agent processes they share, permission requests;
+//! - `editor/`: the agent's `fs/*` and `terminal/*` requests, served from
+//!   buffers and Neovim jobs, and what a chat keeps of them;
+//! - `protocol/`: agent processes and their ACP traffic (framing, routing,
+//!   the typed inbound requests, traces, elicitations);
+//! - `runtime`: the tokio runtime the tasks run on;
+//! - `bridge/`: the only crossing to the main thread (queue, pacing,
+//!   main-thread calls, the drain and the Lua event tables);
+//! - `model/`: the pure conversation model and its rendering (no I/O);
+//! - `config`: the user's configuration as the core reads it;
 //! - `platform`: the calls that differ between Linux and macOS;
-//! - bridge: `bridge` (the only crossing to the main thread) and `calls`
-//!   (typed main-thread requests that need an answer); `runtime`, `log`;
-//! - reliability: `trace` (each connection's traffic), `redact` (no
-//!   secrets in logs or saved traces), `procs` (process identity).
+//! - `log`: the core's log file;
+//! - `redact`: no secrets in the log or in saved traces.
+//!
+//! `testutil` (test-only helpers) and `protocol/fuzz.rs` (property tests)
+//! stand outside the layers. This file declares the modules and the entry
+//! point Lua loads, which builds the `lua_api` table under `bridge::drain`'s
+//! panic guard.
+//!
+//! May use: lua_api, bridge.
 
 pub mod bridge;
 pub mod config;

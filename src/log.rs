@@ -5,6 +5,8 @@
 //! secrets (every line goes through `redact`), and is rotated at a size cap
 //! (`acp.log` -> `acp.log.1` -> `acp.log.2`, the oldest dropped). Agent
 //! stderr is kept but capped per line and per second (see [`StderrGate`]).
+//!
+//! May use: redact.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;

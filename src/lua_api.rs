@@ -2,6 +2,8 @@
 //! errors and panics into Lua errors, where an nvim-oxi callback would abort
 //! Neovim. The main-thread half of the bridge (the drain, the event tables)
 //! is `bridge::drain` and `bridge::lua_tables`.
+//!
+//! May use: session, editor, protocol, runtime, bridge, model, config, log, redact.
 
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;

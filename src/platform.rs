@@ -10,6 +10,8 @@
 //!
 //! Only the Linux paths are built and tested on CI machines; the others are
 //! kept obvious so that a reader can check them.
+//!
+//! May use: nothing.
 
 use tokio::process::Command;
 

@@ -1,5 +1,8 @@
 //! The tokio runtime: started on first use, on its own worker threads, and
-//! shut down (with a deadline) when Neovim quits.
+//! shut down (with a deadline) when Neovim quits. If it cannot start, the
+//! user is told through the bridge.
+//!
+//! May use: bridge, model, platform.
 
 use std::time::Duration;
 
