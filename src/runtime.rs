@@ -51,7 +51,7 @@ where
             h.spawn(fut);
         }
         Err(e) => crate::bridge::handoff::bridge().push(crate::bridge::queue::UiEvent::Notify {
-            level: "error",
+            level: crate::model::entries::NoticeLevel::Error,
             message: e,
         }),
     }

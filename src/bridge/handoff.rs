@@ -339,7 +339,7 @@ mod tests {
             b.push(appended(1, 1, line));
         }
         b.push(UiEvent::Notify {
-            level: "info",
+            level: crate::model::entries::NoticeLevel::Info,
             message: "after".into(),
         });
         let expected = format!("## You\n\nhi\n\n{}", line.repeat(5000));

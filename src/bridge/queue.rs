@@ -8,6 +8,7 @@
 use std::collections::VecDeque;
 
 use super::main_call::MainCall;
+use crate::model::entries::NoticeLevel;
 use crate::model::events::ThreadEvent;
 
 /// An event for the main thread. Its Lua table (see `lua_tables`) is its
@@ -26,10 +27,8 @@ pub enum UiEvent {
     },
     /// A permission request that no longer needs an answer (turn cancelled).
     PermissionDone { thread: u64, request: u64 },
-    Notify {
-        level: &'static str,
-        message: String,
-    },
+    /// A message for the user (`vim.notify`).
+    Notify { level: NoticeLevel, message: String },
     /// The answer to `list_files`: how many files `root` has (see `files`).
     Files {
         request: u64,

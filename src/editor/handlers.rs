@@ -18,7 +18,7 @@ use crate::bridge::calls;
 use crate::bridge::main_call::{BufferApplyReply, BufferReadReply, MainCall, TerminalStartReply};
 use crate::config::Caps;
 use crate::editor::fs::{self, FsError, INTERNAL, INVALID_PARAMS};
-use crate::editor::state::{EditorState, Original};
+use crate::editor::state::{EditorState, Original, WriteTarget};
 
 use crate::editor::terminal::ExitStatus;
 use crate::model::shellwords::{self, Command};
@@ -372,7 +372,15 @@ async fn write_text(
             })
             .await
             .map_err(|e| err(INTERNAL, e.to_string()))??;
-            record_write(thread, path, &resolved, "disk", true, original, &content);
+            record_write(
+                thread,
+                path,
+                &resolved,
+                WriteTarget::Disk,
+                true,
+                original,
+                &content,
+            );
             return Ok(json!({}));
         };
         let new = Lines::from_text(&content);
@@ -419,7 +427,15 @@ async fn write_text(
         } else {
             Original::Text(Arc::new(buf.text))
         };
-        record_write(thread, path, &resolved, "buffer", saved, original, &content);
+        record_write(
+            thread,
+            path,
+            &resolved,
+            WriteTarget::Buffer,
+            saved,
+            original,
+            &content,
+        );
         return Ok(json!({}));
     }
     Err(err(
@@ -432,17 +448,17 @@ fn record_write(
     thread: &dyn EditorHost,
     path: &str,
     resolved: &std::path::Path,
-    target: &'static str,
+    target: WriteTarget,
     saved: bool,
     before: Original,
     content: &str,
 ) {
     thread.editor().remember_served(resolved, content);
     let note = match (target, saved) {
-        ("buffer", false) => {
+        (WriteTarget::Buffer, false) => {
             format!("wrote `{path}` into its buffer, left unsaved (it had unsaved changes)")
         }
-        ("buffer", true) => format!("wrote `{path}` (buffer saved)"),
+        (WriteTarget::Buffer, true) => format!("wrote `{path}` (buffer saved)"),
         _ => format!("wrote `{path}`"),
     };
     let tool_call_id = thread.note_write(path, note);
@@ -455,7 +471,7 @@ fn record_write(
 pub fn record_change(
     thread: &dyn EditorHost,
     path: &str,
-    target: &'static str,
+    target: WriteTarget,
     saved: bool,
     before: Original,
     tool_call_id: Option<String>,

@@ -32,6 +32,18 @@ enum KeptOriginal {
     Unknown,
 }
 
+/// Who wrote a changed file (`target` of a change record in Lua).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WriteTarget {
+    /// This client wrote the file's buffer.
+    Buffer,
+    /// This client wrote the file on disk (no buffer was loaded).
+    Disk,
+    /// The agent wrote the disk itself (seen by the view's buffer sync).
+    Agent,
+}
+
 /// One changed file, for review and the quickfix list: one record per path
 /// whatever the number of writes, with the text from before the first.
 #[derive(Debug, Clone)]
@@ -40,9 +52,8 @@ pub struct ChangeRecord {
     /// Seconds since the epoch, of the last change.
     pub time: f64,
     pub tool_call_id: Option<String>,
-    /// "buffer" or "disk" (this client wrote it), "agent" (the agent wrote
-    /// the disk itself).
-    pub target: &'static str,
+    /// Who wrote it last.
+    pub target: WriteTarget,
     pub saved: bool,
     original: KeptOriginal,
     pub changes: usize,
@@ -67,7 +78,7 @@ impl serde::Serialize for ChangeRecord {
         m.serialize_entry("path", &self.path)?;
         m.serialize_entry("time", &self.time)?;
         m.serialize_entry("tool_call_id", &self.tool_call_id)?;
-        m.serialize_entry("target", self.target)?;
+        m.serialize_entry("target", &self.target)?;
         m.serialize_entry("saved", &self.saved)?;
         m.serialize_entry("changes", &self.changes)?;
         match self.original() {
@@ -161,7 +172,7 @@ impl EditorState {
     pub fn record_change(
         &self,
         path: &str,
-        target: &'static str,
+        target: WriteTarget,
         saved: bool,
         before: Original,
         tool_call_id: Option<String>,
@@ -233,11 +244,18 @@ mod tests {
     fn one_record_per_path_keeps_the_first_original_once() {
         let ed = EditorState::default();
         let big = std::sync::Arc::new("x".repeat(1000));
-        ed.record_change("/p/a", "disk", true, Original::Text(big.clone()), None, 1.0);
+        ed.record_change(
+            "/p/a",
+            WriteTarget::Disk,
+            true,
+            Original::Text(big.clone()),
+            None,
+            1.0,
+        );
         for i in 0..60 {
             ed.record_change(
                 "/p/a",
-                "buffer",
+                WriteTarget::Buffer,
                 true,
                 Original::Unknown,
                 Some(format!("t{i}")),
@@ -249,6 +267,16 @@ mod tests {
         assert_eq!(changes[0].changes, 61);
         assert_eq!(changes[0].original(), Original::Text(big));
         assert_eq!(changes[0].tool_call_id.as_deref(), Some("t59"));
+        // Lua reads who wrote it as the word it always had.
+        let seen = serde_json::to_value(&changes[0]).unwrap();
+        assert_eq!(seen["target"], "buffer");
+        for (t, word) in [
+            (WriteTarget::Buffer, "buffer"),
+            (WriteTarget::Disk, "disk"),
+            (WriteTarget::Agent, "agent"),
+        ] {
+            assert_eq!(serde_json::to_value(t).unwrap(), word);
+        }
     }
 
     #[test]

@@ -189,7 +189,7 @@ impl ThreadHandle {
         crate::editor::handlers::record_change(
             self,
             path,
-            "agent",
+            crate::editor::state::WriteTarget::Agent,
             true,
             crate::editor::state::Original::Text(Arc::new(before)),
             None,

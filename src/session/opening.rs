@@ -360,7 +360,7 @@ impl ThreadHandle {
                     }
                 }
                 Err(e) => bridge().push(UiEvent::Notify {
-                    level: "error",
+                    level: NoticeLevel::Error,
                     message: format!("acp.nvim: sign-in with `{method_id}` failed: {e}"),
                 }),
             }

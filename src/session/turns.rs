@@ -239,7 +239,7 @@ impl ThreadHandle {
             match result {
                 Ok(_) => this.with_model(|_| vec![ThreadEvent::Mode { mode_id }]),
                 Err(e) => bridge().push(UiEvent::Notify {
-                    level: "error",
+                    level: NoticeLevel::Error,
                     message: format!("acp.nvim: the agent refused mode `{mode_id}`: {e}"),
                 }),
             }
