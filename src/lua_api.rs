@@ -19,6 +19,7 @@ use crate::bridge::queue::UiEvent;
 use crate::config::{AgentSpec, Policy};
 use crate::editor::handlers;
 use crate::model::entries::NoticeLevel;
+use crate::model::filetext::TextFormat;
 use crate::session::registry::registry;
 use crate::{log, runtime};
 
@@ -43,6 +44,7 @@ pub fn module(lua: &Lua) -> LuaResult<Table> {
     register_threads(lua, &m)?;
     register_permissions(lua, &m)?;
     register_files(lua, &m)?;
+    register_text(lua, &m)?;
     register_editor_calls(lua, &m)?;
     Ok(m)
 }
@@ -380,7 +382,22 @@ fn register_threads(lua: &Lua, m: &Table) -> LuaResult<()> {
         "disk_edit",
         lua.create_function(|_, (id, edit): (u64, Table)| {
             let t = registry().thread(id).map_err(lua_err)?;
-            t.record_disk_edit(&edit.get::<String>("path")?, edit.get::<String>("before")?);
+            let path = edit.get::<String>("path")?;
+            // Without `before`: the text the buffer and the file last
+            // agreed on, which the core keeps (nothing when it is unknown).
+            let before = match edit.get::<Option<String>>("before")? {
+                Some(b) => b,
+                None => match crate::editor::agreed::AGREED.get(&path) {
+                    Some(t) => t.as_str().to_owned(),
+                    None => return Ok(()),
+                },
+            };
+            // Nothing changed: nothing to record.
+            let after = edit.get::<Option<mlua::String>>("after")?;
+            if after.is_some_and(|a| *a.as_bytes() == *before.as_bytes()) {
+                return Ok(());
+            }
+            t.record_disk_edit(&path, before);
             Ok(())
         })?,
     )?;
@@ -541,22 +558,179 @@ fn register_files(lua: &Lua, m: &Table) -> LuaResult<()> {
         )?,
     )?;
 
-    // Three-way merge of line lists (the view merges disk edits into
-    // buffers with unsaved changes): returns the merged lines, or nil and
-    // the 1-based (first, last) lines of `base` where both changed.
+    Ok(())
+}
+
+/// Buffer lines as they cross from Lua: a list of strings, or one string
+/// of the lines joined with "\n" (a 10 MB buffer crosses as one string,
+/// whose bytes are read in place).
+fn lines_arg(v: LuaValue) -> LuaResult<Vec<mlua::String>> {
+    match v {
+        LuaValue::String(s) => Ok(vec![s]),
+        LuaValue::Table(t) => t.sequence_values::<mlua::String>().collect(),
+        v => Err(lua_err(format!(
+            "lines: a list of strings or one string, not {}",
+            v.type_name()
+        ))),
+    }
+}
+
+/// The lines of `arg` (see `lines_arg`; `joined`: it was one string).
+fn lines_of<'a>(arg: &'a [mlua::BorrowedBytes<'a>], joined: bool) -> Vec<&'a [u8]> {
+    if joined {
+        crate::model::filetext::split_joined(&arg[0])
+    } else {
+        arg.iter().map(|b| &b[..]).collect()
+    }
+}
+
+fn format_arg(lua: &Lua, v: Option<Table>) -> LuaResult<TextFormat> {
+    match v {
+        Some(t) => lua.from_value(LuaValue::Table(t)),
+        None => Ok(TextFormat::default()),
+    }
+}
+
+fn hunks_table(lua: &Lua, hunks: Vec<crate::model::textdiff::ByteHunk>) -> LuaResult<Table> {
+    let out = lua.create_table_with_capacity(hunks.len(), 0)?;
+    for (i, h) in hunks.into_iter().enumerate() {
+        let t = lua.create_table_with_capacity(0, 3)?;
+        t.raw_set("old_start", h.old_start)?;
+        t.raw_set("old_end", h.old_end)?;
+        let lines = lua.create_table_with_capacity(h.lines.len(), 0)?;
+        for (j, l) in h.lines.into_iter().enumerate() {
+            lines.raw_set(j + 1, lua.create_string(l)?)?;
+        }
+        t.raw_set("lines", lines)?;
+        out.raw_set(i + 1, t)?;
+    }
+    Ok(out)
+}
+
+/// File texts for the buffer sync: how a buffer's lines are its file's
+/// text (`model::filetext`), the edits between two texts
+/// (`model::textdiff`), and the text each buffer and its file last agreed
+/// on (`editor::agreed`). Lines and texts are bytes: a buffer may hold
+/// bytes that are not UTF-8.
+fn register_text(lua: &Lua, m: &Table) -> LuaResult<()> {
+    use crate::editor::agreed::{DiskMerge, AGREED};
+    use crate::model::{filetext, textdiff};
+
+    // A file's text as a buffer with `format` holds it: its lines and
+    // whether it ended with a line break.
     m.set(
-        "merge3",
+        "decode",
+        lua.create_function(|lua, (text, format): (mlua::String, Option<Table>)| {
+            let format = format_arg(lua, format)?;
+            let text = text.as_bytes();
+            let d = filetext::decode(&text, &format);
+            let lines = lua.create_table_with_capacity(d.lines.len(), 0)?;
+            for (i, l) in d.lines.iter().enumerate() {
+                lines.raw_set(i + 1, lua.create_string(l)?)?;
+            }
+            Ok((lines, d.eol))
+        })?,
+    )?;
+    // The text a `:write` of a buffer holding `lines` with `format` puts
+    // in its file.
+    m.set(
+        "encode",
+        lua.create_function(|lua, (lines, format): (LuaValue, Option<Table>)| {
+            let format = format_arg(lua, format)?;
+            let joined = matches!(lines, LuaValue::String(_));
+            let arg = lines_arg(lines)?;
+            let bytes: Vec<_> = arg.iter().map(mlua::String::as_bytes).collect();
+            lua.create_string(filetext::encode(&lines_of(&bytes, joined), &format))
+        })?,
+    )?;
+    // The hunks ({ old_start, old_end, lines }, 0-based, end exclusive,
+    // ascending) that turn lines `old` into lines `new`.
+    m.set(
+        "hunks",
+        lua.create_function(|lua, (old, new): (LuaValue, LuaValue)| {
+            let (old_joined, new_joined) = (
+                matches!(old, LuaValue::String(_)),
+                matches!(new, LuaValue::String(_)),
+            );
+            let (old, new) = (lines_arg(old)?, lines_arg(new)?);
+            let old_b: Vec<_> = old.iter().map(mlua::String::as_bytes).collect();
+            let new_b: Vec<_> = new.iter().map(mlua::String::as_bytes).collect();
+            let hunks =
+                textdiff::byte_hunks(&lines_of(&old_b, old_joined), &lines_of(&new_b, new_joined));
+            hunks_table(lua, hunks)
+        })?,
+    )?;
+    // The hunks that make a buffer holding `lines` hold the file text
+    // `text` read with `format`, and the 'eol' it then has.
+    m.set(
+        "file_hunks",
         lua.create_function(
-            |lua, (base, ours, theirs): (Vec<String>, Vec<String>, Vec<String>)| {
-                match crate::model::textdiff::merge3(&base, &ours, &theirs) {
-                    Ok(lines) => Ok((LuaValue::Table(lines_table(lua, lines)?), LuaValue::Nil)),
-                    Err((from, to)) => {
+            |lua, (lines, text, format): (LuaValue, mlua::String, Option<Table>)| {
+                let format = format_arg(lua, format)?;
+                let joined = matches!(lines, LuaValue::String(_));
+                let arg = lines_arg(lines)?;
+                let bytes: Vec<_> = arg.iter().map(mlua::String::as_bytes).collect();
+                let text = text.as_bytes();
+                let theirs = filetext::decode(&text, &format);
+                let hunks = textdiff::byte_hunks(&lines_of(&bytes, joined), &theirs.lines);
+                Ok((hunks_table(lua, hunks)?, theirs.eol))
+            },
+        )?,
+    )?;
+    // The text the buffer of `path` and its file agree on now (nil: none
+    // known, a new file). Not kept when it is not UTF-8.
+    m.set(
+        "agreed_set",
+        lua.create_function(|_, (path, text): (String, Option<mlua::String>)| {
+            let text = text.and_then(|t| String::from_utf8(t.as_bytes().to_vec()).ok());
+            match text {
+                Some(t) => AGREED.set(&path, std::sync::Arc::new(t)),
+                None => AGREED.forget(&path),
+            }
+            Ok(())
+        })?,
+    )?;
+    m.set(
+        "agreed_get",
+        lua.create_function(|lua, path: String| match AGREED.get(&path) {
+            Some(t) => Ok(Some(lua.create_string(t.as_bytes())?)),
+            None => Ok(None),
+        })?,
+    )?;
+    m.set(
+        "agreed_forget",
+        lua.create_function(|_, path: String| {
+            AGREED.forget(&path);
+            Ok(())
+        })?,
+    )?;
+    // A disk change of `path` (new text `text`) merged into its buffer's
+    // unsaved `lines` from the agreed text: "same" (nothing to merge),
+    // "unknown" (no agreed text), "conflict" and the 1-based { first, last }
+    // lines of the agreed text both changed, or "merged" and the hunks.
+    m.set(
+        "merge_disk",
+        lua.create_function(
+            |lua, (path, lines, text, format): (String, LuaValue, mlua::String, Option<Table>)| {
+                let format = format_arg(lua, format)?;
+                let joined = matches!(lines, LuaValue::String(_));
+                let arg = lines_arg(lines)?;
+                let bytes: Vec<_> = arg.iter().map(mlua::String::as_bytes).collect();
+                let text = text.as_bytes();
+                let merge = AGREED.merge_disk(&path, &lines_of(&bytes, joined), &text, &format);
+                Ok(match merge {
+                    DiskMerge::Same => ("same", LuaValue::Nil),
+                    DiskMerge::Unknown => ("unknown", LuaValue::Nil),
+                    DiskMerge::Conflict(first, last) => {
                         let c = lua.create_table()?;
-                        c.raw_set(1, from)?;
-                        c.raw_set(2, to)?;
-                        Ok((LuaValue::Nil, LuaValue::Table(c)))
+                        c.raw_set(1, first)?;
+                        c.raw_set(2, last)?;
+                        ("conflict", LuaValue::Table(c))
                     }
-                }
+                    DiskMerge::Merged(hunks) => {
+                        ("merged", LuaValue::Table(hunks_table(lua, hunks)?))
+                    }
+                })
             },
         )?,
     )?;

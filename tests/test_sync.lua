@@ -295,4 +295,47 @@ return {
     T.eq(chat_notices(child), {})
     no_prompt(child)
   end },
+
+  { 'a file with a BOM and CRLF syncs from disk and merges; the agent reads the file text minus the BOM; :w keeps both', function()
+    local BOM = '\239\187\191'
+    local dir = H.project({ ['bom.txt'] = BOM .. 'one\r\ntwo\r\nthree\r\n', ['mac.txt'] = 'a\rb\r' })
+    local file, mac = dir .. '/bom.txt', dir .. '/mac.txt'
+    local child, paths = start(dir, {
+      { match = 'read', steps = { read(file), read(mac) } },
+      disk_edit_turn('edit', file, BOM .. 'one\r\nTWO (agent)\r\nthree\r\n', 0),
+      { match = 'again', steps = { read(file) } },
+    })
+    child:cmd('edit ++ff=mac ' .. mac)
+    child:cmd('edit ' .. file)
+    T.eq(child:lua('return { vim.bo.bomb, vim.bo.fileformat, vim.bo.fileencoding }'), { true, 'dos', 'utf-8' })
+    T.eq(lines(child), { 'one', 'two', 'three' })
+    H.turn(child, 'read')
+    T.eq(H.responses(paths)[1].result, { content = 'one\r\ntwo\r\nthree\r\n' }, 'the file text, without the BOM')
+    T.eq(H.responses(paths)[2].result, { content = 'a\rb\r' }, "a mac buffer's text has its line breaks")
+    -- The core holds what the buffer and the disk agreed on; the sync keeps no text.
+    local real = vim.uv.fs_realpath(file)
+    T.eq(child:lua([[return require('acp.core').agreed_get(...)]], { real }), BOM .. 'one\r\ntwo\r\nthree\r\n')
+    T.eq(child:lua([[
+      local rec = require('acp.editor.sync').records[vim.api.nvim_get_current_buf()]
+      return rec.base == nil and rec.text == nil
+    ]]), true)
+    -- An unsaved edit, then the agent changes another line on disk: merged.
+    child:lua([[vim.api.nvim_buf_set_lines(0, 0, 1, false, { 'ONE (user)' })]])
+    close_undo_block(child)
+    H.turn(child, 'edit')
+    T.eq(lines(child), { 'ONE (user)', 'TWO (agent)', 'three' })
+    T.eq(child:lua('return { vim.bo.modified, vim.bo.bomb, vim.bo.fileformat }'), { true, true, 'dos' })
+    T.eq(chat_notices(child), {})
+    T.eq(child:lua([[return require('acp.core').agreed_get(...)]], { real }), BOM .. 'one\r\nTWO (agent)\r\nthree\r\n',
+      'the disk text is the new common text')
+    H.turn(child, 'again')
+    T.eq(H.responses(paths)[5].result, { content = 'ONE (user)\r\nTWO (agent)\r\nthree\r\n' })
+    child:cmd('write')
+    no_prompt(child)
+    T.eq(T.read_file(file), BOM .. 'ONE (user)\r\nTWO (agent)\r\nthree\r\n', 'written with its BOM and CRLF')
+    T.eq(child:lua([[return require('acp.core').agreed_get(...)]], { real }), T.read_file(file))
+    -- Unloaded: the core forgets it.
+    child:cmd('bwipeout')
+    T.eq(child:lua([[return require('acp.core').agreed_get(...) == nil]], { real }), true)
+  end },
 }

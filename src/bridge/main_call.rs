@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use crate::model::filetext::TextFormat;
 use crate::model::textdiff::Hunk;
 
 /// What the core asks of the main thread. Crosses to Lua as
@@ -68,17 +69,11 @@ pub struct BufferReadReply {
     pub bufnr: i64,
     pub tick: i64,
     pub modified: bool,
-    /// 'fileformat' is dos.
-    pub dos: bool,
-    /// 'eol' / 'fixeol': the file ends with a line break.
-    #[serde(default = "yes")]
-    pub eol: bool,
+    /// The buffer's options that make its lines its file's text (the core
+    /// encodes the parts with them: `model::filetext`).
+    pub format: TextFormat,
     /// The buffer's line count.
     pub lines: u64,
-}
-
-fn yes() -> bool {
-    true
 }
 
 /// `buffer_apply`'s answer.

@@ -21,6 +21,7 @@ use crate::editor::fs::{self, FsError, INTERNAL, INVALID_PARAMS};
 use crate::editor::state::{EditorState, Original, WriteTarget};
 
 use crate::editor::terminal::ExitStatus;
+use crate::model::filetext::{self, TextFormat};
 use crate::model::shellwords::{self, Command};
 use crate::model::textdiff::{self, Lines};
 use crate::protocol::inbound::AgentRequest;
@@ -152,15 +153,14 @@ async fn buffer_text(
     if !v.found {
         return Ok(None);
     }
-    let (dos, eol) = (v.dos, v.eol);
-    let mut text = reply.parts.join("\n");
-    let empty = text.is_empty() && v.lines == 1;
-    if dos {
-        text = text.replace('\n', "\r\n");
-    }
-    if eol && !empty {
-        text.push_str(if dos { "\r\n" } else { "\n" });
-    }
+    // As the file would hold it, but for a byte order mark: 'bomb' keeps
+    // it out of the buffer's lines, and the agent is served those (a BOM
+    // that is content, in a buffer without 'bomb', is in the lines).
+    let format = TextFormat {
+        bomb: false,
+        ..v.format
+    };
+    let text = filetext::encode_joined(reply.parts.join("\n"), &format);
     Ok(Some(BufferText {
         text,
         bufnr: v.bufnr,

@@ -13,10 +13,14 @@
 //!   fails with;
 //! - `terminal`: output limits, exit status and waits of client terminals;
 //! - `files`: the `@` completion file walk;
+//! - `agreed`: the text each synced buffer and its file last agreed on
+//!   (the merge base of the buffer sync; the served texts in `state` are
+//!   the agent's side);
 //! - `kept`: the file texts kept in memory, under one cap.
 //!
 //! May use: protocol, runtime, bridge, model, config, platform, log.
 
+pub mod agreed;
 pub mod confine;
 pub mod files;
 pub mod fs;

@@ -7,6 +7,7 @@
 
 pub mod entries;
 pub mod events;
+pub mod filetext;
 pub mod render;
 pub mod schema;
 pub mod shellwords;

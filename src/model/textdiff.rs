@@ -6,6 +6,7 @@
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::ops::Range;
 use std::time::{Duration, Instant};
 
 use similar::{capture_diff_slices, Algorithm, DiffOp};
@@ -65,9 +66,19 @@ impl<'a> Lines<'a> {
     }
 }
 
-/// The hunks that turn `old` into `new`, in ascending order.
-pub fn hunks<S: AsRef<str> + Hash + Ord>(old: &[S], new: &[S]) -> Vec<Hunk> {
-    let mut out: Vec<Hunk> = Vec::new();
+/// A changed region: old lines `old` become new lines `new` (ranges of
+/// the two sides).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    pub old: Range<usize>,
+    pub new: Range<usize>,
+}
+
+/// The changed regions from `old` to `new` (Myers), ascending; adjacent
+/// operations (a delete then an insert) form one region. Any line type:
+/// the buffer sync diffs lines as bytes, the agent's writes as text.
+pub fn changes<T: Hash + Eq + Ord>(old: &[T], new: &[T]) -> Vec<Change> {
+    let mut out: Vec<Change> = Vec::new();
     for op in capture_diff_slices(Algorithm::Myers, old, new) {
         let (old_start, old_len, new_start, new_len) = match op {
             DiffOp::Equal { .. } => continue,
@@ -88,25 +99,52 @@ pub fn hunks<S: AsRef<str> + Hash + Ord>(old: &[S], new: &[S]) -> Vec<Hunk> {
                 new_len,
             } => (old_index, old_len, new_index, new_len),
         };
-        let lines: Vec<String> = new[new_start..new_start + new_len]
-            .iter()
-            .map(|l| l.as_ref().to_owned())
-            .collect();
-        // Adjacent operations (delete then insert) form one hunk.
         if let Some(last) = out.last_mut() {
-            if last.old_end == old_start {
-                last.old_end = old_start + old_len;
-                last.lines.extend(lines);
+            if last.old.end == old_start && last.new.end == new_start {
+                last.old.end = old_start + old_len;
+                last.new.end = new_start + new_len;
                 continue;
             }
         }
-        out.push(Hunk {
-            old_start,
-            old_end: old_start + old_len,
-            lines,
+        out.push(Change {
+            old: old_start..old_start + old_len,
+            new: new_start..new_start + new_len,
         });
     }
     out
+}
+
+/// The hunks that turn `old` into `new`, in ascending order.
+pub fn hunks<S: AsRef<str> + Hash + Ord>(old: &[S], new: &[S]) -> Vec<Hunk> {
+    changes(old, new)
+        .into_iter()
+        .map(|c| Hunk {
+            old_start: c.old.start,
+            old_end: c.old.end,
+            lines: new[c.new].iter().map(|l| l.as_ref().to_owned()).collect(),
+        })
+        .collect()
+}
+
+/// A `Hunk` of byte lines (the buffer sync's: a buffer may hold bytes that
+/// are not UTF-8, and they stay as they are).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ByteHunk {
+    pub old_start: usize,
+    pub old_end: usize,
+    pub lines: Vec<Vec<u8>>,
+}
+
+/// The hunks that turn byte lines `old` into `new`, in ascending order.
+pub fn byte_hunks(old: &[&[u8]], new: &[&[u8]]) -> Vec<ByteHunk> {
+    changes(old, new)
+        .into_iter()
+        .map(|c| ByteHunk {
+            old_start: c.old.start,
+            old_end: c.old.end,
+            lines: new[c.new].iter().map(|l| l.to_vec()).collect(),
+        })
+        .collect()
 }
 
 /// Applies ascending, non-overlapping hunks.
@@ -123,23 +161,84 @@ pub fn apply<S: AsRef<str>>(old: &[S], hunks: &[Hunk]) -> Vec<String> {
     out
 }
 
-fn conflicts(a: &Hunk, b: &Hunk) -> bool {
-    if a == b {
-        return false;
+/// One side's change of the base: base lines `old` become `lines`.
+struct Edit<'a, T> {
+    old: Range<usize>,
+    lines: &'a [T],
+}
+
+impl<T: PartialEq> Edit<'_, T> {
+    fn same(&self, other: &Self) -> bool {
+        self.old == other.old && self.lines == other.lines
     }
-    let a_insert = a.old_start == a.old_end;
-    let b_insert = b.old_start == b.old_end;
-    if a_insert && b_insert {
-        return a.old_start == b.old_start;
+
+    fn conflicts(&self, other: &Self) -> bool {
+        if self.same(other) {
+            return false;
+        }
+        let (a, b) = (&self.old, &other.old);
+        let a_insert = a.is_empty();
+        let b_insert = b.is_empty();
+        if a_insert && b_insert {
+            return a.start == b.start;
+        }
+        // An insertion at the start of, or inside, the other's range is ambiguous.
+        if a_insert {
+            return a.start >= b.start && a.start < b.end;
+        }
+        if b_insert {
+            return b.start >= a.start && b.start < a.end;
+        }
+        a.start < b.end && b.start < a.end
     }
-    // An insertion at the start of, or inside, the other's range is ambiguous.
-    if a_insert {
-        return a.old_start >= b.old_start && a.old_start < b.old_end;
+}
+
+fn edits<'a, T: Hash + Eq + Ord>(base: &[T], side: &'a [T]) -> Vec<Edit<'a, T>> {
+    changes(base, side)
+        .into_iter()
+        .map(|c| Edit {
+            old: c.old,
+            lines: &side[c.new],
+        })
+        .collect()
+}
+
+/// Three-way merge of any line type: the lines of the merge (borrowed from
+/// the three sides), or the first conflicting region (1-based lines of
+/// `base`) when both sides changed it. The same change on both sides is not
+/// a conflict.
+pub fn merge_lines<'a, T: Hash + Eq + Ord>(
+    base: &'a [T],
+    ours: &'a [T],
+    theirs: &'a [T],
+) -> Result<Vec<&'a T>, (usize, usize)> {
+    let a = edits(base, ours);
+    let b = edits(base, theirs);
+    for x in &a {
+        if let Some(y) = b.iter().find(|y| x.conflicts(y)) {
+            return Err((
+                x.old.start.min(y.old.start) + 1,
+                x.old.end.max(y.old.end).max(x.old.start + 1),
+            ));
+        }
     }
-    if b_insert {
-        return b.old_start >= a.old_start && b.old_start < a.old_end;
+    let mut all = a;
+    for y in b {
+        if !all.iter().any(|x| x.same(&y)) {
+            all.push(y);
+        }
     }
-    a.old_start < b.old_end && b.old_start < a.old_end
+    // Inserts sort before a change starting at the same line.
+    all.sort_by_key(|e| (e.old.start, e.old.end));
+    let mut out = Vec::with_capacity(base.len());
+    let mut pos = 0;
+    for e in &all {
+        out.extend(&base[pos..e.old.start]);
+        out.extend(e.lines);
+        pos = e.old.end;
+    }
+    out.extend(&base[pos..]);
+    Ok(out)
 }
 
 /// Three-way merge: the agent's change (`base` → `ours`) applied on top of
@@ -150,25 +249,8 @@ pub fn merge3<S: AsRef<str> + Hash + Ord>(
     ours: &[S],
     theirs: &[S],
 ) -> Result<Vec<String>, (usize, usize)> {
-    let a = hunks(base, ours);
-    let b = hunks(base, theirs);
-    for x in &a {
-        if let Some(y) = b.iter().find(|y| conflicts(x, y)) {
-            return Err((
-                x.old_start.min(y.old_start) + 1,
-                x.old_end.max(y.old_end).max(x.old_start + 1),
-            ));
-        }
-    }
-    let mut all: Vec<Hunk> = a;
-    for y in b {
-        if !all.contains(&y) {
-            all.push(y);
-        }
-    }
-    // Inserts sort before a change starting at the same line.
-    all.sort_by_key(|h| (h.old_start, h.old_end));
-    Ok(apply(base, &all))
+    let merged = merge_lines(base, ours, theirs)?;
+    Ok(merged.iter().map(|l| l.as_ref().to_owned()).collect())
 }
 
 /// Bounds on the diff shown in a tool card.
@@ -432,6 +514,49 @@ mod tests {
         );
         assert_eq!(apply(&old, &h), new);
         assert!(hunks(&old, &old).is_empty());
+    }
+
+    /// The buffer sync's hunks: byte lines (not all UTF-8), applied
+    /// bottom-up as `acp.editor.sync` does, give the new lines; a large
+    /// text changed in a few places gives as many hunks.
+    #[test]
+    fn byte_hunks_turn_the_old_lines_into_the_new() {
+        fn apply_bytes<'a>(old: &[&'a [u8]], hunks: &'a [ByteHunk]) -> Vec<&'a [u8]> {
+            let mut out: Vec<&[u8]> = old.to_vec();
+            for h in hunks.iter().rev() {
+                out.splice(h.old_start..h.old_end, h.lines.iter().map(Vec::as_slice));
+            }
+            out
+        }
+        let old: Vec<&[u8]> = vec![b"a", b"\xff\xfe", b"c", b"d"];
+        let new: Vec<&[u8]> = vec![b"x", b"a", b"\xff", b"c", b"d", b"e"];
+        let h = byte_hunks(&old, &new);
+        assert_eq!(apply_bytes(&old, &h), new);
+        assert_eq!(h.len(), 3);
+        assert!(byte_hunks(&old, &old).is_empty());
+
+        let old_text: Vec<String> = (0..100_000).map(|i| format!("line {i}")).collect();
+        let mut new_text = old_text.clone();
+        for k in 1..=5 {
+            new_text[k * 16_000] = format!("changed {k}");
+        }
+        let old: Vec<&[u8]> = old_text.iter().map(|l| l.as_bytes()).collect();
+        let new: Vec<&[u8]> = new_text.iter().map(|l| l.as_bytes()).collect();
+        let t0 = Instant::now();
+        let h = byte_hunks(&old, &new);
+        println!("100k lines, 5 changed: {:?}", t0.elapsed());
+        assert_eq!(h.len(), 5);
+        assert_eq!(apply_bytes(&old, &h), new);
+        // merge_lines takes any line type, as merge3 does text.
+        let ours: Vec<&[u8]> = vec![b"1", b"TWO", b"3"];
+        let theirs: Vec<&[u8]> = vec![b"1", b"2", b"3", b"\xff"];
+        let base: Vec<&[u8]> = vec![b"1", b"2", b"3"];
+        let merged: Vec<&[u8]> = merge_lines(&base, &ours, &theirs)
+            .unwrap()
+            .into_iter()
+            .copied()
+            .collect();
+        assert_eq!(merged, vec![&b"1"[..], b"TWO", b"3", b"\xff"]);
     }
 
     #[test]

@@ -329,8 +329,27 @@
 ---@field tick? integer changedtick the parts were taken at.
 ---@field lines? integer
 ---@field modified? boolean
----@field dos? boolean
----@field eol? boolean
+---@field format? acp.TextFormat How the core makes the file's text of the parts.
+
+--- The buffer options that decide how its lines are its file's text (the
+--- core encodes and decodes with them: a byte order mark, line breaks).
+---@class acp.TextFormat
+---@field fileformat 'unix'|'dos'|'mac'
+---@field bomb boolean
+---@field eol boolean
+---@field fixeol boolean
+---@field binary boolean
+
+--- Lines `old_start`..`old_end` (0-based, end excluded) become `lines`.
+---@class acp.Hunk
+---@field old_start integer
+---@field old_end integer
+---@field lines string[]
+
+--- What a disk change means for a buffer with unsaved edits: nothing to
+--- merge, no agreed text to merge from, both changed the same lines, or
+--- merged (by the hunks).
+---@alias acp.DiskMerge 'same'|'unknown'|'conflict'|'merged'
 
 --- An agent write applied to a buffer as line edits (one undo step).
 ---@class acp.Call.buffer_apply
@@ -498,8 +517,8 @@
 --- A file the agent changed on disk by itself, seen by the buffer sync.
 ---@class acp.DiskEdit
 ---@field path string
----@field before string the text the buffer and the disk last agreed on
----@field after string the new disk text
+---@field before? string the text before; absent: the one the buffer and the disk last agreed on (the core keeps it)
+---@field after? string the new disk text (absent: deleted); nothing is recorded when it equals the text before
 
 ---@class acp.Native
 ---@field init fun(opts: acp.InitOpts)
@@ -541,7 +560,14 @@
 ---@field watch_terminal fun(thread: integer, id: string, on: boolean): acp.TerminalText? a view buffer follows terminal `id`: its output so far, then `terminal_output` events
 ---@field writes fun(thread: integer): acp.WriteRecord[]
 ---@field roots fun(thread: integer): string[]
----@field merge3 fun(base: string[], ours: string[], theirs: string[]): string[]?, integer[]?
+---@field decode fun(text: string, format: acp.TextFormat?): string[], boolean a file's text as the lines of a buffer with `format`, and whether it ended with a line break
+---@field encode fun(lines: string[]|string, format: acp.TextFormat?): string what a `:write` of a buffer holding `lines` puts in its file
+---@field hunks fun(old: string[]|string, new: string[]|string): acp.Hunk[] the minimal edits from lines `old` to lines `new`
+---@field file_hunks fun(lines: string[]|string, text: string, format: acp.TextFormat?): acp.Hunk[], boolean the edits that make a buffer of `lines` hold file text `text`, and its 'eol' then
+---@field agreed_set fun(path: string, text: string?) the text the buffer of `path` and its file agree on now (nil: not known); kept under `fs.kept_text_max_bytes`
+---@field agreed_get fun(path: string): string? that text, or nil (none, or dropped past the cap)
+---@field agreed_forget fun(path: string)
+---@field merge_disk fun(path: string, lines: string[]|string, text: string, format: acp.TextFormat?): acp.DiskMerge, (acp.Hunk[]|integer[])? a disk change merged into the buffer's unsaved `lines` from the agreed text: the hunks when "merged", the 1-based { first, last } lines when "conflict"
 ---@field stats fun(): acp.BridgeStats
 ---@field keep_text fun(thread: integer, label: string, text: string): integer? keeps a file text under the one cap of kept texts (`fs.kept_text_max_bytes`); its id, or nil when not kept
 ---@field kept_text fun(id: integer): string? the text kept as `id`, or nil once it was dropped (oldest first past the cap) or released

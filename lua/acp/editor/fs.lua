@@ -61,15 +61,14 @@ function M.buffer_read(ev)
     if pos < total then
       return vim.schedule(step)
     end
-    local bo = vim.bo[buf]
+    -- The core makes the file's text of the parts with the buffer's format.
     c.call_done(call, {
       found = true,
       bufnr = buf,
       tick = tick,
       lines = total,
-      modified = bo.modified,
-      dos = bo.fileformat == 'dos',
-      eol = bo.eol or (bo.fixeol and not bo.binary),
+      modified = vim.bo[buf].modified,
+      format = require('acp.editor.sync').format(buf),
     })
   end
   step()

@@ -1,9 +1,13 @@
 --- Buffers follow the files agents change on disk themselves (most agents
 --- write files without `fs/write_text_file`).
 ---
---- Each tracked buffer keeps a record: the file's stat and its text when
---- the buffer and the disk last agreed (read, written or synced). A check
---- is one stat per buffer; the file is read only when its stat changed.
+--- Each tracked buffer keeps a record: the file's stat when the buffer and
+--- the disk last agreed (read, written or synced). The text they agreed on
+--- is the core's (`agreed_*`, under the cap of kept texts), and so is the
+--- rest of the text work: how the buffer's lines are its file's text
+--- (`decode`/`encode`: BOM, 'fileformat', 'eol'), the minimal edits between
+--- two texts and the merge (`file_hunks`, `merge_disk`). A check is one
+--- stat per buffer; the file is read only when its stat changed.
 --- * An unmodified buffer takes the disk text as a minimal edit (one undo
 ---   step; cursor, folds and marks stay) and stays unmodified.
 --- * A buffer with unsaved edits gets a three-way merge of the last common
@@ -21,7 +25,9 @@ local M = {}
 --- Larger files are not synced or merged (a notice says so).
 M.max_bytes = 16 * 1024 * 1024
 
---- bufnr -> { path = real path, stat = stat key | nil (unknown), base = disk text | nil }
+--- bufnr -> { path = real path, stat = stat key | nil (unknown), gone = true once
+--- deleted on disk }. The text the buffer and the disk agreed on is kept by
+--- the core under `path`.
 M.records = {}
 --- bufnr -> { path, key = stat key of the disk version, thread }
 M.conflicts = {}
@@ -87,59 +93,29 @@ local function stat_of(path)
   return st and stat_key(st)
 end
 
+--- The buffer options that decide how its lines are its file's text.
+---@return acp.TextFormat
+function M.format(buf)
+  local bo = vim.bo[buf]
+  return { fileformat = bo.fileformat, bomb = bo.bomb, eol = bo.eol, fixeol = bo.fixeol, binary = bo.binary }
+end
+
+--- The buffer's lines joined with "\n": how they cross to the core (one
+--- string, not a table of lines).
+local function lines_text(buf)
+  return table.concat(api.nvim_buf_get_lines(buf, 0, -1, false), '\n')
+end
+
 --- The buffer lines for a file's text, as Neovim would read it with the
---- buffer's 'fileformat'; and whether it ends with a newline.
+--- buffer's options; and whether it ends with a newline.
 local function decode(buf, text)
-  if vim.bo[buf].bomb and text:sub(1, 3) == '\239\187\191' then
-    text = text:sub(4)
-  end
-  local ff = vim.bo[buf].fileformat
-  local nl = ff == 'mac' and '\r' or '\n'
-  local eol = text:sub(-1) == nl
-  if eol then
-    text = text:sub(1, -2)
-  end
-  local lines = vim.split(text, nl, { plain = true })
-  if ff == 'dos' then
-    for i, l in ipairs(lines) do
-      if l:sub(-1) == '\r' then
-        lines[i] = l:sub(1, -2)
-      end
-    end
-  end
-  return lines, eol
+  return require('acp.core').decode(text, M.format(buf))
 end
 
 --- The buffer's text as a `:write` would put it in its file (the inverse
 --- of `decode`).
 function M.buffer_text(buf)
-  local ff = vim.bo[buf].fileformat
-  local nl = ff == 'dos' and '\r\n' or ff == 'mac' and '\r' or '\n'
-  local lines = api.nvim_buf_get_lines(buf, 0, -1, false)
-  local text = table.concat(lines, nl)
-  if #lines == 1 and lines[1] == '' then
-    -- An empty buffer writes an empty file.
-    return ''
-  end
-  if vim.bo[buf].eol or (vim.bo[buf].fixeol and not vim.bo[buf].binary) then
-    text = text .. nl
-  end
-  if vim.bo[buf].bomb then
-    text = '\239\187\191' .. text
-  end
-  return text
-end
-
-local function same(a, b)
-  if #a ~= #b then
-    return false
-  end
-  for i = 1, #a do
-    if a[i] ~= b[i] then
-      return false
-    end
-  end
-  return true
+  return require('acp.core').encode(lines_text(buf), M.format(buf))
 end
 
 --- Applies hunks ({old_start, old_end, lines}: 0-based, end exclusive,
@@ -158,25 +134,10 @@ function M.apply_hunks(buf, hunks)
   end
 end
 
---- Minimal hunks turning `old` into `new` ({old_start, old_end, lines},
---- 0-based, end exclusive, ascending), as `M.apply_hunks` applies them.
-function M.hunks(old, new)
-  local a = table.concat(old, '\n') .. '\n'
-  local b = table.concat(new, '\n') .. '\n'
-  local out = {}
-  for _, h in ipairs(vim.diff(a, b, { result_type = 'indices' })) do
-    local sa, ca, sb, cb = h[1], h[2], h[3], h[4]
-    local start = ca == 0 and sa or sa - 1
-    out[#out + 1] = { old_start = start, old_end = start + ca, lines = vim.list_slice(new, sb, sb + cb - 1) }
-  end
-  return out
-end
-
---- Replaces the buffer's text with `new` as minimal edits in one undo
---- step of its own. `reload`: the buffer is unmodified and stays so; an
---- undo of this step marks it modified again (it differs from the disk).
-local function replace(buf, old, new, reload)
-  local hunks = M.hunks(old, new)
+--- Applies `hunks` (the core's minimal edits) in one undo step of its
+--- own. `reload`: the buffer is unmodified and stays so; an undo of this
+--- step marks it modified again (it differs from the disk).
+local function replace(buf, hunks, reload)
   if #hunks == 0 then
     return false
   end
@@ -268,6 +229,17 @@ end
 
 -- Records -------------------------------------------------------------------
 
+--- The core keeps `text` as what the buffer of `path` and its file agree
+--- on (nil, or past the size limit: not known).
+local function agree(path, text)
+  local core = require('acp.core')
+  if text and #text <= M.max_bytes then
+    core.agreed_set(path, text)
+  else
+    core.agreed_forget(path)
+  end
+end
+
 --- Records the buffer as agreeing with the disk now (after a read, a write
 --- or a sync). `text`: the disk text when already known.
 function M.record(buf, text, key)
@@ -278,10 +250,12 @@ function M.record(buf, text, key)
     if why == 'gone' then
       -- A new file: nothing on disk to agree with yet.
       M.records[buf] = { path = path }
+      agree(path, nil)
       return
     end
   end
-  M.records[buf] = { path = path, stat = key, base = text }
+  M.records[buf] = { path = path, stat = key }
+  agree(path, text)
   M.conflicts[buf] = nil
 end
 
@@ -391,21 +365,24 @@ local function adopt(buf)
   local path = real_path(buf)
   local text, _, key = read_file(path)
   if vim.bo[buf].modified then
-    M.records[buf] = { path = path, stat = text and key, base = text }
-  elseif text and same(decode(buf, text), api.nvim_buf_get_lines(buf, 0, -1, false)) then
-    M.records[buf] = { path = path, stat = key, base = text }
+    M.records[buf] = { path = path, stat = text and key }
+  elseif text and #require('acp.core').file_hunks(lines_text(buf), text, M.format(buf)) == 0 then
+    M.records[buf] = { path = path, stat = key }
   else
-    M.records[buf] = { path = path, base = M.buffer_text(buf) }
+    M.records[buf] = { path = path }
+    text = M.buffer_text(buf)
   end
+  agree(path, text)
 end
 
 -- The check -----------------------------------------------------------------
 
 --- Tells the core about a disk edit the plugin saw (for `:AcpReview`),
---- when the core takes such reports: the file's text before and after.
+--- when the core takes such reports: the file's text before (nil: the text
+--- the buffer and the disk last agreed on, which the core keeps) and after.
 local function report(view, path, before, after)
   local core = require('acp.core')
-  if view and core.is_loaded() and before and before ~= after then
+  if view and core.is_loaded() and before ~= after then
     pcall(core.disk_edit, view.thread, { path = path, before = before, after = after })
   end
 end
@@ -475,12 +452,13 @@ function M.check(buf, view)
   if enc ~= '' and enc ~= 'utf-8' then
     return false
   end
-  local theirs, eol = decode(buf, text)
-  local ours = api.nvim_buf_get_lines(buf, 0, -1, false)
+  local core = require('acp.core')
+  local format, ours = M.format(buf), lines_text(buf)
   view = view or M.view_for(rec.path)
   if not vim.bo[buf].modified then
-    report(view, rec.path, rec.base, text)
-    local changed = replace(buf, ours, theirs, true)
+    report(view, rec.path, nil, text)
+    local hunks, eol = core.file_hunks(ours, text, format)
+    local changed = replace(buf, hunks, true)
     if vim.bo[buf].eol ~= eol then
       vim.bo[buf].eol = eol
     end
@@ -491,23 +469,18 @@ function M.check(buf, view)
     end
     return changed
   end
-  if rec.base == text or same(ours, theirs) then
+  local how, hunks = core.merge_disk(rec.path, ours, text, format)
+  if how == 'same' then
     -- Only the stat changed, or the buffer already holds the disk text.
     finish(buf, text, key)
     return false
-  end
-  if not rec.base then
+  elseif how ~= 'merged' then
+    -- No common text known, or both sides changed the same lines.
     conflict(buf, view, key)
     return false
   end
-  local core = require('acp.core')
-  local merged = core.merge3(decode(buf, rec.base), ours, theirs)
-  if not merged then
-    conflict(buf, view, key)
-    return false
-  end
-  report(view, rec.path, rec.base, text)
-  local changed = replace(buf, ours, merged, false)
+  report(view, rec.path, nil, text)
+  local changed = replace(buf, hunks, false)
   finish(buf, text, key)
   if changed then
     file_changed(buf, rec.path, 'merge', view)
@@ -621,6 +594,10 @@ local function setup_autocmds()
     group = group,
     callback = function(ev)
       unguard(ev.buf)
+      local rec = M.records[ev.buf]
+      if rec then
+        pcall(agree, rec.path, nil)
+      end
       M.records[ev.buf] = nil
       M.conflicts[ev.buf] = nil
     end,
@@ -830,7 +807,8 @@ function M.open_conflict(arg)
   vim.cmd('diffthis')
   vim.wo.winbar = '%#AcpTitle# Your buffer %*'
   -- The user has seen this disk version: it is the new common text.
-  M.records[buf] = { path = rec.path, stat = key, base = text }
+  M.records[buf] = { path = rec.path, stat = key }
+  agree(rec.path, text)
   M.conflicts[buf] = nil
   touch(buf)
   guard(buf)
