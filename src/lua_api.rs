@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use crate::bridge::drain;
 use crate::bridge::handoff::bridge;
-use crate::bridge::lua_tables::{lines_table, to_lua};
+use crate::bridge::lua_tables::{lines_table, to_lua, to_lua_plain};
 use crate::bridge::queue::UiEvent;
 use crate::config::{AgentSpec, Policy};
 use crate::editor::handlers;
@@ -445,15 +445,7 @@ fn register_permissions(lua: &Lua, m: &Table) -> LuaResult<()> {
         "decisions",
         lua.create_function(|lua, id: u64| {
             let t = registry().thread(id).map_err(lua_err)?;
-            let list = lua.create_table()?;
-            for (i, (kind, text, option)) in t.always_choices().into_iter().enumerate() {
-                let d = lua.create_table()?;
-                d.set("kind", kind)?;
-                d.set("text", text)?;
-                d.set("option", option)?;
-                list.raw_set(i + 1, d)?;
-            }
-            Ok(list)
+            to_lua_plain(lua, &t.always_choices())
         })?,
     )?;
 

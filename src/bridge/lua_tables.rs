@@ -45,6 +45,11 @@ pub fn event_table(lua: &Lua, ev: &UiEvent) -> LuaResult<LuaValue> {
     lua.to_value_with(ev, EVENT_OPTIONS)
 }
 
+/// A value the way events are built (no `null`, plain sequences).
+pub fn to_lua_plain<T: serde::Serialize + ?Sized>(lua: &Lua, v: &T) -> LuaResult<LuaValue> {
+    lua.to_value_with(v, EVENT_OPTIONS)
+}
+
 #[cfg(test)]
 mod tests {
     //! The serde form is the table (mlua serialises the same `Serialize`

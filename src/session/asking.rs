@@ -237,7 +237,7 @@ impl ThreadHandle {
 
     /// "Always" choices of this session (kind, text, option kind), shown to
     /// the user; the agent remembers them, the plugin never answers with them.
-    pub fn always_choices(&self) -> Vec<(String, String, String)> {
+    pub fn always_choices(&self) -> Vec<super::permission::AlwaysChoice> {
         self.permissions.lock().always_choices()
     }
 

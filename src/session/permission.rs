@@ -170,17 +170,33 @@ impl Permissions {
         self.refusing = false;
     }
 
-    /// "Always" choices of this session: (kind, text, option kind).
-    pub fn always_choices(&self) -> Vec<(String, String, String)> {
+    /// "Always" choices of this session.
+    pub fn always_choices(&self) -> Vec<AlwaysChoice> {
         self.always
             .iter()
-            .map(|(s, k)| (s.kind.to_string(), s.text.clone(), k.to_string()))
+            .map(|(s, k)| AlwaysChoice {
+                kind: s.kind.clone(),
+                text: s.text.clone(),
+                option: k.clone(),
+            })
             .collect()
     }
 
     pub fn forget_always(&mut self) {
         self.always.clear();
     }
+}
+
+/// An "always" answer the user gave this session (`:AcpPermissions`; the
+/// agent remembers it, the plugin never answers with it). Lua reads it as
+/// acp.AlwaysChoice.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct AlwaysChoice {
+    /// The card's tool kind.
+    pub kind: ToolKind,
+    /// The command (or title) the user read.
+    pub text: String,
+    pub option: PermissionOptionKind,
 }
 
 #[cfg(test)]
@@ -252,6 +268,11 @@ mod tests {
         // made here; the client's own terminal question has no "always").
         p.record(&pend.subject, &choice);
         assert_eq!(p.always_choices().len(), 1);
+        // As Lua reads it (acp.AlwaysChoice): the protocol's words.
+        assert_eq!(
+            serde_json::to_value(&p.always_choices()[0]).unwrap(),
+            json!({"kind": "execute", "text": "git status", "option": "allow_always"})
+        );
         // A later request is pending like any other: nothing answers it.
         let id2 = p.add(pending("rm -rf /"));
         assert!(p.pending.contains_key(&id2));
