@@ -100,6 +100,19 @@ local RECORD = [[
         for _, loc in ipairs(ev.card.locations) do
           note(_G.contract.locations, 'location', loc)
         end
+        note(_G.contract.cards, 'header', ev.card.header)
+        for _, part in ipairs({ 'label', 'title', 'status' }) do
+          note(_G.contract.cards, 'span', ev.card.header[part])
+        end
+        for _, m in ipairs(ev.card.status_lines) do
+          note(_G.contract.cards, 'status_mark', m)
+        end
+      elseif ev.type == 'plan' then
+        note(_G.contract.cards, 'plan', ev.plan)
+        note(_G.contract.cards, 'span', ev.plan.label)
+        for _, m in ipairs(ev.plan.steps) do
+          note(_G.contract.cards, 'status_mark', m)
+        end
       elseif ev.type == 'call' then
         note(_G.contract.calls, tostring(ev.method), ev.payload)
         methods[ev.call] = ev.method
@@ -261,7 +274,7 @@ return {
     T.eq(seen, {
       'added', 'agent', 'appended', 'call', 'card', 'commands', 'config_options', 'elicitation', 'elicitation_complete',
       'elicitation_done', 'files', 'mode', 'models', 'modes',
-      'notify', 'permission', 'permission_done', 'replaced', 'reply', 'session', 'status', 'terminal_output', 'title', 'turn_ended', 'turn_started', 'usage',
+      'notify', 'permission', 'permission_done', 'plan', 'replaced', 'reply', 'session', 'status', 'terminal_output', 'title', 'turn_ended', 'turn_started', 'usage',
     })
     -- ... which are exactly the events types.lua declares.
     T.eq(seen, names_under(types, 'acp.Event.'), 'event classes in types.lua = events delivered')
@@ -273,6 +286,10 @@ return {
     end
     check_fields('a card', types['acp.CardMeta'], rec.cards.card)
     check_fields('a card location', types['acp.CardLocation'], rec.locations.location)
+    check_fields('a card header', types['acp.CardHeader'], rec.cards.header)
+    check_fields('a span', types['acp.Span'], rec.cards.span)
+    check_fields('a status mark', types['acp.StatusMark'], rec.cards.status_mark)
+    check_fields('a plan layout', types['acp.PlanLayout'], rec.cards.plan)
     -- Every main-thread service was called, with the declared payload.
     T.eq(sorted_keys(rec.calls), { 'buffer_apply', 'buffer_read', 'terminal_kill', 'terminal_start' })
     for _, method in ipairs(sorted_keys(rec.calls)) do

@@ -468,7 +468,7 @@ mod tests {
                 thread: 1,
                 event: ThreadEvent::Card {
                     index: 3,
-                    card: Box::new(crate::model::events::CardMeta::of(&tc, vec![])),
+                    card: Box::new(crate::model::events::CardMeta::of(&tc, Default::default())),
                 },
             }
         };

@@ -21,6 +21,7 @@ use crate::editor::fs::{self, FsError, INTERNAL, INVALID_PARAMS};
 use crate::editor::state::{EditorState, Original, WriteTarget};
 
 use crate::editor::terminal::ExitStatus;
+use crate::model::entries::TermExit;
 use crate::model::filetext::{self, TextFormat};
 use crate::model::shellwords::{self, Command};
 use crate::model::textdiff::{self, Lines};
@@ -37,7 +38,7 @@ pub trait EditorHost: Send + Sync {
     /// Notes an agent write on its tool card; returns the tool call id.
     fn note_write(&self, path: &str, note: String) -> Option<String>;
     /// Terminal output (or exit) for the cards and terminal buffers.
-    fn terminal_display(&self, id: &str, data: &str, exit: Option<&str>);
+    fn terminal_display(&self, id: &str, data: &str, exit: Option<TermExit>);
     /// Asks the user before running a terminal (see `permission`), unless
     /// a grant covers `run`; `command` is how it is shown. True: run it;
     /// an error: the question could not be asked (too many wait).
@@ -651,5 +652,5 @@ pub fn on_terminal_output(thread: &dyn EditorHost, id: &str, data: &[u8]) {
 pub fn on_terminal_exit(thread: &dyn EditorHost, id: &str, code: i64) {
     let status = ExitStatus::from_job_code(code);
     thread.editor().terminals.lock().exited(id, status.clone());
-    thread.terminal_display(id, "", Some(&status.describe()));
+    thread.terminal_display(id, "", Some(status.to_model()));
 }

@@ -9,6 +9,7 @@ use serde::Serialize;
 use tokio::sync::oneshot;
 
 use crate::config::DEFAULT_TERMINAL_OUTPUT_CAP;
+use crate::model::entries::TermExit;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -36,10 +37,14 @@ impl ExitStatus {
     }
 
     pub fn describe(&self) -> String {
-        match (&self.exit_code, &self.signal) {
-            (_, Some(sig)) => format!("killed by {sig}"),
-            (Some(c), None) => format!("exit code {c}"),
-            (None, None) => "exited".into(),
+        self.to_model().describe()
+    }
+
+    /// The exit as the chat's model keeps it for the cards.
+    pub fn to_model(&self) -> TermExit {
+        TermExit {
+            code: self.exit_code.map(i64::from),
+            signal: self.signal.clone(),
         }
     }
 }

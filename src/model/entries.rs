@@ -67,9 +67,34 @@ pub enum ToolContent {
         id: String,
         tail: String,
         more_lines: usize,
-        exit: Option<String>,
+        exit: Option<TermExit>,
         known: bool,
     },
+}
+
+/// How a terminal's command ended: a client terminal's job, or what an
+/// agent reports in `_meta.terminal_exit`. Reads (and serialises) as
+/// [`TermExit::describe`] says.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TermExit {
+    pub code: Option<i64>,
+    pub signal: Option<String>,
+}
+
+impl TermExit {
+    pub fn describe(&self) -> String {
+        match (self.code, &self.signal) {
+            (_, Some(sig)) => format!("killed by {sig}"),
+            (Some(c), None) => format!("exit code {c}"),
+            (None, None) => "exited".into(),
+        }
+    }
+}
+
+impl serde::Serialize for TermExit {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.describe())
+    }
 }
 
 impl ToolContent {

@@ -5,6 +5,7 @@
 use serde_json::Value;
 
 use super::entries::{ClientState, EntryKind, ToolCall, ToolContent};
+use super::render::{CardHeader, CardLayout, PlanLayout, StatusMark};
 use super::schema::{ToolKind, ToolStatus};
 
 /// What the view must do after a model change. Indexes are stable entry ids.
@@ -69,6 +70,9 @@ pub enum ThreadEvent {
     /// What the view needs to know of a tool card, sent with every
     /// `Added`/`Replaced` of one (right after it).
     Card { index: usize, card: Box<CardMeta> },
+    /// Where a plan's label and running steps are, sent with every
+    /// `Added`/`Replaced` of one (right after it).
+    Plan { index: usize, plan: Box<PlanLayout> },
 }
 
 /// A tool card as the view uses it: quickfix, follow mode, diff colours,
@@ -86,6 +90,10 @@ pub struct CardMeta {
     pub diff_rows: Vec<(usize, usize)>,
     /// Terminal ids shown on the card (client-run or agent-streamed).
     pub terminals: Vec<String>,
+    /// The parts of the card's first line and the tone of its status.
+    pub header: CardHeader,
+    /// The status words of its terminals and commands.
+    pub status_lines: Vec<StatusMark>,
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -96,7 +104,13 @@ pub struct CardLocation {
 }
 
 impl CardMeta {
-    pub fn of(tc: &ToolCall, diff_rows: Vec<(usize, usize)>) -> Self {
+    /// The metadata of card `tc`, with the layout of its rendering.
+    pub fn of(tc: &ToolCall, layout: CardLayout) -> Self {
+        let CardLayout {
+            header,
+            diff_rows,
+            status_lines,
+        } = layout;
         Self {
             id: tc.id.clone(),
             title: tc.title.clone(),
@@ -126,6 +140,8 @@ impl CardMeta {
                     _ => None,
                 })
                 .collect(),
+            header,
+            status_lines,
         }
     }
 }

@@ -5,9 +5,10 @@
 use std::borrow::Cow;
 
 use super::entries::{
-    Entry, EntryKind, NoticeLevel, PlanItem, RawOutput, ToolCall, ToolContent, TERMINAL_TAIL_LINES,
+    ClientState, Entry, EntryKind, NoticeLevel, PlanItem, RawOutput, TermExit, ToolCall,
+    ToolContent, TERMINAL_TAIL_LINES,
 };
-use super::schema::{PlanStatus, ToolKind};
+use super::schema::{PlanStatus, ToolKind, ToolStatus};
 use super::textdiff::DiffBody;
 
 impl Entry {
@@ -40,9 +41,129 @@ pub fn kind_label(kind: &ToolKind) -> &'static str {
     }
 }
 
-/// Separates a card header's label, title and status word (the view
-/// highlights the parts by it).
+/// Separates a card header's label, title and status word.
 pub const HEADER_SEP: &str = " · ";
+
+/// How a status reads to the user: the colour the view gives its word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Tone {
+    Done,
+    Running,
+    Failed,
+    Waiting,
+    Cancelled,
+}
+
+impl Tone {
+    /// The tone of a card's shown status (a client-side state wins, as in
+    /// [`ToolCall::shown_status`]); none for a status the protocol does not
+    /// define.
+    pub fn of_card(tc: &ToolCall) -> Option<Tone> {
+        match (tc.client_state, &tc.status) {
+            (Some(ClientState::WaitingForYou), _) => Some(Tone::Waiting),
+            (Some(ClientState::Rejected), _) => Some(Tone::Failed),
+            (Some(ClientState::Cancelled), _) => Some(Tone::Cancelled),
+            (None, ToolStatus::Pending | ToolStatus::InProgress) => Some(Tone::Running),
+            (None, ToolStatus::Completed) => Some(Tone::Done),
+            (None, ToolStatus::Failed) => Some(Tone::Failed),
+            (None, ToolStatus::Unknown(_)) => None,
+        }
+    }
+
+    /// The tone of how a terminal's command ended: done only for exit code 0.
+    pub fn of_exit(exit: &TermExit) -> Tone {
+        match (exit.code, &exit.signal) {
+            (Some(code), None) => Tone::of_exit_code(code),
+            _ => Tone::Failed,
+        }
+    }
+
+    /// The tone of a command's exit code.
+    pub fn of_exit_code(code: i64) -> Tone {
+        if code == 0 {
+            Tone::Done
+        } else {
+            Tone::Failed
+        }
+    }
+}
+
+/// Bytes `from..to` (0-based, end excluded) of one line of a rendering.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+pub struct Span {
+    pub from: usize,
+    pub to: usize,
+}
+
+impl Span {
+    /// The span of `word` pushed at byte `at`.
+    fn at(at: usize, word: &str) -> Self {
+        Span {
+            from: at,
+            to: at + word.len(),
+        }
+    }
+}
+
+/// The parts of a card's first line (`label · title · status`), and the
+/// tone of its status.
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize)]
+pub struct CardHeader {
+    pub label: Span,
+    pub title: Span,
+    pub status: Span,
+    pub tone: Option<Tone>,
+}
+
+/// A status word in an entry's body: a terminal's or a command's exit (or
+/// that it still runs), a plan's running step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct StatusMark {
+    /// 0-based from the entry's first line.
+    pub row: usize,
+    pub from: usize,
+    pub to: usize,
+    pub tone: Tone,
+}
+
+/// What the view colours in a card, from the rendering itself: the header
+/// parts, the rows of diff bodies and the body's status words.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CardLayout {
+    pub header: CardHeader,
+    /// Rows (first, last) of diff bodies, 0-based from the card's first line.
+    pub diff_rows: Vec<(usize, usize)>,
+    pub status_lines: Vec<StatusMark>,
+}
+
+/// What the view colours in a plan: its label (`Plan`) on the first line
+/// and the status word of each running step.
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize)]
+pub struct PlanLayout {
+    pub label: Span,
+    pub steps: Vec<StatusMark>,
+}
+
+/// `out`'s last line so far: its row and the byte it starts at.
+fn last_line(out: &str) -> (usize, usize) {
+    let row = out.matches('\n').count();
+    let start = out.rfind('\n').map_or(0, |i| i + 1);
+    (row, start)
+}
+
+/// Pushes `word` onto `out`'s last line and notes it as a status mark.
+fn push_status(out: &mut String, marks: &mut Vec<StatusMark>, word: &str, tone: Tone) {
+    let (row, start) = last_line(out);
+    let span = Span::at(out.len() - start, word);
+    out.push_str(word);
+    marks.push(StatusMark {
+        row,
+        from: span.from,
+        to: span.to,
+        tone,
+    });
+}
 
 pub fn entry_markdown(entry: &Entry) -> String {
     match entry {
@@ -186,11 +307,11 @@ fn tool_call_markdown(tc: &ToolCall) -> String {
     tool_call_rendering(tc).0
 }
 
-/// A card's markdown and the rows of its diff bodies (first, last; 0-based
-/// from the card's first line), so the view colours them without reading
-/// the text back.
-pub fn tool_call_rendering(tc: &ToolCall) -> (String, Vec<(usize, usize)>) {
+/// A card's markdown and where its parts are (header, diff bodies, status
+/// words), so the view colours them without reading the text back.
+pub fn tool_call_rendering(tc: &ToolCall) -> (String, CardLayout) {
     let mut diff_rows = Vec::new();
+    let mut status_lines = Vec::new();
     let title = if tc.title.is_empty() {
         tc.id.as_str()
     } else {
@@ -198,12 +319,18 @@ pub fn tool_call_rendering(tc: &ToolCall) -> (String, Vec<(usize, usize)>) {
     };
     // Plain text: the buffer holds what the user sees and searches; the
     // view colours the label and the status word with extmarks.
-    let mut out = format!(
-        "{}{HEADER_SEP}{}{HEADER_SEP}{}",
-        kind_label(&tc.kind),
-        title.replace('\n', " "),
-        tc.shown_status()
-    );
+    let label = kind_label(&tc.kind);
+    let title = title.replace('\n', " ");
+    let status = tc.shown_status();
+    let title_at = label.len() + HEADER_SEP.len();
+    let status_at = title_at + title.len() + HEADER_SEP.len();
+    let header = CardHeader {
+        label: Span::at(0, label),
+        title: Span::at(title_at, &title),
+        status: Span::at(status_at, &status),
+        tone: Tone::of_card(tc),
+    };
+    let mut out = format!("{label}{HEADER_SEP}{title}{HEADER_SEP}{status}");
     for (path, line) in &tc.locations {
         // 1-based, as the agent sent it (the model maps a legacy 0 to 1).
         match line {
@@ -245,7 +372,14 @@ pub fn tool_call_rendering(tc: &ToolCall) -> (String, Vec<(usize, usize)>) {
                 more_lines,
                 exit,
                 ..
-            } => terminal_markdown(&mut out, id, tail, *more_lines, exit.as_deref()),
+            } => terminal_markdown(
+                &mut out,
+                &mut status_lines,
+                id,
+                tail,
+                *more_lines,
+                exit.as_ref(),
+            ),
         }
     }
     // Output the agent reported only in `rawOutput` (codex-acp): shown when
@@ -255,18 +389,25 @@ pub fn tool_call_rendering(tc: &ToolCall) -> (String, Vec<(usize, usize)>) {
         .iter()
         .any(|c| matches!(c, ToolContent::Text { .. } | ToolContent::Terminal { .. }));
     if let (Some(raw), false) = (&tc.raw_output, shows_output) {
-        raw_output_markdown(&mut out, raw);
+        raw_output_markdown(&mut out, &mut status_lines, raw);
     }
     for note in &tc.notes {
         out.push_str(&format!("\n  ✎ {note}"));
     }
     // The agent's text in the card (output, diff lines) cannot show as the
-    // user's turn heading either (a fence it closes would let it).
+    // user's turn heading either (a fence it closes would let it). The
+    // header and the status lines start with a word, never with `#`: the
+    // escape leaves them, and every row, where they are.
     let out = match escape_turn_headings(&out) {
         Cow::Borrowed(_) => out,
         Cow::Owned(o) => o,
     };
-    (out, diff_rows)
+    let layout = CardLayout {
+        header,
+        diff_rows,
+        status_lines,
+    };
+    (out, layout)
 }
 
 /// A unified diff (3 lines of context) in a ```diff block, so the chat's
@@ -296,13 +437,15 @@ fn diff_markdown(out: &mut String, path: &str, new_file: bool, body: &DiffBody) 
     out.push_str("\n  ```");
 }
 
-/// A card's terminal: its last lines (`:AcpTerminal` opens the rest).
+/// A card's terminal: its last lines (`:AcpTerminal` opens the rest), then
+/// whether it runs or how it exited.
 fn terminal_markdown(
     out: &mut String,
+    marks: &mut Vec<StatusMark>,
     id: &str,
     tail: &str,
     more_lines: usize,
-    exit: Option<&str>,
+    exit: Option<&TermExit>,
 ) {
     out.push_str("\n  ```console");
     if more_lines > 0 {
@@ -316,15 +459,17 @@ fn terminal_markdown(
             out.push_str(&line.replace('\r', ""));
         }
     }
-    out.push_str("\n  ```");
-    out.push_str(&format!(
-        "\n  {}{HEADER_SEP}{id}",
-        exit.unwrap_or("running…")
-    ));
+    out.push_str("\n  ```\n  ");
+    match exit {
+        Some(x) => push_status(out, marks, &x.describe(), Tone::of_exit(x)),
+        None => push_status(out, marks, "running…", Tone::Running),
+    }
+    out.push_str(HEADER_SEP);
+    out.push_str(id);
 }
 
 /// `rawOutput` text: its last lines in a console block, then the exit code.
-fn raw_output_markdown(out: &mut String, raw: &RawOutput) {
+fn raw_output_markdown(out: &mut String, marks: &mut Vec<StatusMark>, raw: &RawOutput) {
     let text = raw.text.trim_end_matches('\n');
     if !text.is_empty() {
         let lines: Vec<&str> = text.split('\n').collect();
@@ -340,7 +485,13 @@ fn raw_output_markdown(out: &mut String, raw: &RawOutput) {
         out.push_str("\n  ```");
     }
     if let Some(code) = raw.exit_code {
-        out.push_str(&format!("\n  exit code {code}"));
+        out.push_str("\n  ");
+        push_status(
+            out,
+            marks,
+            &format!("exit code {code}"),
+            Tone::of_exit_code(code),
+        );
     }
 }
 
@@ -348,11 +499,22 @@ fn raw_output_markdown(out: &mut String, raw: &RawOutput) {
 /// running step says so in words (`[~]` is no task marker: Markdown would
 /// read it as a link).
 pub fn plan_markdown(items: &[PlanItem]) -> String {
+    plan_rendering(items).0
+}
+
+/// A plan's markdown and where its label and its running steps' status
+/// words are.
+pub fn plan_rendering(items: &[PlanItem]) -> (String, PlanLayout) {
+    const LABEL: &str = "Plan";
     let done = items
         .iter()
         .filter(|i| i.status == PlanStatus::Completed)
         .count();
-    let mut out = format!("Plan{HEADER_SEP}{done}/{} done", items.len());
+    let mut out = format!("{LABEL}{HEADER_SEP}{done}/{} done", items.len());
+    let mut layout = PlanLayout {
+        label: Span::at(0, LABEL),
+        steps: Vec::new(),
+    };
     for item in items {
         let mark = match item.status {
             PlanStatus::Completed => "[x]",
@@ -362,10 +524,10 @@ pub fn plan_markdown(items: &[PlanItem]) -> String {
         out.push_str(&format!("\n- {mark} {content} ({})", item.priority));
         if item.status == PlanStatus::InProgress {
             out.push_str(HEADER_SEP);
-            out.push_str("in progress");
+            push_status(&mut out, &mut layout.steps, "in progress", Tone::Running);
         }
     }
-    out
+    (out, layout)
 }
 
 /// `ms` as the user reads it ("30 s", "1.5 s", "250 ms").
@@ -441,7 +603,11 @@ mod tests {
             "Plan · 1/3 done\n- [x] Read (high)\n- [ ] Fix (high) · in progress\n- [ ] Test (high)"
         );
         let mut out = String::new();
-        terminal_markdown(&mut out, "term-1", "ok", 0, Some("exit code 0"));
+        let exit = TermExit {
+            code: Some(0),
+            signal: None,
+        };
+        terminal_markdown(&mut out, &mut vec![], "term-1", "ok", 0, Some(&exit));
         assert!(out.ends_with("\n  ```\n  exit code 0 · term-1"), "{out}");
         let mut tc = crate::model::entries::ToolCall::new("x");
         tc.title = "ls".into();
@@ -452,5 +618,127 @@ mod tests {
         });
         assert_eq!(tool_call_markdown(&tc), "run · ls · pending\n  exit code 2");
         assert!(!md.contains('_') && !md.contains('*'));
+    }
+
+    /// The words a span covers on the rendered lines.
+    fn words<'a>(lines: &[&'a str], row: usize, span: (usize, usize)) -> &'a str {
+        &lines[row][span.0..span.1]
+    }
+
+    #[test]
+    fn layout_spans_cover_exactly_the_rendered_words() {
+        use crate::model::schema::PlanPriority;
+        // A multibyte title that itself reads like a header and a status.
+        let mut tc = ToolCall::new("x");
+        tc.kind = ToolKind::Execute;
+        tc.title = "Ünïcode · completed · 漢字\nnext".into();
+        tc.status = crate::model::schema::ToolStatus::InProgress;
+        tc.content = vec![
+            // Agent text that looks like status lines is no status line.
+            ToolContent::Text {
+                text: "  exit code 0\n## You".into(),
+            },
+            ToolContent::Terminal {
+                id: "t-1".into(),
+                tail: "building\nrunning…".into(),
+                more_lines: 0,
+                exit: None,
+                known: true,
+            },
+            ToolContent::Terminal {
+                id: "t-2".into(),
+                tail: "x".into(),
+                more_lines: 3,
+                exit: Some(TermExit {
+                    code: Some(0),
+                    signal: None,
+                }),
+                known: true,
+            },
+            ToolContent::Terminal {
+                id: "t-3".into(),
+                tail: String::new(),
+                more_lines: 0,
+                exit: Some(TermExit {
+                    code: None,
+                    signal: Some("SIGKILL".into()),
+                }),
+                known: true,
+            },
+        ];
+        let (md, layout) = tool_call_rendering(&tc);
+        let lines: Vec<&str> = md.split('\n').collect();
+        let h = &layout.header;
+        assert_eq!(words(&lines, 0, (h.label.from, h.label.to)), "run");
+        assert_eq!(
+            words(&lines, 0, (h.title.from, h.title.to)),
+            "Ünïcode · completed · 漢字 next"
+        );
+        assert_eq!(
+            words(&lines, 0, (h.status.from, h.status.to)),
+            "in progress"
+        );
+        assert_eq!(h.status.to, lines[0].len());
+        assert_eq!(h.tone, Some(Tone::Running));
+        let marks: Vec<(&str, Tone)> = layout
+            .status_lines
+            .iter()
+            .map(|m| (words(&lines, m.row, (m.from, m.to)), m.tone))
+            .collect();
+        assert_eq!(
+            marks,
+            [
+                ("running…", Tone::Running),
+                ("exit code 0", Tone::Done),
+                ("killed by SIGKILL", Tone::Failed),
+            ]
+        );
+        // The escaped heading (a backslash more) moved no mark.
+        assert!(md.contains("\n  \\## You"), "{md}");
+        assert!(lines[layout.status_lines[0].row].ends_with("running… · t-1"));
+
+        // Output only in rawOutput, and a client state over the status.
+        let mut raw = ToolCall::new("y");
+        raw.title = "ls".into();
+        raw.client_state = Some(ClientState::Rejected);
+        raw.raw_output = Some(RawOutput {
+            text: "exit code 0\n".into(),
+            exit_code: Some(2),
+        });
+        let (md, layout) = tool_call_rendering(&raw);
+        let lines: Vec<&str> = md.split('\n').collect();
+        let h = &layout.header;
+        assert_eq!(words(&lines, 0, (h.status.from, h.status.to)), "rejected");
+        assert_eq!(h.tone, Some(Tone::Failed));
+        let m = layout.status_lines.as_slice();
+        assert_eq!(m.len(), 1, "{md}");
+        assert_eq!(words(&lines, m[0].row, (m[0].from, m[0].to)), "exit code 2");
+        assert_eq!((m[0].row, m[0].tone), (lines.len() - 1, Tone::Failed));
+
+        // A status the protocol does not define has no tone.
+        raw.client_state = None;
+        raw.status = crate::model::schema::ToolStatus::parse("paused");
+        assert_eq!(tool_call_rendering(&raw).1.header.tone, None);
+
+        // A plan: its label, and the status word of its running steps only.
+        let item = |content: &str, status: PlanStatus| PlanItem {
+            content: content.into(),
+            status,
+            priority: PlanPriority::Low,
+        };
+        let (md, plan) = plan_rendering(&[
+            item("Läs · in progress", PlanStatus::Completed),
+            item("Fix 漢字", PlanStatus::InProgress),
+            item("Test", PlanStatus::Pending),
+        ]);
+        let lines: Vec<&str> = md.split('\n').collect();
+        assert_eq!(words(&lines, 0, (plan.label.from, plan.label.to)), "Plan");
+        let steps: Vec<(usize, &str, Tone)> = plan
+            .steps
+            .iter()
+            .map(|m| (m.row, words(&lines, m.row, (m.from, m.to)), m.tone))
+            .collect();
+        assert_eq!(steps, [(2, "in progress", Tone::Running)]);
+        assert_eq!(plan.steps[0].to, lines[2].len());
     }
 }

@@ -5,13 +5,13 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::entries::{ToolCall, ToolContent, TERMINAL_TAIL_LINES};
+use super::entries::{TermExit, ToolCall, ToolContent, TERMINAL_TAIL_LINES};
 
 /// Output of a terminal shown in the chat (capped at `TERM_VIEW_BYTES`).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TermView {
     pub output: String,
-    pub exit: Option<String>,
+    pub exit: Option<TermExit>,
     /// Line breaks ever received, so the card can say how many lines its
     /// tail leaves out without counting the whole output again.
     newlines: usize,
@@ -80,9 +80,9 @@ impl TerminalViews {
         }
     }
 
-    /// Terminal `id` exited (`status` as the card shows it).
-    pub fn set_exit(&mut self, id: &str, status: String) {
-        self.views.entry(id.to_owned()).or_default().exit = Some(status);
+    /// Terminal `id` exited.
+    pub fn set_exit(&mut self, id: &str, exit: TermExit) {
+        self.views.entry(id.to_owned()).or_default().exit = Some(exit);
     }
 
     pub fn get(&self, id: &str) -> Option<&TermView> {

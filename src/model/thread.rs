@@ -124,15 +124,20 @@ impl Thread {
         out.extend(card);
     }
 
-    /// The entry's lines and, for a tool card, its `Card` event (one
-    /// rendering for both).
+    /// The entry's lines and, for a tool card or a plan, its `Card` or
+    /// `Plan` event (one rendering for both).
     fn rendering(&self, index: usize) -> (Vec<String>, Option<ThreadEvent>) {
+        let lines = |text: String| text.split('\n').map(str::to_owned).collect();
         match &self.entries[index] {
             Entry::ToolCall(tc) => {
-                let (text, diff_rows) = render::tool_call_rendering(tc);
-                let lines = text.split('\n').map(str::to_owned).collect();
-                let card = Box::new(CardMeta::of(tc, diff_rows));
-                (lines, Some(ThreadEvent::Card { index, card }))
+                let (text, layout) = render::tool_call_rendering(tc);
+                let card = Box::new(CardMeta::of(tc, layout));
+                (lines(text), Some(ThreadEvent::Card { index, card }))
+            }
+            Entry::Plan { items } => {
+                let (text, plan) = render::plan_rendering(items);
+                let plan = Box::new(plan);
+                (lines(text), Some(ThreadEvent::Plan { index, plan }))
             }
             entry => (entry.lines(), None),
         }

@@ -197,9 +197,14 @@ impl ThreadHandle {
     }
 
     /// Terminal output (or exit) for the cards and terminal buffers.
-    pub fn terminal_display(&self, id: &str, data: &str, exit: Option<&str>) {
+    pub fn terminal_display(
+        &self,
+        id: &str,
+        data: &str,
+        exit: Option<crate::model::entries::TermExit>,
+    ) {
         self.with_model(|m| match exit {
-            Some(status) => m.terminal_exit(id, status),
+            Some(exit) => m.terminal_exit(id, exit),
             None => m.terminal_output(id, data),
         });
     }
@@ -213,7 +218,7 @@ impl ThreadHandle {
         on.then(|| {
             model
                 .terminal_text(id)
-                .map(|v| (v.output.clone(), v.exit.clone()))
+                .map(|v| (v.output.clone(), v.exit.as_ref().map(|x| x.describe())))
         })
         .flatten()
     }
@@ -222,7 +227,7 @@ impl ThreadHandle {
         self.model
             .lock()
             .terminal_text(id)
-            .map(|v| (v.output.clone(), v.exit.clone()))
+            .map(|v| (v.output.clone(), v.exit.as_ref().map(|x| x.describe())))
     }
 
     pub fn markdown(&self) -> String {
@@ -271,7 +276,12 @@ impl EditorHost for ThreadHandle {
         ThreadHandle::note_write(self, path, note)
     }
 
-    fn terminal_display(&self, id: &str, data: &str, exit: Option<&str>) {
+    fn terminal_display(
+        &self,
+        id: &str,
+        data: &str,
+        exit: Option<crate::model::entries::TermExit>,
+    ) {
         ThreadHandle::terminal_display(self, id, data, exit)
     }
 

@@ -228,6 +228,12 @@ function on_state.card(d, ev)
   d.touched[ev.index] = true
 end
 
+--- Where a plan's parts are (acp.PlanLayout), right after its rendering.
+function on_state.plan(d, ev)
+  d.view.plans[ev.index] = ev.plan
+  d.touched[ev.index] = true
+end
+
 function on_state.turn_ended(d, ev)
   if type(ev.usage) == 'table' then
     d.view.info.turn_usage = ev.usage

@@ -3,16 +3,16 @@
 --- colour comes only from extmarks, placed here after each drain for the
 --- entries that changed.
 ---
---- A card header is `label · title · status` (the core's rendering, see
---- src/render.rs); a plan starts with `Plan · N/M done`.
+--- The core says where each part is and how its status reads: a card's
+--- header parts and body status words (acp.CardMeta `header`,
+--- `status_lines`), a plan's label and running steps (acp.PlanLayout), each
+--- with its tone (acp.Tone). Nothing here reads the rendered words.
 local api = vim.api
 
 local M = {}
 
 local ns = api.nvim_create_namespace('acp_decor')
 M.ns = ns
-
-local SEP = ' · '
 
 for name, link in pairs({
   AcpCardKind = 'Special',
@@ -27,54 +27,31 @@ for name, link in pairs({
   api.nvim_set_hl(0, name, { link = link, default = true })
 end
 
---- The highlight group of a status word.
-local status_group = {
-  completed = 'AcpStatusDone',
+--- The highlight group of a status tone.
+---@type table<acp.Tone, string>
+local tone_group = {
+  done = 'AcpStatusDone',
+  running = 'AcpStatusRunning',
   failed = 'AcpStatusFailed',
-  rejected = 'AcpStatusFailed',
-  ['in progress'] = 'AcpStatusRunning',
-  pending = 'AcpStatusRunning',
-  ['running…'] = 'AcpStatusRunning',
-  ['waiting for you'] = 'AcpStatusWaiting',
+  waiting = 'AcpStatusWaiting',
   cancelled = 'AcpStatusCancelled',
 }
-M.status_group = status_group
+M.tone_group = tone_group
 
-local function mark(buf, row, from, to, group)
-  api.nvim_buf_set_extmark(buf, ns, row, from, { end_col = to, hl_group = group, priority = 150 })
-end
-
---- `label · title · status`: the label and status coloured, the title bold.
-local function header(buf, row, line)
-  local first = line:find(SEP, 1, true)
-  if not first then
-    return
-  end
-  local last = first
-  while true do
-    local nxt = line:find(SEP, last + 1, true)
-    if not nxt then
-      break
-    end
-    last = nxt
-  end
-  mark(buf, row, 0, first - 1, 'AcpCardKind')
-  if last > first then
-    mark(buf, row, first - 1 + #SEP, last - 1, 'AcpCardTitle')
-    local status = line:sub(last + #SEP)
-    mark(buf, row, last - 1 + #SEP, #line, status_group[status] or 'AcpCardStatus')
+--- Colours bytes `from..to` of `line` (row `row`). The lines may be newer
+--- than the metadata for a moment (a rendering and its metadata can come in
+--- different drains): a span past the line's end is cut to it.
+local function mark(buf, row, line, from, to, group)
+  to = math.min(to, #(line or ''))
+  if from < to then
+    api.nvim_buf_set_extmark(buf, ns, row, from, { end_col = to, hl_group = group, priority = 150 })
   end
 end
 
---- A terminal's or command's status line in a card body.
-local function status_line(buf, row, line)
-  local word = line:match('^  (exit code %-?%d+)') or line:match('^  (running…)') or line:match('^  (killed by %S+)')
-    or line:match('^  (exited)')
-  if word then
-    local group = word == 'exit code 0' and 'AcpStatusDone'
-      or word == 'running…' and 'AcpStatusRunning'
-      or 'AcpStatusFailed'
-    mark(buf, row, 2, 2 + #word, group)
+--- Status words in an entry's body (acp.StatusMark, rows from its first line).
+local function status_marks(buf, first, lines, marks)
+  for _, m in ipairs(marks or {}) do
+    mark(buf, first + m.row, lines[m.row + 1], m.from, m.to, tone_group[m.tone] or 'AcpCardStatus')
   end
 end
 
@@ -92,19 +69,20 @@ local function entry(view, index)
   api.nvim_buf_clear_namespace(buf, ns, first, last + 1)
   local lines = api.nvim_buf_get_lines(buf, first, last + 1, false)
   if e.kind == 'plan' then
-    local head = lines[1] or ''
-    mark(buf, first, 0, (head:find(SEP, 1, true) or #head + 1) - 1, 'AcpCardKind')
-    for i = 2, #lines do
-      local at = lines[i]:find(SEP .. 'in progress', 1, true)
-      if at then
-        mark(buf, first + i - 1, at - 1 + #SEP, #lines[i], 'AcpStatusRunning')
-      end
+    local plan = view.plans[index]
+    if plan then
+      mark(buf, first, lines[1], plan.label.from, plan.label.to, 'AcpCardKind')
+      status_marks(buf, first, lines, plan.steps)
     end
     return
   end
-  header(buf, first, lines[1] or '')
-  for i = 2, #lines do
-    status_line(buf, first + i - 1, lines[i])
+  local card = view.cards[index]
+  local h = card and card.header
+  if h then
+    mark(buf, first, lines[1], h.label.from, h.label.to, 'AcpCardKind')
+    mark(buf, first, lines[1], h.title.from, h.title.to, 'AcpCardTitle')
+    mark(buf, first, lines[1], h.status.from, h.status.to, tone_group[h.tone] or 'AcpCardStatus')
+    status_marks(buf, first, lines, card.status_lines)
   end
 end
 

@@ -30,6 +30,7 @@ local apply = require('acp.chat.apply')
 ---@field count integer Entries rendered.
 ---@field last_index? integer Index of the last entry.
 ---@field cards table<integer, acp.CardMeta> Entry index -> metadata of each tool card.
+---@field plans table<integer, acp.PlanLayout> Entry index -> where each plan's parts are.
 ---@field flood_at? integer When the last flood drain came (uv.now()).
 ---@field highlight_paused? boolean Highlighting stopped during a flood.
 ---@field frozen table<integer, true> Entries whose highlights are frozen (acp.chat.markdown.freeze).
@@ -101,6 +102,7 @@ function ChatView.new(opts)
   self.count = 0
   self.last_index = nil
   self.cards = {}
+  self.plans = {}
   self.flood_at, self.highlight_paused = nil, nil
   self.frozen, self.live_row = {}, nil
   self._winbar_set = false

@@ -52,6 +52,38 @@
 ---@field diff_rows integer[][]
 --- Terminal ids shown on the card (client-run or streamed by the agent).
 ---@field terminals string[]
+---@field header acp.CardHeader Where the parts of the card's first line are.
+--- The status words of its terminals and commands (`running…`, `exit code 0`).
+---@field status_lines acp.StatusMark[]
+
+--- How a status reads: the view colours its word by it.
+---@alias acp.Tone 'done'|'running'|'failed'|'waiting'|'cancelled'
+
+--- Bytes `from`..`to` (0-based, `to` excluded) of a line of a rendering.
+---@class acp.Span
+---@field from integer
+---@field to integer
+
+--- A card's first line, `label · title · status`: where each part is, and
+--- the tone of the status (none for a status the protocol does not define).
+---@class acp.CardHeader
+---@field label acp.Span
+---@field title acp.Span
+---@field status acp.Span
+---@field tone? acp.Tone
+
+--- A status word in an entry's body.
+---@class acp.StatusMark
+---@field row integer 0-based from the entry's first line.
+---@field from integer
+---@field to integer
+---@field tone acp.Tone
+
+--- A plan (`Plan · N/M done`, then its steps): where its label is on the
+--- first line, and the status word of each running step.
+---@class acp.PlanLayout
+---@field label acp.Span
+---@field steps acp.StatusMark[]
 
 ---@class acp.CardLocation
 ---@field path string
@@ -150,6 +182,13 @@
 
 --- The agent of the chat, once its session opened (right before the chat
 --- goes ready); again after a reconnect.
+--- Where a plan's parts are, right after each `added`/`replaced` of it.
+---@class acp.Event.plan
+---@field type 'plan'
+---@field thread integer
+---@field index integer
+---@field plan acp.PlanLayout
+
 ---@class acp.Event.agent
 ---@field type 'agent'
 ---@field thread integer
@@ -299,6 +338,7 @@
 ---| acp.Event.models
 ---| acp.Event.usage
 ---| acp.Event.card
+---| acp.Event.plan
 ---| acp.Event.agent
 ---| acp.Event.turn_started
 ---| acp.Event.turn_ended

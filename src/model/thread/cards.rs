@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use super::Thread;
-use crate::model::entries::{ClientState, Entry, ToolCall, ToolContent};
+use crate::model::entries::{ClientState, Entry, TermExit, ToolCall, ToolContent};
 use crate::model::events::{ThreadEvent, TurnState};
 use crate::model::schema::ToolKind;
 use crate::model::terminal_views::TermView;
@@ -174,15 +174,11 @@ impl Thread {
             }
         }
         if let Some(x) = field(meta, "terminal_exit") {
-            let status = match (
-                field(x, "exit_code").and_then(Value::as_i64),
-                str_field(x, "signal"),
-            ) {
-                (_, Some(sig)) => format!("killed by {sig}"),
-                (Some(c), None) => format!("exit code {c}"),
-                _ => "exited".into(),
+            let exit = TermExit {
+                code: field(x, "exit_code").and_then(Value::as_i64),
+                signal: str_field(x, "signal"),
             };
-            self.terminals.set_exit(&term_id(x), status);
+            self.terminals.set_exit(&term_id(x), exit);
         }
     }
 
@@ -242,9 +238,9 @@ impl Thread {
         self.terminals.watch(id, on);
     }
 
-    pub fn terminal_exit(&mut self, id: &str, status: &str) -> Vec<ThreadEvent> {
+    pub fn terminal_exit(&mut self, id: &str, exit: TermExit) -> Vec<ThreadEvent> {
         let mut out = Vec::new();
-        self.terminals.set_exit(id, status.to_owned());
+        self.terminals.set_exit(id, exit);
         self.refresh_terminal_cards(id, &mut out);
         out
     }

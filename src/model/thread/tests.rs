@@ -2,7 +2,7 @@ use serde_json::json;
 
 use super::cards::merge_tool_call;
 use super::*;
-use crate::model::entries::{RawOutput, ToolCall};
+use crate::model::entries::{RawOutput, TermExit, ToolCall};
 use crate::model::schema::ToolKind;
 use crate::model::update::{self, ToolCallPatch};
 
@@ -344,12 +344,31 @@ fn terminal_output_updates_the_cards_that_show_it() {
     assert!(ev
         .iter()
         .any(|e| matches!(e, ThreadEvent::Replaced { index: 2, .. })));
-    t.terminal_exit("term-1", "exit code 0");
+    let ev = t.terminal_exit(
+        "term-1",
+        TermExit {
+            code: Some(0),
+            signal: None,
+        },
+    );
     let md = t.entries()[2].to_markdown();
     assert!(
         md.contains("building") && md.contains("exit code 0"),
         "{md}"
     );
+    // The card's metadata says where its exit is and how it reads.
+    let card = ev.iter().find_map(|e| match e {
+        ThreadEvent::Card { card, .. } => Some(card),
+        _ => None,
+    });
+    let marks = &card.expect("a card event").status_lines;
+    let lines: Vec<&str> = md.split('\n').collect();
+    assert_eq!(marks.len(), 1);
+    assert_eq!(
+        &lines[marks[0].row][marks[0].from..marks[0].to],
+        "exit code 0"
+    );
+    assert_eq!(marks[0].tone, crate::model::render::Tone::Done);
     // Output for a terminal no card shows changes no card.
     assert!(!t
         .terminal_output("term-9", "x")
