@@ -55,7 +55,7 @@ pub struct ThreadHandle {
     pub(super) permissions: Mutex<Permissions>,
     /// Set when the agent died under a live session: the next session
     /// creation tells the user that the conversation restarted.
-    pub(super) lost_session: std::sync::atomic::AtomicBool,
+    pub(super) lost_session: AtomicBool,
     /// A prompt sent while the cancelled turn was still ending: it goes out
     /// once that turn has ended, so the two never mix.
     pub(super) queued: Mutex<Option<Vec<ContentBlock>>>,
@@ -66,7 +66,7 @@ pub struct ThreadHandle {
     /// The user gave up on a slow load (`cancel`).
     pub(super) give_up: tokio::sync::Notify,
     /// The chat was told that kept file texts are being dropped.
-    pub(super) told_dropped: std::sync::atomic::AtomicBool,
+    pub(super) told_dropped: AtomicBool,
     /// The agent processes this chat's sessions run in.
     pub(super) agents: &'static Agents,
     /// This handle, for the tasks it spawns from `&self` callbacks.
