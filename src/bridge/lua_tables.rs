@@ -40,9 +40,22 @@ const EVENT_OPTIONS: SerializeOptions = SerializeOptions::new()
     .serialize_unit_to_null(false)
     .set_array_metatable(false);
 
-/// The Lua table of one event, as lua/acp/core/types.lua declares it.
+/// The Lua table of one event, as lua/acp/core/types.lua declares it: its
+/// serde form. A thread event (most of them, and the streamed text) is its
+/// `ThreadEvent`'s table with `thread` set on it, which is that form without
+/// serde's `flatten` (a map built key by key, about a microsecond more per
+/// event than a struct).
 pub fn event_table(lua: &Lua, ev: &UiEvent) -> LuaResult<LuaValue> {
-    lua.to_value_with(ev, EVENT_OPTIONS)
+    match ev {
+        UiEvent::Thread { thread, event } => {
+            let t = lua.to_value_with(event, EVENT_OPTIONS)?;
+            if let LuaValue::Table(t) = &t {
+                t.raw_set("thread", *thread)?;
+            }
+            Ok(t)
+        }
+        ev => lua.to_value_with(ev, EVENT_OPTIONS),
+    }
 }
 
 /// A value the way events are built (no `null`, plain sequences).
@@ -64,23 +77,32 @@ mod tests {
     /// The event's serde form as Lua gets it: `null` is no key at all
     /// (`EVENT_OPTIONS`).
     fn form(ev: UiEvent) -> Value {
-        fn drop_nulls(v: Value) -> Value {
-            match v {
-                Value::Object(m) => Value::Object(
-                    m.into_iter()
-                        .filter(|(_, v)| !v.is_null())
-                        .map(|(k, v)| (k, drop_nulls(v)))
-                        .collect(),
-                ),
-                Value::Array(a) => Value::Array(a.into_iter().map(drop_nulls).collect()),
-                v => v,
-            }
-        }
         drop_nulls(serde_json::to_value(&ev).unwrap())
     }
 
+    fn drop_nulls(v: Value) -> Value {
+        match v {
+            Value::Object(m) => Value::Object(
+                m.into_iter()
+                    .filter(|(_, v)| !v.is_null())
+                    .map(|(k, v)| (k, drop_nulls(v)))
+                    .collect(),
+            ),
+            Value::Array(a) => Value::Array(a.into_iter().map(drop_nulls).collect()),
+            v => v,
+        }
+    }
+
+    /// A thread event's form, checked equal to what `event_table` builds:
+    /// the `ThreadEvent`'s own form plus `thread`.
     fn thread(event: ThreadEvent) -> Value {
-        form(UiEvent::Thread { thread: 7, event })
+        let mut own = serde_json::to_value(&event).unwrap();
+        own.as_object_mut()
+            .unwrap()
+            .insert("thread".into(), json!(7));
+        let whole = form(UiEvent::Thread { thread: 7, event });
+        assert_eq!(whole, drop_nulls(own));
+        whole
     }
 
     #[test]
