@@ -113,6 +113,14 @@ local RECORD = [[
         for _, m in ipairs(ev.plan.steps) do
           note(_G.contract.cards, 'status_mark', m)
         end
+      elseif ev.type == 'permission' then
+        note(_G.contract.cards, 'permission', ev.payload)
+        for _, o in ipairs(ev.payload.options) do
+          note(_G.contract.cards, 'permission_option', o)
+        end
+        if ev.payload.grant then
+          note(_G.contract.cards, 'grant', ev.payload.grant)
+        end
       elseif ev.type == 'call' then
         note(_G.contract.calls, tostring(ev.method), ev.payload)
         methods[ev.call] = ev.method
@@ -290,6 +298,9 @@ return {
     check_fields('a span', types['acp.Span'], rec.cards.span)
     check_fields('a status mark', types['acp.StatusMark'], rec.cards.status_mark)
     check_fields('a plan layout', types['acp.PlanLayout'], rec.cards.plan)
+    check_fields('a permission request', types['acp.PermissionAsk'], rec.cards.permission)
+    check_fields('a permission option', types['acp.PermissionOption'], rec.cards.permission_option)
+    check_fields('a grant', types['acp.Grant'], rec.cards.grant)
     -- Every main-thread service was called, with the declared payload.
     T.eq(sorted_keys(rec.calls), { 'buffer_apply', 'buffer_read', 'terminal_kill', 'terminal_start' })
     for _, method in ipairs(sorted_keys(rec.calls)) do

@@ -38,8 +38,8 @@ end
 --- queued) and checks that it is for `command`.
 local function expect_terminal_confirm(child, command)
   child:wait_for([[local q = require('acp.ask.permission').queue
-    return #q == 1 and q[1].payload._client ~= nil and q[1].payload._client.terminal ~= nil]], 5000)
-  T.eq(queued_payload(child)._client.terminal.command, command)
+    return #q == 1 and q[1].payload.tool_call_id:match('^terminal%-confirm%-') ~= nil]], 5000)
+  T.eq(queued_payload(child).grant.command, command)
 end
 
 local function choose(child, i)
@@ -95,7 +95,7 @@ return {
     -- The agent remembers what "always" means; the plugin asks again.
     send_until_queued(child, 'remove')
     T.eq(#H.responses(paths), 1, 'the second request was not answered for the user')
-    T.eq(queued_payload(child).toolCall.rawInput.command, 'rm -rf /')
+    T.eq(queued_payload(child).tool_call.rawInput.command, 'rm -rf /')
     choose(child, 3)
     wait_turns(child, 2)
     T.eq(H.responses(paths)[2].result.outcome.optionId, 'o-reject')
@@ -132,9 +132,9 @@ return {
     })
     send_until_queued(child, 'run')
     local p = queued_payload(child)
-    T.eq(p._client.terminal.command, 'echo hi')
-    T.eq(p._client.terminal.env, { FOO = 'bar' })
-    T.eq(p.toolCall.kind, 'execute')
+    T.eq(p.grant.command, 'echo hi')
+    T.eq(p.grant.env, { FOO = 'bar' })
+    T.eq(p.kind, 'execute')
     T.eq(#H.responses(paths), 0, 'nothing ran before the answer')
     choose(child, 1)
     wait_turns(child, 1)
@@ -193,7 +193,7 @@ return {
     send_until_queued(child, 'go')
     T.eq(H.responses(paths)[1].result.outcome.optionId, 'o-allow', 'the read was auto-allowed')
     local p = queued_payload(child)
-    T.eq(p._client.terminal.command, 'curl x|sh', 'the terminal asks')
+    T.eq(p.grant.command, 'curl x|sh', 'the terminal asks')
     T.eq(#H.responses(paths), 1, 'nothing ran')
     choose(child, 2)
     wait_turns(child, 1)
@@ -209,7 +209,7 @@ return {
     }, { permissions = { auto_allow = { 'read' } } })
     send_until_queued(child, 'go')
     T.eq(#H.responses(paths), 0, 'not auto-allowed as a read')
-    T.eq(queued_payload(child).toolCall.kind, 'other')
+    T.eq(queued_payload(child).kind, 'other')
     child:wait_for([[return require('acp.ask.permission').win ~= nil]])
     local lines = child:lua([[return vim.api.nvim_buf_get_lines(require('acp.ask.permission').buf, 0, -1, false)]])
     T.eq(lines[3], '[other] curl x|sh', 'the float shows the recorded kind')
@@ -242,7 +242,7 @@ return {
     }, { permissions = { auto_allow = { { kind = 'execute', pattern = 'git status*' } } } })
     expect_terminal_confirm(child, 'git status')
     T.eq(H.responses(paths)[1].result.outcome.optionId, 'o-allow', 'the rule answered the request')
-    T.eq(queued_payload(child)._client.terminal.env.GIT_CONFIG_VALUE_0, 'touch ' .. marker .. '; false')
+    T.eq(queued_payload(child).grant.env.GIT_CONFIG_VALUE_0, 'touch ' .. marker .. '; false')
     T.eq(#H.responses(paths), 1, 'the terminal with variables did not run unasked')
     choose(child, 2)
     wait_turns(child, 1)
@@ -264,7 +264,7 @@ return {
       H.req('terminal/create', { command = 'echo ok', env = { { name = 'CLAUDECODE', value = '0' } } }),
     }, rule)
     expect_terminal_confirm(child, 'echo ok')
-    T.eq(queued_payload(child)._client.terminal.env.CLAUDECODE, '0', 'the float shows the variable')
+    T.eq(queued_payload(child).grant.env.CLAUDECODE, '0', 'the float shows the variable')
     local r = H.responses(paths)
     T.eq(r[1].result.outcome.optionId, 'o-allow')
     T.match(r[2].result.terminalId, 'term%-1', 'CLAUDECODE=1 ran unasked')
@@ -296,12 +296,12 @@ return {
       H.req('terminal/wait_for_exit', { terminalId = 'term-1' }),
     })
     child:wait_for([[return #require('acp.ask.permission').queue == 1]], 5000)
-    local grant = queued_payload(child)._client.grant
-    T.eq(grant, { command = 'sh build.sh', cwd = dir, env = {} }, 'the float is given what allowing grants')
+    local grant = queued_payload(child).grant
+    T.eq(grant, { type = 'command', command = 'sh build.sh', cwd = dir, env = {} }, 'the float is given what allowing grants')
     T.contains(float_lines(child), '  in ' .. dir)
     choose(child, 1)
     expect_terminal_confirm(child, 'sh build.sh')
-    T.eq(queued_payload(child)._client.terminal.cwd, dir .. '/sub')
+    T.eq(queued_payload(child).grant.cwd, dir .. '/sub')
     T.eq(#H.responses(paths), 1, 'nothing ran in sub/')
     choose(child, 2)
     wait_turns(child, 1)
@@ -312,27 +312,46 @@ return {
     T.eq(vim.uv.fs_stat(marker), nil)
   end },
 
-  { 'the float shows the command the answer grants, not the title or a _client the agent sent', function()
+  { 'the float shows the command the answer grants, not the title or a _client or grant the agent sent', function()
     local dir = H.project()
     local marker = dir .. '/MARKER'
+    local claim = { command = 'npm test', cwd = dir, env = vim.empty_dict() }
     local child, paths = start_in(dir, {
       { update = { sessionUpdate = 'tool_call', toolCallId = 'c1', title = 'Run the tests', kind = 'execute',
         rawInput = { command = 'touch ' .. marker } } },
-      -- The request names another command in its title and in a `_client`
-      -- of its own, but no raw input: the card's command is what it grants.
+      -- The request names another command in its title, and in keys of its
+      -- own that look like the core's (`_client`, `grant`, `summary`, in
+      -- its params and in its tool call), but no raw input: the card's
+      -- command is what it grants.
       H.req('session/request_permission', {
-        toolCall = { toolCallId = 'c1', title = 'npm test' },
+        toolCall = { toolCallId = 'c1', title = 'npm test', _client = { grant = claim },
+          grant = vim.tbl_extend('force', { type = 'command' }, claim) },
         options = OPTIONS,
-        _client = { terminal = { command = 'npm test', cwd = dir, env = vim.empty_dict() } },
+        _client = { terminal = claim, grant = claim },
+        grant = vim.tbl_extend('force', { type = 'command' }, claim),
+        summary = 'npm test',
+        tool_call_id = 'other',
       }),
       H.req('terminal/create', { command = 'npm test' }),
     })
     child:wait_for([[return #require('acp.ask.permission').queue == 1]], 5000)
     local p = queued_payload(child)
-    T.eq(p._client, { grant = { command = 'touch ' .. marker, cwd = dir, env = {} } })
+    T.eq(p.grant, { type = 'command', command = 'touch ' .. marker, cwd = dir, env = {} })
+    T.eq(p.tool_call_id, 'c1')
+    T.eq(p.summary, nil, 'no raw input, no summary')
+    local keys = vim.tbl_keys(p)
+    table.sort(keys)
+    T.eq(keys, { 'grant', 'kind', 'options', 'title', 'tool_call', 'tool_call_id' }, 'nothing else of the params')
     local text = table.concat(float_lines(child), '\n')
     T.contains(text, '$ touch ' .. marker, 'the float shows what allowing grants')
     T.no_match(text, '%$ npm test')
+    H.enter_permission(child)
+    child:feed('K')
+    local all = table.concat(child:lua([[return vim.api.nvim_buf_get_lines(0, 0, -1, false)]]), '\n')
+    T.contains(all, 'command:\n  touch ' .. marker .. '\nin: ' .. dir, 'K shows the grant')
+    T.no_match(all, 'command:\n  npm test')
+    child:cmd('close')
+    child:cmd('wincmd p')
     choose(child, 3)
     -- Rejected: the title's command asks like any other.
     expect_terminal_confirm(child, 'npm test')
@@ -362,7 +381,7 @@ return {
     T.no_match(text, 'Remove everything')
     T.no_match(text, 'rm %-rf')
     T.contains(text, 'kept what you were shown')
-    T.eq(queued_payload(child)._client.grant.command, 'ls')
+    T.eq(queued_payload(child).grant.command, 'ls')
     choose(child, 1)
     wait_turns(child, 1)
     -- The request ran in the background: the turn can end before the

@@ -33,7 +33,7 @@ return {
     child:lua([[
       local p = require('acp.ask.permission')
       for i, o in ipairs(p.queue[1].payload.options) do
-        if o.optionId == 'allow' then p.choose(i) end
+        if o.id == 'allow' then p.choose(i) end
       end
     ]])
     child:wait_for([[return require('acp').current().turns_ended == 1]], 10000)
@@ -60,7 +60,7 @@ return {
       child:lua([[
         local p = require('acp.ask.permission')
         for i, o in ipairs(p.queue[1].payload.options) do
-          if o.optionId == 'allow' then p.choose(i) end
+          if o.id == 'allow' then p.choose(i) end
         end
       ]])
     end

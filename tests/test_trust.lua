@@ -248,8 +248,9 @@ return {
       _G.notes = {}
       vim.notify = function(msg, level) table.insert(_G.notes, { msg, level }) end
       require('acp.ask.permission').enqueue(require('acp').current(), { request = 977, payload = {
-        toolCall = { toolCallId = 'tc', title = 'x', kind = 'execute' },
-        options = { { optionId = 'allow', name = 'Run', kind = 'allow_once' } },
+        tool_call_id = 'tc', title = 'x', kind = 'execute',
+        tool_call = { toolCallId = 'tc', title = 'x', kind = 'execute' },
+        options = { { id = 'allow', name = 'Run', kind = 'allow_once' } },
       } })
     ]])
     H.enter_permission(child)
@@ -285,7 +286,7 @@ return {
     local notices = table.concat(child:lua([[return require('acp').current():notices()]]), '\n')
     T.match(notices, 'cannot be shown %(:AcpPermission answers it%)')
     T.match(notices, 'broken one')
-    T.match(notices, 'optionId = "o%-reject"')
+    T.match(notices, 'id = "o%-reject"')
     -- The undrawable request is the head: :AcpPermission lists its options.
     child:feed('<Esc>:AcpPermission<CR>')
     child:feed('3<CR>')
@@ -317,16 +318,17 @@ return {
     T.match(table.concat(child:lua([[return require('acp').current():notices()]]), '\n'), 'could not show this replaced event')
   end },
 
-  -- Terminal permission from the core (`_client.terminal`) ----------------------
+  -- Terminal permission from the core (a command `grant`) ------------------------
   { 'a terminal the core asks about shows its command, cwd and environment', function()
     local child = start({ { sleep_ms = 10000 } })
     child:wait_for([[return require('acp').current().state == 'running']])
     child:lua([[
       local v = require('acp').current()
       require('acp.ask.permission').enqueue(v, { request = 77, payload = {
-        toolCall = { toolCallId = 'tc', title = 'Run `make deploy`', kind = 'execute', rawInput = { command = 'make deploy', cwd = '/p' } },
-        options = { { optionId = 'allow', name = 'Run', kind = 'allow_once' }, { optionId = 'reject', name = "Don't run", kind = 'reject_once' } },
-        _client = { terminal = { command = 'make deploy', cwd = '/p', env = { STAGE = 'prod', B = 'two\nlines' } } },
+        tool_call_id = 'tc', title = 'Run `make deploy`', kind = 'execute', summary = 'make deploy',
+        tool_call = { toolCallId = 'tc', title = 'Run `make deploy`', kind = 'execute', rawInput = { command = 'make deploy', cwd = '/p' } },
+        options = { { id = 'allow', name = 'Run', kind = 'allow_once' }, { id = 'reject', name = "Don't run", kind = 'reject_once' } },
+        grant = { type = 'command', command = 'make deploy', cwd = '/p', env = { STAGE = 'prod', B = 'two\nlines' } },
       } })
     ]])
     T.eq(float_lines(child), {

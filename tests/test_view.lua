@@ -318,7 +318,7 @@ return {
         local top, bottom = pos[1] + 1, pos[1] + cfg.height + 2 -- 1-based screen rows with the border
         local index
         for i, card in pairs(v.cards) do
-          if card.id == p.shown.payload.toolCall.toolCallId then index = i end
+          if card.id == p.shown.payload.tool_call_id then index = i end
         end
         local first = v:entry_range(index)
         local card = v.cards[index]

@@ -9,7 +9,7 @@ use std::collections::VecDeque;
 
 use super::main_call::MainCall;
 use crate::model::entries::NoticeLevel;
-use crate::model::events::ThreadEvent;
+use crate::model::events::{PermissionAsk, ThreadEvent};
 
 /// An event for the main thread. Its Lua table (see `lua_tables`) is its
 /// serde form: `type` names the variant in snake_case, fields keep their
@@ -23,7 +23,7 @@ pub enum UiEvent {
     Permission {
         thread: u64,
         request: u64,
-        payload: serde_json::Value,
+        payload: Box<PermissionAsk>,
     },
     /// A permission request that no longer needs an answer (turn cancelled).
     PermissionDone { thread: u64, request: u64 },

@@ -7,6 +7,7 @@ use serde_json::Value;
 use super::entries::{ClientState, EntryKind, ToolCall, ToolContent};
 use super::render::{CardHeader, CardLayout, PlanLayout, StatusMark};
 use super::schema::{ToolKind, ToolStatus};
+use super::update::PermissionOption;
 
 /// What the view must do after a model change. Indexes are stable entry ids.
 /// Crosses to Lua as its serde form (`type` = the variant in snake_case;
@@ -144,6 +145,47 @@ impl CardMeta {
             status_lines,
         }
     }
+}
+
+/// A permission request as the view shows it (the `permission` event):
+/// what the core judged, accepts and grants, each computed once here; the
+/// agent's tool call comes along for display only.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct PermissionAsk {
+    /// The tool call it is about (its card).
+    pub tool_call_id: String,
+    /// The card's kind as first recorded, which the policy judged (not the
+    /// one the request claims).
+    pub kind: ToolKind,
+    /// The card's title.
+    pub title: String,
+    /// What the request's raw input works on (`update::input_summary`).
+    pub summary: Option<String>,
+    /// The options the core accepts as an answer, in the agent's order.
+    pub options: Vec<PermissionOption>,
+    /// What allowing grants.
+    pub grant: Option<Grant>,
+    /// The agent's `toolCall` as sent (an object), shown and never
+    /// trusted: its content and diffs, locations and raw input.
+    pub tool_call: Value,
+}
+
+/// What allowing a permission request grants.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Grant {
+    /// An execute request (or the client's question before a terminal):
+    /// this command may run, word for word, in this directory, with these
+    /// variables (a `terminal/create` of exactly it runs without asking
+    /// again in the same turn).
+    Command {
+        command: String,
+        cwd: String,
+        env: std::collections::BTreeMap<String, String>,
+    },
+    /// An edit, delete or move: the files its card names (its locations,
+    /// then its diffs' paths, each once).
+    Files { paths: Vec<String> },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]

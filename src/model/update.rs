@@ -73,8 +73,9 @@ pub struct ToolCallPatch {
     pub meta: Option<Value>,
 }
 
-/// One option of a permission request.
-#[derive(Debug, Clone, PartialEq)]
+/// One option of a permission request (the view gets the ones the core
+/// accepts as an answer: `id`, `name`, `kind`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct PermissionOption {
     pub id: String,
     pub name: String,
@@ -445,29 +446,54 @@ fn percent_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// A one-line summary of a tool's raw input: the command or path when there
-/// is one, else compact JSON, cut to 120 characters.
-pub fn one_line_summary(raw: &Value) -> String {
-    let pick = [
-        "command",
-        "cmd",
-        "file_path",
-        "path",
-        "pattern",
-        "query",
-        "url",
-    ]
-    .iter()
-    .find_map(|k| field(raw, k))
-    .map(|v| match v {
+/// The keys of a tool's raw input that say what it works on, the first
+/// one present winning.
+const INPUT_KEYS: [&str; 7] = [
+    "command",
+    "cmd",
+    "file_path",
+    "path",
+    "pattern",
+    "query",
+    "url",
+];
+
+/// What a tool's raw input works on, as a permission request shows it:
+/// for an object, the first of [`INPUT_KEYS`] it has (None when it has
+/// none); any other input itself. A string as it is, a list of strings
+/// as its words joined by spaces, anything else as JSON.
+pub fn input_summary(raw: &Value) -> Option<String> {
+    let v = match raw {
+        Value::Null => return None,
+        Value::Object(_) => INPUT_KEYS.iter().find_map(|k| field(raw, k))?,
+        other => other,
+    };
+    Some(match v {
         Value::String(s) => s.clone(),
-        Value::Array(a) => a
+        Value::Array(a) if a.iter().all(Value::is_string) => a
             .iter()
             .filter_map(Value::as_str)
             .collect::<Vec<_>>()
             .join(" "),
         other => other.to_string(),
-    });
+    })
+}
+
+/// A one-line summary of a tool's raw input: the command or path when there
+/// is one, else compact JSON, cut to 120 characters.
+pub fn one_line_summary(raw: &Value) -> String {
+    let pick = INPUT_KEYS
+        .iter()
+        .find_map(|k| field(raw, k))
+        .map(|v| match v {
+            Value::String(s) => s.clone(),
+            Value::Array(a) => a
+                .iter()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>()
+                .join(" "),
+            other => other.to_string(),
+        });
     let text = pick.unwrap_or_else(|| raw.to_string()).replace('\n', " ");
     if text.chars().count() > 120 {
         let cut: String = text.chars().take(119).collect();

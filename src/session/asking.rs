@@ -13,10 +13,13 @@ use crate::bridge::queue::UiEvent;
 use crate::config::TerminalConfirm;
 use crate::editor::policy::{policy_answer, subject_dir, Run, Subject};
 use crate::log;
-use crate::model::entries::{ClientState, NoticeLevel};
+use crate::model::entries::{ClientState, NoticeLevel, ToolContent};
+use crate::model::events::{Grant, PermissionAsk};
 use crate::model::schema::{PermissionOptionKind, ToolKind};
 use crate::model::thread::Thread;
-use crate::model::update::{PermissionOption, PermissionRequest, MAX_PERMISSION_OPTIONS};
+use crate::model::update::{
+    input_summary, PermissionOption, PermissionRequest, MAX_PERMISSION_OPTIONS,
+};
 
 /// Requests the view may send through `ThreadHandle::request`.
 /// JSON-RPC codes of refused permission requests.
@@ -27,74 +30,95 @@ const INTERNAL_ERROR: i32 = -32603;
 /// are refused at once (an agent cannot bury the editor in floats).
 pub const MAX_PENDING_PERMISSIONS: usize = 64;
 
-/// Options as the view gets them: the ones the core can answer, in order.
-fn options_json(options: &[PermissionOption]) -> Value {
-    options
-        .iter()
-        .map(|o| json!({"optionId": o.id, "name": o.name, "kind": o.kind.as_str()}))
-        .collect()
-}
-
 /// A permission request as the view shows it. The view answers an option
 /// by its id, so it gets only the options the core kept (an option with a
 /// repeated or non-text id would answer as another one, or not at all).
 /// The kind and title are the card's as recorded, which the policy judged,
-/// not the ones the request claims. An execute request carries in
-/// `_client.grant` exactly what allowing it grants (the command, its
-/// directory, its variables): the float shows that, nothing else. The
-/// agent's own `_client`, if any, is dropped (it is not the core's word).
+/// not the ones the request claims; what allowing grants is the card's
+/// too (for a command exactly what a later terminal is compared with).
+/// Of the agent's params only its `toolCall` comes along, for display:
+/// nothing else it sends (a `_client` or `grant` of its own) reaches the
+/// view.
 fn shown_request(
-    mut raw: Value,
-    subject: &Subject,
-    title: &str,
-    options: &[PermissionOption],
+    raw: &Value,
+    tool_call_id: &str,
+    card: &Card,
+    options: Vec<PermissionOption>,
     session_cwd: &std::path::Path,
-) -> Value {
-    if !raw.is_object() {
-        raw = json!({});
+) -> PermissionAsk {
+    let tool_call = raw
+        .get("toolCall")
+        .filter(|v| v.is_object())
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    let summary = tool_call.get("rawInput").and_then(input_summary);
+    let subject = &card.subject;
+    let grant = match subject.kind {
+        ToolKind::Execute => Some(Grant::Command {
+            command: subject.text.clone(),
+            cwd: subject_dir(subject, session_cwd)
+                .to_string_lossy()
+                .into_owned(),
+            env: subject.env.clone(),
+        }),
+        ToolKind::Edit | ToolKind::Delete | ToolKind::Move => Some(Grant::Files {
+            paths: card.paths.clone(),
+        }),
+        _ => None,
+    };
+    PermissionAsk {
+        tool_call_id: tool_call_id.to_owned(),
+        kind: subject.kind.clone(),
+        title: card.title.clone(),
+        summary,
+        options,
+        grant,
+        tool_call,
     }
-    if !raw.get("toolCall").is_some_and(Value::is_object) {
-        raw["toolCall"] = json!({});
-    }
-    if let Some(call) = raw.get_mut("toolCall").and_then(Value::as_object_mut) {
-        call.insert("kind".into(), json!(subject.kind.as_str()));
-        call.insert("title".into(), json!(title));
-    }
-    if let Some(params) = raw.as_object_mut() {
-        params.insert("options".into(), options_json(options));
-        params.remove("_client");
-        if subject.kind == ToolKind::Execute {
-            let cwd = subject_dir(subject, session_cwd);
-            params.insert(
-                "_client".into(),
-                json!({"grant": {
-                    "command": subject.text,
-                    "cwd": cwd.to_string_lossy(),
-                    "env": subject.env,
-                }}),
-            );
-        }
-    }
-    raw
+}
+
+/// What a permission request is judged by and shows of its card.
+struct Card {
+    subject: Subject,
+    title: String,
+    /// The files it names: its locations, then its diffs' paths, each once.
+    paths: Vec<String>,
 }
 
 impl ThreadHandle {
     /// The card's recorded kind, the text the user reads (its command,
     /// else its title) with the directory and variables its raw input
     /// names: what a permission is judged by and what it grants. Also the
-    /// card's title.
-    fn subject_of(m: &Thread, tool_id: &str) -> (Subject, String) {
+    /// card's title and the files it names.
+    fn card_of(m: &Thread, tool_id: &str) -> Card {
         match m.tool_call(tool_id) {
-            Some(tc) => (
-                Subject {
-                    kind: tc.kind.clone(),
-                    text: tc.command.clone().unwrap_or_else(|| tc.title.clone()),
-                    cwd: tc.cwd.clone(),
-                    env: tc.env.clone(),
-                },
-                tc.title.clone(),
-            ),
-            None => (Subject::new(ToolKind::Other, ""), String::new()),
+            Some(tc) => {
+                let mut paths: Vec<String> = Vec::new();
+                let diffs = tc.content.iter().filter_map(|c| match c {
+                    ToolContent::Diff { path, .. } => Some(path),
+                    _ => None,
+                });
+                for path in tc.locations.iter().map(|(p, _)| p).chain(diffs) {
+                    if !paths.contains(path) {
+                        paths.push(path.clone());
+                    }
+                }
+                Card {
+                    subject: Subject {
+                        kind: tc.kind.clone(),
+                        text: tc.command.clone().unwrap_or_else(|| tc.title.clone()),
+                        cwd: tc.cwd.clone(),
+                        env: tc.env.clone(),
+                    },
+                    title: tc.title.clone(),
+                    paths,
+                }
+            }
+            None => Card {
+                subject: Subject::new(ToolKind::Other, ""),
+                title: String::new(),
+                paths: Vec::new(),
+            },
         }
     }
 
@@ -137,32 +161,32 @@ impl ThreadHandle {
         // The request may announce the call or add to it, but the kind the
         // card was first given stays (see `thread::merge_tool_call`), and
         // so do the title and command once a request was shown.
-        let (subject, title) = self.with_model_value(|m| {
+        let card = self.with_model_value(|m| {
             let ev = m.permission_requested(&request.tool_call, &request.dropped);
-            (ev, Self::subject_of(m, &tool_id))
+            (ev, Self::card_of(m, &tool_id))
         });
         let rules = &self.editor.policy.auto_allow;
         let session_cwd = &self.spec.cwd;
-        if let Some((option, note)) = policy_answer(rules, &subject, &request.options, session_cwd)
-        {
+        let subject = &card.subject;
+        if let Some((option, note)) = policy_answer(rules, subject, &request.options, session_cwd) {
             let choice = Choice::Selected(option);
             // Recorded before the reply goes out.
-            self.permissions.lock().record(&subject, &choice);
+            self.permissions.lock().record(subject, &choice);
             let _ = responder.respond(choice.outcome());
             self.with_model(|m| m.permission_answered(&tool_id, None, Some(note)));
             return;
         }
-        let payload = shown_request(raw, &subject, &title, &request.options, session_cwd);
+        let payload = shown_request(&raw, &tool_id, &card, request.options.clone(), session_cwd);
         let request_id = self.permissions.lock().add(Pending {
             reply: ReplyTo::Agent(responder),
             tool_id,
-            subject,
+            subject: card.subject,
             options: request.options,
         });
         bridge().push(UiEvent::Permission {
             thread: self.id,
             request: request_id,
-            payload,
+            payload: Box::new(payload),
         });
     }
 
@@ -217,20 +241,29 @@ impl ThreadHandle {
             subject: Subject::new(ToolKind::Execute, command),
             options: options.clone(),
         });
-        let payload = json!({
-            "toolCall": {
+        let title = format!("Run `{command}`");
+        let payload = PermissionAsk {
+            tool_call_id: tool_id.clone(),
+            kind: ToolKind::Execute,
+            title: title.clone(),
+            summary: Some(command.to_owned()),
+            options,
+            grant: Some(Grant::Command {
+                command: command.to_owned(),
+                cwd: cwd.to_string_lossy().into_owned(),
+                env: env.clone(),
+            }),
+            tool_call: json!({
                 "toolCallId": tool_id,
-                "title": format!("Run `{command}`"),
+                "title": title,
                 "kind": "execute",
                 "rawInput": {"command": command, "cwd": cwd},
-            },
-            "options": options_json(&options),
-            "_client": {"terminal": {"command": command, "cwd": cwd, "env": env}},
-        });
+            }),
+        };
         bridge().push(UiEvent::Permission {
             thread: self.id,
             request: request_id,
-            payload,
+            payload: Box::new(payload),
         });
         Ok(rx.await.unwrap_or(false))
     }
@@ -303,10 +336,19 @@ mod tests {
 
     use super::*;
 
+    fn card(subject: Subject, title: &str, paths: &[&str]) -> Card {
+        Card {
+            subject,
+            title: title.into(),
+            paths: paths.iter().map(|p| p.to_string()).collect(),
+        }
+    }
+
     #[test]
     fn the_view_gets_the_recorded_kind_and_the_options_the_core_answers() {
         let raw = json!({
-            "toolCall": {"toolCallId": "t", "kind": "read", "title": "curl x|sh"},
+            "toolCall": {"toolCallId": "t", "kind": "read", "title": "curl x|sh",
+                "rawInput": {"url": "https://x", "path": "a.txt"}},
             "options": [
                 {"optionId": 42, "name": "Number", "kind": "allow_always"},
                 {"optionId": "x", "name": "Allow", "kind": "allow_once"},
@@ -316,37 +358,85 @@ mod tests {
         let request = crate::model::update::parse_permission_request(&raw);
         let subject = Subject::new(ToolKind::Other, "curl x|sh");
         let cwd = std::path::Path::new("/p");
-        let shown = shown_request(raw, &subject, "curl x|sh", &request.options, cwd);
-        assert_eq!(shown["toolCall"]["kind"], "other");
-        assert_eq!(shown["toolCall"]["title"], "curl x|sh");
+        let c = card(subject, "curl x|sh", &[]);
+        let shown = shown_request(&raw, "t", &c, request.options, cwd);
+        assert_eq!(shown.kind, ToolKind::Other);
+        assert_eq!(shown.title, "curl x|sh");
+        assert_eq!(shown.tool_call_id, "t");
         assert_eq!(
-            shown["options"],
-            json!([{"optionId": "x", "name": "Allow", "kind": "allow_once"}])
+            shown.summary.as_deref(),
+            Some("a.txt"),
+            "the first key present"
         );
-        assert!(shown.get("_client").is_none(), "no grant but for execute");
+        assert_eq!(
+            serde_json::to_value(&shown.options).unwrap(),
+            json!([{"id": "x", "name": "Allow", "kind": "allow_once"}])
+        );
+        assert_eq!(shown.grant, None, "no grant but for execute and edits");
+        // The agent's tool call comes along as sent, for display.
+        assert_eq!(shown.tool_call, raw["toolCall"]);
     }
 
     #[test]
     fn the_view_of_an_execute_request_shows_exactly_what_it_grants() {
-        // The agent's own `_client` and title are not what the core grants.
+        // The agent's own `_client`, `grant` and title are not what the core grants.
         let raw = json!({
-            "toolCall": {"toolCallId": "t", "kind": "execute", "title": "npm test"},
+            "toolCall": {"toolCallId": "t", "kind": "execute", "title": "npm test",
+                "_client": {"grant": {"command": "npm test"}}},
             "options": [{"optionId": "y", "name": "Allow", "kind": "allow_once"}],
-            "_client": {"terminal": {"command": "npm test", "cwd": "/p", "env": {}}}
+            "_client": {"terminal": {"command": "npm test", "cwd": "/p", "env": {}}},
+            "grant": {"type": "command", "command": "npm test", "cwd": "/p", "env": {}}
         });
         let request = crate::model::update::parse_permission_request(&raw);
         let mut subject = Subject::new(ToolKind::Execute, "curl x | sh");
         subject.cwd = Some("sub".into());
         subject.env = BTreeMap::from([("A".to_owned(), "1".to_owned())]);
         let cwd = std::path::Path::new("/p");
-        let shown = shown_request(raw, &subject, "Run the tests", &request.options, cwd);
-        assert_eq!(shown["toolCall"]["title"], "Run the tests");
+        let c = card(subject, "Run the tests", &[]);
+        let shown = shown_request(&raw, "t", &c, request.options, cwd);
+        assert_eq!(shown.title, "Run the tests");
         assert_eq!(
-            shown["_client"],
-            json!({"grant": {"command": "curl x | sh", "cwd": "/p/sub", "env": {"A": "1"}}})
+            serde_json::to_value(&shown.grant).unwrap(),
+            json!({"type": "command", "command": "curl x | sh", "cwd": "/p/sub", "env": {"A": "1"}})
+        );
+        let all = serde_json::to_value(&shown).unwrap();
+        let mut keys: Vec<_> = all.as_object().unwrap().keys().collect();
+        keys.sort();
+        assert_eq!(
+            keys,
+            [
+                "grant",
+                "kind",
+                "options",
+                "summary",
+                "title",
+                "tool_call",
+                "tool_call_id"
+            ],
+            "nothing else of the params"
         );
         // A request that is not even an object still gets a view.
-        let shown = shown_request(json!(7), &subject, "t", &[], cwd);
-        assert_eq!(shown["toolCall"]["kind"], "execute");
+        let shown = shown_request(&json!(7), "", &c, vec![], cwd);
+        assert_eq!(shown.kind, ToolKind::Execute);
+        assert_eq!(shown.tool_call, json!({}));
+        assert_eq!(shown.summary, None);
+    }
+
+    #[test]
+    fn an_edit_grants_the_files_its_card_names() {
+        let raw = json!({"toolCall": {"toolCallId": "e", "rawInput": ["a", "b"]}});
+        let c = card(
+            Subject::new(ToolKind::Edit, "Edit"),
+            "Edit",
+            &["a.rs", "b.rs"],
+        );
+        let shown = shown_request(&raw, "e", &c, vec![], std::path::Path::new("/p"));
+        assert_eq!(
+            shown.grant,
+            Some(Grant::Files {
+                paths: vec!["a.rs".into(), "b.rs".into()]
+            })
+        );
+        assert_eq!(shown.summary.as_deref(), Some("a b"));
     }
 }

@@ -25,7 +25,8 @@ local text = require('acp.util.text')
 
 local M = {}
 
---- Pending requests in arrival order: { view, request, payload }.
+--- Pending requests in arrival order: { view, request, payload } (the
+--- payload is acp.PermissionAsk: what the core judged, accepts and grants).
 M.queue = {}
 --- The request the float shows, and whether its keys answer yet.
 M.shown = nil
@@ -42,35 +43,24 @@ local ns = api.nvim_create_namespace('acp_permission')
 
 local kind_keys = { allow_once = 'y', allow_always = 'a', reject_once = 'n', reject_always = 'N' }
 
---- The request's options: the core sends only those it can answer (a text
---- id, not seen before in the request), in the agent's order. Anything else
---- is skipped here too: an answer names its option by id.
+--- The request's options: those the core accepts as an answer, in the
+--- agent's order (acp.PermissionOption).
 local function options_of(item)
-  local opts = type(item.payload) == 'table' and item.payload.options
-  local out = {}
-  if type(opts) == 'table' then
-    for _, o in ipairs(opts) do
-      if type(o) == 'table' and type(o.optionId) == 'string' then
-        out[#out + 1] = o
-      end
-    end
-  end
-  return out
+  return item.payload.options
 end
 
+--- The agent's tool call as sent: shown (its content, diffs, locations and
+--- raw input), never trusted.
 local function tool_of(item)
-  local tool = type(item.payload) == 'table' and item.payload.toolCall
-  return type(tool) == 'table' and tool or {}
+  return item.payload.tool_call
 end
 
---- What the core asks about a terminal it has not run yet (the agent's
---- `terminal/create`), or what allowing an execute request grants (the
---- core's `grant`: exactly what is shown is what may then run unasked):
---- { command, cwd, env }.
-local function terminal_of(item)
-  local c = type(item.payload) == 'table' and item.payload._client
-  local t = type(c) == 'table' and (c.terminal or c.grant)
-  return type(t) == 'table' and t or nil
+--- What allowing runs, for an execute request or a terminal the core has
+--- not run yet: { command, cwd, env } (exactly what is shown is what may
+--- then run unasked).
+local function command_of(item)
+  local g = item.payload.grant
+  return g and g.type == 'command' and g or nil
 end
 
 --- The keys offered for each option: digits 1..n, plus y/a/n/N by kind.
@@ -86,21 +76,6 @@ function M.option_keys(options)
     keys[i] = k
   end
   return keys
-end
-
-local function summary(tool)
-  local raw = tool.rawInput
-  if type(raw) == 'table' and not vim.islist(raw) then
-    local v = raw.command
-    for _, key in ipairs({ 'cmd', 'file_path', 'path', 'pattern', 'query', 'url' }) do
-      if v ~= nil and v ~= vim.NIL then
-        break
-      end
-      v = raw[key]
-    end
-    return text.of(v)
-  end
-  return text.of(raw)
 end
 
 --- The edits of a tool call, with every field made text.
@@ -192,7 +167,7 @@ end
 --- directory, the environment and the options below it stay in view.
 function M.lines(item, width)
   width = width or max_width()
-  local tool = tool_of(item)
+  local p, tool = item.payload, tool_of(item)
   local out, warn = {}, {}
   local cut = false
   local function fit(prefix, value)
@@ -213,17 +188,14 @@ function M.lines(item, width)
   local pos = #M.queue > 1 and (' (1 of %d)'):format(#M.queue) or ''
   fit('', ('%s asks for permission%s'):format(agent_name(item), pos))
   out[#out + 1] = ''
-  -- The kind is the card's as recorded (the core puts it here), not the
-  -- one the request claimed: it is what a policy judged.
-  local title = text.of(tool.title) or text.of(tool.toolCallId) or 'tool call'
-  fit(('[%s] '):format(text.fit(tool.kind, 20) ~= '' and text.fit(tool.kind, 20) or 'other'), title)
-  local term = terminal_of(item)
+  -- The kind and title are the card's as recorded (the core's), not the
+  -- ones the request claimed: they are what a policy judged.
+  local title = text.of(p.title) or text.of(p.tool_call_id) or 'tool call'
+  fit(('[%s] '):format(text.fit(p.kind, 20) ~= '' and text.fit(p.kind, 20) or 'other'), title)
+  local term = command_of(item)
   local s
   if term then
     rows('  $ ', term.command)
-    if term.args ~= nil then
-      rows('  args ', term.args)
-    end
     fit('  in ', term.cwd)
     if type(term.env) == 'table' and next(term.env) then
       out[#out + 1] = '  with environment:'
@@ -242,7 +214,7 @@ function M.lines(item, width)
       end
     end
   else
-    s = summary(tool)
+    s = p.summary
     if s then
       rows('  ', s)
     end
@@ -276,7 +248,7 @@ function M.lines(item, width)
   for i, opt in ipairs(opts) do
     local prefix = ('  %s  '):format(table.concat(keys[i], '/'))
     local kind = ('  [%s]'):format(kind_label(opt))
-    local name, c = text.fit(text.of(opt.name) or text.of(opt.optionId) or '?', width - vim.fn.strdisplaywidth(prefix .. kind))
+    local name, c = text.fit(opt.name, width - vim.fn.strdisplaywidth(prefix .. kind))
     cut = cut or c
     out[#out + 1] = prefix .. name .. kind
     if M.disagrees(opt) then
@@ -295,18 +267,14 @@ end
 --- The whole request as text, for `K`: nothing shortened (control
 --- characters show as Neovim shows them in any buffer, e.g. `^[`).
 function M.full_lines(item)
-  local tool = tool_of(item)
+  local p, tool = item.payload, tool_of(item)
   local out = { ('%s asks for permission'):format(agent_name(item)), '' }
-  push(out, 'title: ', tool.title)
-  push(out, 'kind: ', tool.kind)
-  local term = terminal_of(item)
+  push(out, 'title: ', p.title)
+  push(out, 'kind: ', p.kind)
+  local term = command_of(item)
   if term then
     out[#out + 1] = 'command:'
     push(out, '  ', term.command)
-    if term.args ~= nil then
-      out[#out + 1] = 'args:'
-      push(out, '  ', term.args)
-    end
     push(out, 'in: ', term.cwd)
     if type(term.env) == 'table' and next(term.env) then
       out[#out + 1] = 'environment:'
@@ -320,10 +288,9 @@ function M.full_lines(item)
       end
     end
   else
-    local s = summary(tool)
-    if s then
+    if p.summary then
       out[#out + 1] = 'input:'
-      push(out, '  ', s)
+      push(out, '  ', p.summary)
     end
     if tool.rawInput ~= nil then
       push(out, 'raw input: ', vim.inspect(tool.rawInput, { newline = ' ', indent = '' }))
@@ -339,11 +306,18 @@ function M.full_lines(item)
   for _, d in ipairs(diffs(tool)) do
     push(out, d.oldText and 'edit: ' or 'new file: ', d.path)
   end
+  local g = p.grant
+  if g and g.type == 'files' and #g.paths > 0 then
+    out[#out + 1] = 'allowing lets it change:'
+    for _, path in ipairs(g.paths) do
+      push(out, '  ', path)
+    end
+  end
   out[#out + 1] = 'options:'
   local opts = options_of(item)
   local keys = M.option_keys(opts)
   for i, opt in ipairs(opts) do
-    push(out, ('  %s  '):format(table.concat(keys[i], '/')), (text.of(opt.name) or text.of(opt.optionId) or '?') .. ('  [%s]'):format(kind_label(opt)))
+    push(out, ('  %s  '):format(table.concat(keys[i], '/')), opt.name .. ('  [%s]'):format(kind_label(opt)))
   end
   return text.safe_lines(out)
 end
@@ -449,7 +423,7 @@ local function answer(item, i)
   end
   local core = require('acp.core')
   if core.is_loaded() then
-    local ok, err = pcall(core.answer_permission, item.view.thread, item.request, opt and opt.optionId)
+    local ok, err = pcall(core.answer_permission, item.view.thread, item.request, opt and opt.id)
     if not ok then
       vim.notify('acp.nvim: the answer was not sent: ' .. text.error(err), vim.log.levels.ERROR)
       return
@@ -509,7 +483,7 @@ function M.review()
   end
   local tab, left, right = review.open_diff(d.path, d.oldText, d.newText, { hint = ' (back to the question)' })
   M.review_tab = tab
-  local id = tool_of(item).toolCallId
+  local id = item.payload.tool_call_id
   local function back()
     M.review_tab = nil
     review.close(tab)
@@ -543,7 +517,7 @@ end
 --- Rows (first, last; 0-based) of the card of `item` in its chat.
 local function card_rows(item)
   local view = item.view
-  local id = tool_of(item).toolCallId
+  local id = item.payload.tool_call_id
   if not (view and view.cards and id ~= nil) then
     return nil
   end
@@ -757,11 +731,11 @@ end
 --- Answers a request that has no float through a list the user picks from.
 local function answer_from_list(item)
   local opts = options_of(item)
-  local title = text.line(tool_of(item).title) or text.line(tool_of(item).toolCallId, 'tool call')
+  local title = text.line(item.payload.title) or text.line(item.payload.tool_call_id, 'tool call')
   require('acp.util.escape').select(opts, {
     prompt = ('%s asks for permission: %s'):format(agent_name(item), title),
     format_item = function(o)
-      return text.line(o.name) or text.line(o.optionId, '?')
+      return text.line(o.name, '?')
     end,
   }, function(_, idx)
     if idx then
@@ -782,7 +756,7 @@ function M.focus(tool_call_id)
   local target = M.queue[1]
   if tool_call_id then
     for i, item in ipairs(M.queue) do
-      if tool_of(item).toolCallId == tool_call_id then
+      if item.payload.tool_call_id == tool_call_id then
         target = item
         table.insert(M.queue, 1, table.remove(M.queue, i))
         break

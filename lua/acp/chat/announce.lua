@@ -122,26 +122,18 @@ function M.observe(view, events)
         })
       end
     elseif t == 'permission' then
-      local call = type(ev.payload) == 'table' and ev.payload.toolCall or {}
+      local p = ev.payload
       local options = {}
-      for _, o in ipairs(type(ev.payload) == 'table' and ev.payload.options or {}) do
-        options[#options + 1] = { id = o.optionId, name = o.name, kind = o.kind }
-      end
-      local kind = call.kind
-      if not kind then
-        for _, c in pairs(view.cards) do
-          if c.id == call.toolCallId then
-            kind = c.kind
-          end
-        end
+      for _, o in ipairs(p.options) do
+        options[#options + 1] = { id = o.id, name = o.name, kind = o.kind }
       end
       autocmds.emit('AcpPermissionRequest', {
         agent = view.agent,
         thread = view.thread,
         request = ev.request,
-        id = call.toolCallId,
-        title = call.title,
-        kind = kind,
+        id = p.tool_call_id,
+        title = p.title,
+        kind = p.kind,
         options = options,
       })
     elseif t == 'status' and ev.state == 'disconnected' then

@@ -89,8 +89,7 @@ local function permissions(view)
   local key = require('acp.config').options.permissions.focus_key
   for _, item in ipairs(require('acp.ask.permission').queue) do
     if item.view == view then
-      local tool = type(item.payload) == 'table' and type(item.payload.toolCall) == 'table' and item.payload.toolCall or {}
-      local title = text.line(tool.title) or text.line(tool.toolCallId, 'a tool call')
+      local title = text.line(item.payload.title) or text.line(item.payload.tool_call_id, 'a tool call')
       out[#out + 1] = ('waiting for you · %s · %s answers'):format(title, key or ':AcpPermission')
     end
   end

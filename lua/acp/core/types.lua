@@ -240,16 +240,36 @@
 ---@field type 'permission'
 ---@field thread integer
 ---@field request integer
----@field payload acp.PermissionRequest The agent's `session/request_permission` params, with only the options the core can answer (ids that are text, each once) and the card's recorded kind.
+---@field payload acp.PermissionAsk
 
----@class acp.PermissionRequest
----@field sessionId? string
----@field toolCall acp.ToolCallUpdate
----@field options acp.PermissionOption[]
+--- A permission request as the float shows it: what the core judged,
+--- accepts and grants, and the agent's tool call for display only. Nothing
+--- else of the agent's params comes along.
+---@class acp.PermissionAsk
+---@field tool_call_id string The tool call (card) it is about.
+---@field kind acp.ToolKind The card's kind as first recorded (what the policy judged), not the request's claim.
+---@field title string The card's title.
+--- What the request's raw input works on: its `command`, `cmd`, `file_path`,
+--- `path`, `pattern`, `query` or `url` (the first present), or the input
+--- itself when it is no object; as text.
+---@field summary? string
+---@field options acp.PermissionOption[] The options the core accepts as an answer (text ids, each once), in the agent's order.
+---@field grant? acp.Grant What allowing grants (execute, edit, delete, move).
+---@field tool_call acp.ToolCallUpdate The agent's `toolCall` as sent: shown (content, diffs, locations, raw input), never trusted.
+
+--- What allowing a permission request grants. `command`: exactly this
+--- command (word for word), in `cwd`, with `env` (a `terminal/create` of it
+--- runs unasked in the same turn). `files`: the files the card names.
+---@class acp.Grant
+---@field type 'command'|'files'
+---@field command? string command
+---@field cwd? string command
+---@field env? table<string, string> command
+---@field paths? string[] files: the card's locations, then its diffs' paths, each once
 
 --- A tool call as the agent sent it (camelCase; diffs as `oldText`/`newText`).
 ---@class acp.ToolCallUpdate
----@field toolCallId string
+---@field toolCallId? string
 ---@field title? string
 ---@field kind? acp.ToolKind
 ---@field status? acp.ToolStatus
@@ -259,8 +279,8 @@
 ---@field rawOutput? any
 
 ---@class acp.PermissionOption
----@field optionId string
----@field name string
+---@field id string
+---@field name string The agent's label (its id when it sent none).
 ---@field kind acp.PermissionOptionKind
 
 --- A permission request that needs no answer any more (answered, turn
