@@ -1,11 +1,13 @@
 //! The events waiting for the main thread, and how they merge and split:
-//! consecutive text chunks of one message coalesce while they wait, so a
-//! drain delivers them as one append; a newer rendering of an entry (or a
-//! card's metadata) supersedes the queued one; and a drain takes a slice of
-//! at most its budget, cutting a huge text at a line end if it must. The
-//! shared instance, its wake-ups and back-pressure are `handoff`.
+//! the text chunks of one entry coalesce while they wait, so a drain
+//! delivers one append per entry (or the text inside the entry's `Added`);
+//! a newer rendering of an entry (or a card's metadata) supersedes the
+//! queued one; and a drain takes a slice of at most its budget, cutting a
+//! huge text at a line end if it must. The view applies what it gets as it
+//! comes: the merging is here only. The shared instance, its wake-ups and
+//! back-pressure are `handoff`.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 
 use super::main_call::MainCall;
 use crate::model::entries::NoticeLevel;
@@ -113,36 +115,141 @@ impl UiEvent {
 pub struct Queue {
     events: VecDeque<UiEvent>,
     bytes: usize,
+    /// The number of the front event: events are numbered as they are
+    /// queued, so event `n` is at `n - front`.
+    front: u64,
+    /// Per thread and entry: the queued text event (`Added` or `Appended`)
+    /// that later text of the entry joins. Emptied for a thread by an event
+    /// the view must apply in order (see `Merge::of`).
+    open: HashMap<u64, HashMap<usize, u64>>,
+}
+
+/// What a queued event means for the text that joins an earlier event.
+enum Merge {
+    /// Text of entry `index`: joins the entry's open event.
+    Text { thread: u64, index: usize },
+    /// A new entry: later text of it joins its lines.
+    Opens { thread: u64, index: usize },
+    /// The view applies it where it stands, between the texts before and
+    /// after it (a re-rendering, a turn start, a permission request): text
+    /// of the thread that follows stays after it.
+    Barrier { thread: u64 },
+    /// Text may pass it: the view reads the buffer for it only once the
+    /// drain is in, or it is not the thread's view's (another thread, a
+    /// call, a notification).
+    Neutral,
+}
+
+impl Merge {
+    fn of(ev: &UiEvent) -> Merge {
+        match ev {
+            UiEvent::Thread { thread, event } => {
+                let thread = *thread;
+                match event {
+                    ThreadEvent::Appended { index, .. } => Merge::Text {
+                        thread,
+                        index: *index,
+                    },
+                    ThreadEvent::Added { index, .. } => Merge::Opens {
+                        thread,
+                        index: *index,
+                    },
+                    ThreadEvent::Replaced { .. } | ThreadEvent::TurnStarted { .. } => {
+                        Merge::Barrier { thread }
+                    }
+                    ThreadEvent::Status { .. }
+                    | ThreadEvent::Session { .. }
+                    | ThreadEvent::Title { .. }
+                    | ThreadEvent::Mode { .. }
+                    | ThreadEvent::Modes { .. }
+                    | ThreadEvent::Commands { .. }
+                    | ThreadEvent::ConfigOptions { .. }
+                    | ThreadEvent::Models { .. }
+                    | ThreadEvent::Usage { .. }
+                    | ThreadEvent::Agent { .. }
+                    | ThreadEvent::TurnEnded { .. }
+                    | ThreadEvent::TerminalOutput { .. }
+                    | ThreadEvent::Card { .. }
+                    | ThreadEvent::Plan { .. } => Merge::Neutral,
+                }
+            }
+            UiEvent::Permission { thread, .. } | UiEvent::PermissionDone { thread, .. } => {
+                Merge::Barrier { thread: *thread }
+            }
+            UiEvent::Notify { .. }
+            | UiEvent::Files { .. }
+            | UiEvent::Elicitation { .. }
+            | UiEvent::ElicitationDone { .. }
+            | UiEvent::ElicitationComplete { .. }
+            | UiEvent::Reply { .. }
+            | UiEvent::Call { .. } => Merge::Neutral,
+        }
+    }
 }
 
 impl Queue {
-    /// Appends, merging text into the previous event for the same entry.
-    pub fn push(&mut self, ev: UiEvent) {
-        self.bytes += ev.weight();
-        if let (
-            Some(UiEvent::Thread {
-                thread: t0,
-                event: last,
-            }),
-            UiEvent::Thread {
-                thread: t1,
-                event: ThreadEvent::Appended { index: i1, text },
+    /// The queued event that text of `thread`'s entry `index` joins.
+    fn open_event(&mut self, thread: u64, index: usize) -> Option<&mut ThreadEvent> {
+        let n = *self.open.get(&thread)?.get(&index)?;
+        let at = usize::try_from(n.checked_sub(self.front)?).ok()?;
+        match self.events.get_mut(at)? {
+            UiEvent::Thread { thread: t, event } if *t == thread => match event {
+                ThreadEvent::Appended { index: i, .. } | ThreadEvent::Added { index: i, .. }
+                    if *i == index =>
+                {
+                    Some(event)
+                }
+                _ => None,
             },
-        ) = (self.events.back_mut(), &ev)
-        {
-            if t0 == t1 {
-                match last {
-                    ThreadEvent::Appended { index, text: acc } if index == i1 => {
+            _ => None,
+        }
+    }
+
+    /// Queues `ev`, merging text into the queued event of its entry, and a
+    /// new entry's re-rendering into its queued `Added`.
+    pub fn push(&mut self, mut ev: UiEvent) {
+        self.bytes += ev.weight();
+        match Merge::of(&ev) {
+            Merge::Text { thread, index } => {
+                let UiEvent::Thread {
+                    event: ThreadEvent::Appended { text, .. },
+                    ..
+                } = &mut ev
+                else {
+                    unreachable!("text is an append")
+                };
+                match self.open_event(thread, index) {
+                    Some(ThreadEvent::Appended { text: acc, .. }) => {
                         acc.push_str(text);
                         return;
                     }
-                    ThreadEvent::Added { index, lines, .. } if index == i1 => {
+                    Some(ThreadEvent::Added { lines, .. }) => {
                         append_to_lines(lines, text);
                         return;
                     }
-                    _ => {}
+                    _ => self.opens(thread, index),
                 }
             }
+            Merge::Opens { thread, index } => self.opens(thread, index),
+            Merge::Barrier { thread } => {
+                // A new entry's re-rendering is its text, still unshown.
+                if let UiEvent::Thread {
+                    event: ThreadEvent::Replaced { index, lines },
+                    ..
+                } = &mut ev
+                {
+                    if let Some(ThreadEvent::Added { lines: queued, .. }) =
+                        self.open_event(thread, *index)
+                    {
+                        let old: usize = queued.iter().map(|l| l.len() + 1).sum();
+                        *queued = std::mem::take(lines);
+                        self.bytes -= old;
+                        return;
+                    }
+                }
+                self.open.remove(&thread);
+            }
+            Merge::Neutral => {}
         }
         // A card's metadata supersedes the previous one of the same card.
         if let (
@@ -214,6 +321,13 @@ impl Queue {
         }
         self.events.push_back(ev);
     }
+
+    /// The event about to be queued is where later text of `thread`'s
+    /// entry `index` joins.
+    fn opens(&mut self, thread: u64, index: usize) {
+        let n = self.front + self.events.len() as u64;
+        self.open.entry(thread).or_default().insert(index, n);
+    }
 }
 
 impl Queue {
@@ -232,6 +346,7 @@ impl Queue {
     pub fn take_slice(&mut self, budget: usize) -> Slice {
         let mut events = VecDeque::new();
         let mut bytes = 0usize;
+        let mut split = false;
         if budget == usize::MAX {
             events = std::mem::take(&mut self.events);
             bytes = self.bytes;
@@ -246,6 +361,7 @@ impl Queue {
                 if let Some(head) = split_event(front, budget - bytes) {
                     bytes += head.weight();
                     events.push_back(head);
+                    split = true;
                 } else if events.is_empty() {
                     // Cannot be split: deliver it whole rather than stall.
                     bytes += w;
@@ -255,8 +371,18 @@ impl Queue {
             }
         }
         self.bytes = self.bytes.saturating_sub(bytes);
+        // A split event stays at the front (its tail, still open).
+        let taken = events.len() as u64 - u64::from(split);
+        self.front += taken;
         if self.events.is_empty() {
             self.bytes = 0;
+            self.open.clear();
+        } else if taken > 0 {
+            let front = self.front;
+            self.open.retain(|_, entries| {
+                entries.retain(|_, n| *n >= front);
+                !entries.is_empty()
+            });
         }
         Slice { events, bytes }
     }
@@ -412,6 +538,40 @@ mod tests {
         }
     }
 
+    fn added(thread: u64, index: usize, lines: &[&str]) -> UiEvent {
+        UiEvent::Thread {
+            thread,
+            event: ThreadEvent::Added {
+                index,
+                kind: EntryKind::Agent,
+                lines: lines.iter().map(|l| l.to_string()).collect(),
+            },
+        }
+    }
+
+    fn replaced(thread: u64, index: usize, lines: &[&str]) -> UiEvent {
+        UiEvent::Thread {
+            thread,
+            event: ThreadEvent::Replaced {
+                index,
+                lines: lines.iter().map(|l| l.to_string()).collect(),
+            },
+        }
+    }
+
+    fn usage(thread: u64) -> UiEvent {
+        UiEvent::Thread {
+            thread,
+            event: ThreadEvent::Usage {
+                usage: serde_json::json!({ "used": 1 }),
+            },
+        }
+    }
+
+    fn texts(q: &Queue) -> Vec<UiEvent> {
+        q.events.iter().cloned().collect()
+    }
+
     #[test]
     fn consecutive_appends_to_one_entry_coalesce() {
         let mut q = Queue::default();
@@ -419,9 +579,134 @@ mod tests {
         q.push(appended(1, 2, "b\nc"));
         q.push(appended(2, 2, "other thread"));
         q.push(appended(1, 2, "d"));
-        assert_eq!(q.events.len(), 3);
-        assert_eq!(q.events[0], appended(1, 2, "ab\nc"));
+        assert_eq!(
+            texts(&q),
+            vec![appended(1, 2, "ab\ncd"), appended(2, 2, "other thread")]
+        );
         assert_eq!(q.bytes, 1 + 3 + 12 + 1);
+    }
+
+    /// What the view's apply merged itself before: the text of an entry
+    /// past events it applies after the drain (metadata, cards, usage,
+    /// other entries, other threads, calls), and into an entry added in the
+    /// same drain.
+    #[test]
+    fn the_text_of_an_entry_joins_past_what_the_view_applies_later() {
+        let mut q = Queue::default();
+        q.push(appended(1, 2, "a"));
+        q.push(usage(1));
+        q.push(added(1, 3, &["new"]));
+        q.push(appended(2, 0, "x"));
+        q.push(UiEvent::Notify {
+            level: NoticeLevel::Info,
+            message: "m".into(),
+        });
+        q.push(appended(1, 2, "b"));
+        q.push(appended(1, 3, " entry\nnext"));
+        q.push(usage(1));
+        q.push(appended(1, 3, " line"));
+        q.push(appended(2, 0, "y"));
+        let n = q.events.len();
+        assert_eq!(n, 6, "{:?}", q.events);
+        assert_eq!(q.events[0], appended(1, 2, "ab"));
+        assert_eq!(q.events[2], added(1, 3, &["new entry", "next line"]));
+        assert_eq!(q.events[3], appended(2, 0, "xy"));
+        // A new entry's re-rendering before it is shown: its lines change.
+        q.push(replaced(1, 3, &["rendered"]));
+        assert_eq!(q.events.len(), n);
+        assert_eq!(q.events[2], added(1, 3, &["rendered"]));
+        q.push(appended(1, 3, "!"));
+        assert_eq!(q.events[2], added(1, 3, &["rendered!"]));
+    }
+
+    /// Text never passes what the view applies where it stands: a
+    /// re-rendering of a shown entry, a turn start, a permission request or
+    /// its end.
+    #[test]
+    fn the_text_stays_after_what_the_view_applies_in_order() {
+        let barriers = [
+            replaced(1, 7, &["card"]),
+            UiEvent::Thread {
+                thread: 1,
+                event: ThreadEvent::TurnStarted { turn: 2 },
+            },
+            // (and a permission request, the same way: `Merge::of`)
+            UiEvent::PermissionDone {
+                thread: 1,
+                request: 1,
+            },
+        ];
+        for barrier in barriers {
+            let mut q = Queue::default();
+            q.push(appended(1, 2, "a"));
+            q.push(added(1, 3, &["b"]));
+            q.push(barrier.clone());
+            q.push(appended(1, 2, "c"));
+            q.push(appended(1, 3, "d"));
+            q.push(replaced(1, 3, &["e"]));
+            assert_eq!(
+                texts(&q),
+                vec![
+                    appended(1, 2, "a"),
+                    added(1, 3, &["b"]),
+                    barrier,
+                    appended(1, 2, "c"),
+                    appended(1, 3, "d"),
+                    replaced(1, 3, &["e"]),
+                ]
+            );
+            // Another thread's barrier is not one for this thread.
+            let mut q = Queue::default();
+            q.push(appended(1, 2, "a"));
+            q.push(replaced(2, 7, &["card"]));
+            q.push(appended(1, 2, "b"));
+            assert_eq!(q.events[0], appended(1, 2, "ab"));
+        }
+    }
+
+    /// Taken text is gone from the queue: later text is a new event; the
+    /// tail of a split text still takes more.
+    #[test]
+    fn text_after_a_drain_starts_a_new_event_and_a_split_tail_takes_more() {
+        let mut q = Queue::default();
+        q.push(appended(1, 2, "a"));
+        q.push(usage(1));
+        let taken = q.take_slice(1);
+        assert_eq!(taken.events.len(), 1);
+        q.push(appended(1, 2, "b"));
+        assert_eq!(texts(&q), vec![usage(1), appended(1, 2, "b")]);
+        q.take_slice(usize::MAX);
+        assert!(q.open.is_empty());
+
+        let long = "x".repeat(3000);
+        q.push(appended(1, 2, &long));
+        let head = q.take_slice(2048);
+        assert_eq!(head.events.len(), 1);
+        q.push(usage(1));
+        q.push(appended(1, 2, "end"));
+        let UiEvent::Thread {
+            event: ThreadEvent::Appended { text, .. },
+            ..
+        } = &q.events[0]
+        else {
+            panic!("{:?}", q.events)
+        };
+        assert!(text.ends_with("xend"), "the split tail took the text");
+        assert_eq!(q.events.len(), 2);
+        let rest = q.take_slice(usize::MAX);
+        let all: String = head
+            .events
+            .iter()
+            .chain(rest.events.iter())
+            .filter_map(|e| match e {
+                UiEvent::Thread {
+                    event: ThreadEvent::Appended { text, .. },
+                    ..
+                } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(all, format!("{long}end"));
     }
 
     #[test]

@@ -107,10 +107,11 @@ end
 
 -- One drain -------------------------------------------------------------------------
 
---- What one drain changed so far, and the buffer edits that wait. Buffer
---- edits wait until something needs the buffer as the events left it:
---- appends to the last entry already shown (`pending`, `parts`), and new
---- entries with their own appends and re-renders (`fresh`, `at`).
+--- What one drain changed so far, and the new entries that wait to be
+--- added together (until an event needs the buffer as the events left
+--- it). The text of an entry comes merged already: the core's queue joins
+--- each entry's appends while they wait (src/bridge/queue.rs), so a drain
+--- brings one append per entry, or the text inside the entry's `added`.
 ---@class acp.chat.Drain
 ---@field view acp.ChatView
 ---@field touched table<integer, true> Entries whose text or card changed.
@@ -118,23 +119,16 @@ end
 ---@field meta boolean Something the winbar shows changed.
 ---@field disk_due boolean An edit-like tool call finished or the turn ended: check the disk.
 ---@field turn_over boolean The turn ended.
----@field pending? integer The shown entry the waiting appends go to.
----@field parts? string[] Their texts.
 ---@field fresh? table[] New entries ({ index, kind, lines }), in order.
----@field at? table<integer, table> The same, by index.
+---@field kinds? table<integer, string> Their kinds, by index.
 
---- Writes the edits that wait: the appends to a shown entry, then the new
---- entries (with one buffer edit; one by one when one of them fails).
+--- Adds the new entries that wait (with one buffer edit; one by one when
+--- one of them fails).
 local function flush(d)
   local view = d.view
-  if d.pending then
-    local ev = { type = 'appended', index = d.pending, text = table.concat(d.parts) }
-    d.pending, d.parts = nil, nil
-    view:_guard(ev, view._append, view, ev)
-  end
   if d.fresh then
     local list = d.fresh
-    d.fresh, d.at = nil, nil
+    d.fresh, d.kinds = nil, nil
     if not pcall(view._add_many, view, list) then
       -- One of them cannot be shown: add them one by one.
       for _, new in ipairs(list) do
@@ -146,40 +140,23 @@ local function flush(d)
   end
 end
 
---- Text for an entry: into a new entry's lines when it is new in this
---- drain, else merged with the other appends to the same shown entry.
+--- Text for an entry, as the core merged it: one edit (the new entries
+--- that wait are added first, in case it is one of them).
 local function appended(d, ev)
-  local new = d.at and d.at[ev.index]
-  if new then
-    -- Into a new entry's lines: the text continues its last line.
-    local pieces = text.split(ev.text)
-    local lines = new.lines
-    if #lines == 0 then
-      lines[1] = ''
-    end
-    lines[#lines] = lines[#lines] .. pieces[1]
-    for i = 2, #pieces do
-      lines[#lines + 1] = pieces[i]
-    end
-  else
-    if d.pending ~= ev.index then
-      flush(d)
-      d.pending, d.parts = ev.index, {}
-    end
-    d.parts[#d.parts + 1] = ev.text
-  end
-  if new == nil or new.kind ~= 'user' then
+  if (d.kinds and d.kinds[ev.index]) ~= 'user' then
     d.bytes = d.bytes + #ev.text
   end
+  flush(d)
+  d.view:_guard(ev, d.view._append, d.view, ev)
   d.touched[ev.index] = true
 end
 
 --- A new entry: kept with this drain's other new entries, added at once.
 local function added(d, ev)
-  d.fresh, d.at = d.fresh or {}, d.at or {}
+  d.fresh, d.kinds = d.fresh or {}, d.kinds or {}
   local new = { type = ev.type, index = ev.index, kind = ev.kind, lines = text.safe_lines(ev.lines) }
   d.fresh[#d.fresh + 1] = new
-  d.at[ev.index] = new
+  d.kinds[ev.index] = ev.kind
   d.touched[ev.index] = true
   if ev.kind ~= 'user' then
     for _, l in ipairs(new.lines) do
@@ -273,10 +250,6 @@ local function handle(d, ev)
     appended(d, ev)
   elseif t == 'added' then
     added(d, ev)
-  elseif t == 'replaced' and d.at and d.at[ev.index] then
-    -- A new entry re-rendered before it was shown: only its lines change.
-    d.at[ev.index].lines = text.safe_lines(ev.lines)
-    d.touched[ev.index] = true
   elseif on_state[t] then
     on_state[t](d, ev)
   elseif info_field[t] then
@@ -333,10 +306,10 @@ local function catch_up(d, events, follow)
 end
 
 --- Applies a run of events for the view's thread (one drain's worth).
---- Appends to the same entry are merged, so the buffer gets one edit per
---- message per drain; the windows follow the end once. Each event is
---- applied on its own: one that fails is logged and shown as an error
---- line, and the rest still applies.
+--- The core merged the appends to each entry while they waited, so the
+--- buffer gets one edit per message per drain; the windows follow the end
+--- once. Each event is applied on its own: one that fails is logged and
+--- shown as an error line, and the rest still applies.
 ---@param view acp.ChatView
 ---@param events acp.Event[]
 function M.apply(view, events)
