@@ -36,7 +36,7 @@ fn json_list(v: Value) -> Value {
     }
 }
 
-/// The native module `acp_core` (declared in lua/acp/types.lua): one table
+/// The native module `acp_core` (declared in lua/acp/core/types.lua): one table
 /// of mlua functions, registered by area.
 pub fn module(lua: &Lua) -> LuaResult<Table> {
     let m = lua.create_table()?;
@@ -86,7 +86,7 @@ fn register_lifecycle(lua: &Lua, m: &Table) -> LuaResult<()> {
         lua.create_function(|_, ()| Ok(env!("CARGO_PKG_VERSION")))?,
     )?;
 
-    // What the loader checks (lua/acp/core.lua): cheap fields first.
+    // What the loader checks (lua/acp/core/init.lua): cheap fields first.
     m.set(
         "build_info",
         lua.create_function(|lua, ()| {
@@ -758,7 +758,7 @@ fn register_editor_calls(lua: &Lua, m: &Table) -> LuaResult<()> {
         })?,
     )?;
 
-    // Job events of client terminals (lua/acp/terminal.lua).
+    // Job events of client terminals (lua/acp/editor/terminal.lua).
     m.set(
         "terminal_output",
         lua.create_function(|_, (id, term, data): (u64, String, mlua::String)| {

@@ -1,6 +1,6 @@
 //! What the core asks of the main thread (`MainCall`) and the reply each
 //! request expects: the contract with lua/acp (declared in
-//! lua/acp/types.lua). `calls` sends them and waits for the answers.
+//! lua/acp/core/types.lua). `calls` sends them and waits for the answers.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -10,7 +10,7 @@ use crate::model::textdiff::Hunk;
 
 /// What the core asks of the main thread. Crosses to Lua as
 /// `{ method = "<snake_case name>", payload = { ...fields } }` (see
-/// lua/acp/types.lua); each request that wants an answer has a reply type.
+/// lua/acp/core/types.lua); each request that wants an answer has a reply type.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 #[serde(tag = "method", content = "payload", rename_all = "snake_case")]
 pub enum MainCall {

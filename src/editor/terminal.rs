@@ -1,5 +1,5 @@
 //! State of the `terminal/*` commands of one chat. The processes themselves
-//! are Neovim jobs (started and killed by lua/acp/terminal.lua); this keeps
+//! are Neovim jobs (started and killed by lua/acp/editor/terminal.lua); this keeps
 //! their output within the agent's byte limit, their exit status, and the
 //! `wait_for_exit` calls still waiting.
 
