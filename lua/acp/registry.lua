@@ -11,7 +11,8 @@ local M = {}
 --- The shipped snapshot.
 M.snapshot = vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':h') .. '/registry.json'
 
-local function read_json(path)
+--- The JSON value in file `path`, or nil when it cannot be read or parsed.
+function M.read_json(path)
   local f = io.open(path, 'r')
   if not f then
     return nil
@@ -29,7 +30,7 @@ local cache = {}
 function M.read(path)
   path = path or M.snapshot
   if not cache[path] then
-    cache[path] = read_json(path) or { agents = {} }
+    cache[path] = M.read_json(path) or { agents = {} }
   end
   return cache[path]
 end

@@ -16,17 +16,8 @@ local function config()
   return require('acp.config').options.install
 end
 
-local function read_json(path)
-  local f = io.open(path, 'r')
-  if not f then
-    return nil
-  end
-  local ok, data = pcall(vim.json.decode, f:read('*a'))
-  f:close()
-  return ok and data or nil
-end
-
 local registry = require('acp.registry')
+local read_json = registry.read_json
 
 --- The registry in use: `install.registry` (a path) or the snapshot.
 ---@param path? string A registry file (default: `install.registry`, else the snapshot).
