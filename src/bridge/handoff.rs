@@ -249,17 +249,7 @@ mod tests {
 
     use super::*;
     use crate::bridge::pacing::MIN_FRAME;
-    use crate::model::entries::EntryKind;
-
-    fn appended(thread: u64, index: usize, text: &str) -> UiEvent {
-        UiEvent::Thread {
-            thread,
-            event: ThreadEvent::Appended {
-                index,
-                text: text.into(),
-            },
-        }
-    }
+    use crate::bridge::queue::fixtures::{added, appended};
 
     #[test]
     fn take_empties_queue_and_releases_waiting_producers() {
@@ -278,17 +268,6 @@ mod tests {
             tokio::join!(waiter, drainer);
         });
         assert_eq!(b.queued_bytes(), 0);
-    }
-
-    fn added(thread: u64, index: usize, lines: &[&str]) -> UiEvent {
-        UiEvent::Thread {
-            thread,
-            event: ThreadEvent::Added {
-                index,
-                kind: EntryKind::Agent,
-                lines: lines.iter().map(|l| l.to_string()).collect(),
-            },
-        }
     }
 
     /// Applies events to a transcript the way the view does (entries joined

@@ -523,12 +523,13 @@ pub struct Slice {
     pub bytes: usize,
 }
 
+/// Events as the model would make them, for the bridge's tests.
 #[cfg(test)]
-mod tests {
+pub(crate) mod fixtures {
     use super::*;
     use crate::model::entries::EntryKind;
 
-    fn appended(thread: u64, index: usize, text: &str) -> UiEvent {
+    pub(crate) fn appended(thread: u64, index: usize, text: &str) -> UiEvent {
         UiEvent::Thread {
             thread,
             event: ThreadEvent::Appended {
@@ -538,7 +539,7 @@ mod tests {
         }
     }
 
-    fn added(thread: u64, index: usize, lines: &[&str]) -> UiEvent {
+    pub(crate) fn added(thread: u64, index: usize, lines: &[&str]) -> UiEvent {
         UiEvent::Thread {
             thread,
             event: ThreadEvent::Added {
@@ -548,6 +549,13 @@ mod tests {
             },
         }
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fixtures::{added, appended};
+    use super::*;
+    use crate::model::entries::EntryKind;
 
     fn replaced(thread: u64, index: usize, lines: &[&str]) -> UiEvent {
         UiEvent::Thread {

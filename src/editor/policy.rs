@@ -200,11 +200,13 @@ pub struct Run<'a> {
     pub inert_env: &'a [(String, String)],
 }
 
+/// Options, subjects and a session directory, for the tests of the policy
+/// and of the permission state.
 #[cfg(test)]
-mod tests {
+pub(crate) mod fixtures {
     use super::*;
 
-    fn opt(id: &str, kind: &str) -> PermissionOption {
+    pub(crate) fn opt(id: &str, kind: &str) -> PermissionOption {
         PermissionOption {
             id: id.into(),
             name: id.into(),
@@ -212,7 +214,7 @@ mod tests {
         }
     }
 
-    fn options() -> Vec<PermissionOption> {
+    pub(crate) fn options() -> Vec<PermissionOption> {
         vec![
             opt("always", "allow_always"),
             opt("once", "allow_once"),
@@ -220,26 +222,32 @@ mod tests {
         ]
     }
 
-    fn subject(kind: ToolKind, text: &str) -> Subject {
+    pub(crate) fn subject(kind: ToolKind, text: &str) -> Subject {
         Subject::new(kind, text)
     }
 
-    fn root() -> &'static Path {
+    pub(crate) fn root() -> &'static Path {
         Path::new("/p")
     }
+
+    pub(crate) fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fixtures::{env, opt, options, root, subject};
+    use super::*;
 
     fn rule(kind: &str, pattern: &str) -> AutoAllowRule {
         AutoAllowRule {
             kind: kind.into(),
             pattern: pattern.into(),
         }
-    }
-
-    fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
     }
 
     #[test]

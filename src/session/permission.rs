@@ -204,30 +204,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-
-    fn opt(id: &str, kind: &str) -> PermissionOption {
-        PermissionOption {
-            id: id.into(),
-            name: id.into(),
-            kind: PermissionOptionKind::parse(kind),
-        }
-    }
-
-    fn options() -> Vec<PermissionOption> {
-        vec![
-            opt("always", "allow_always"),
-            opt("once", "allow_once"),
-            opt("no", "reject_once"),
-        ]
-    }
-
-    fn subject(kind: ToolKind, text: &str) -> Subject {
-        Subject::new(kind, text)
-    }
-
-    fn root() -> &'static Path {
-        Path::new("/p")
-    }
+    use crate::editor::policy::fixtures::{env, opt, options, root, subject};
 
     /// A terminal of shell line `line` in the session's directory, no env.
     fn grant(p: &mut Permissions, line: &str) -> bool {
@@ -239,13 +216,6 @@ mod tests {
             inert_env: &[],
         };
         p.take_grant(&run, root())
-    }
-
-    fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
     }
 
     fn pending(text: &str) -> Pending {
