@@ -9,6 +9,7 @@ pub mod entries;
 pub mod events;
 pub mod filetext;
 pub mod render;
+pub mod revert;
 pub mod schema;
 pub mod shellwords;
 pub mod terminal_views;
