@@ -167,6 +167,28 @@ return {
     T.match(H.transcript_text(child), 'History of session `sess%-2`\n\n## You\n\nold \n\n## test\n\nold answer')
   end },
 
+  { ':AcpNew keeps the old chat: :AcpChats lists it and switching back shows its transcript', function()
+    local child = H.start({ turns = { { match = 'first', steps = { { message = 'first answer' } } } } })
+    H.open(child)
+    H.turn(child, 'first question')
+    local old = child:lua([[return require('acp').current().thread]])
+    child:cmd('AcpNew')
+    child:wait_for([[return require('acp').current().info.session == 'sess-2']])
+    T.eq(H.transcript(child), { '' }, 'the new chat starts empty')
+    child:lua(STUB_SELECT .. [[ _G.pick = { 'sess-1-unused' } ]])
+    child:cmd('AcpChats')
+    local items = child:lua('return _G.asked[1].items')
+    T.eq(#items, 2, 'both chats listed: ' .. vim.inspect(items))
+    T.match(items[1], '^' .. old .. ': test')
+    child:lua([[_G.pick = { ... } ]], { old .. ': test' })
+    child:cmd('AcpChats')
+    child:wait_for(([[return require('acp').current().thread == %d]]):format(old))
+    T.match(H.transcript_text(child), '## You\n\nfirst question\n\n## test\n\nfirst answer')
+    -- Its session is still live: it continues.
+    H.turn(child, 'first again')
+    T.match(H.transcript_text(child), 'first answer\n\n## You\n\nfirst again\n\n## test\n\nfirst answer$')
+  end },
+
   { 'session_info_update titles show in the winbar and in the picker for this chat', function()
     local dir = H.project()
     local child = H.start({ cwd = dir, agent_info = {

@@ -177,10 +177,10 @@ function M.open(agent, opts)
   return view
 end
 
---- Replaces `view` with a new chat of the same agent in the same windows:
---- `opts.resume` opens that session (its history fills the fresh
---- transcript), else a new session starts. The input text, pending
---- context and queued messages move to the new chat.
+--- Shows a new chat of the same agent in `view`'s windows: `opts.resume`
+--- opens that session (its history fills the fresh transcript), else a new
+--- session starts. The input text, pending context and queued messages
+--- move to the new chat; `view` is kept, hidden (`:AcpChats`).
 function M.reopen(view, opts)
   opts = opts or {}
   local spec, err = require('acp.agents').spec(view.agent, M.project_root())
@@ -208,12 +208,18 @@ function M.reopen(view, opts)
   })
   vim.api.nvim_buf_set_lines(new.input, 0, -1, false, vim.api.nvim_buf_get_lines(view.input, 0, -1, false))
   new.context, new.queue = view.context, view.queue
+  view.context, view.queue = {}, {}
+  vim.api.nvim_buf_set_lines(view.input, 0, -1, false, {})
   -- The windows stay: they show the new chat's buffers.
   local win, input_win = view.win, view.input_win
   view.win, view.input_win = nil, nil
   require('acp.chat.layout').adopt(new, win, input_win)
-  pcall(core.close_thread, view.thread)
-  view:destroy()
+  -- The old chat is kept, not destroyed: its view, buffers and thread stay
+  -- (`:AcpChats` switches back, its review still works). Its thread stays
+  -- open, not read-only: its agent session is still live in the shared
+  -- agent process, so going back to it continues that conversation, and a
+  -- turn it was running ends where it can be seen. It ends with its tab
+  -- like any hidden chat.
   chats.by_tab[tab] = new
   chats.by_thread[thread] = new
   require('acp.core.dispatch').register(thread, new)
