@@ -368,13 +368,62 @@ fn register_threads(lua: &Lua, m: &Table) -> LuaResult<()> {
 
     m.set(
         "accept_changes",
-        lua.create_function(|_, id: u64| {
+        lua.create_function(|_, (id, also): (u64, Option<Vec<String>>)| {
             registry()
                 .thread(id)
                 .map_err(lua_err)?
                 .editor
-                .accept_changes();
+                .accept_changes(&also.unwrap_or_default(), now_secs());
             Ok(())
+        })?,
+    )?;
+
+    m.set(
+        "review_base",
+        lua.create_function(|lua, (id, path, now): (u64, String, Option<String>)| {
+            let t = registry().thread(id).map_err(lua_err)?;
+            match t.editor.review_base(&path, now.as_deref()) {
+                Some(b) => to_lua(lua, &b),
+                None => Ok(LuaValue::Nil),
+            }
+        })?,
+    )?;
+
+    m.set(
+        "review_keep",
+        lua.create_function(
+            |_, (id, path, before, after): (u64, String, String, String)| {
+                registry().thread(id).map_err(lua_err)?.editor.keep_changes(
+                    &path,
+                    before,
+                    after,
+                    now_secs(),
+                );
+                Ok(())
+            },
+        )?,
+    )?;
+
+    m.set(
+        "review_export",
+        lua.create_function(|_, id: u64| {
+            Ok(registry()
+                .thread(id)
+                .map_err(lua_err)?
+                .editor
+                .review_export())
+        })?,
+    )?;
+
+    m.set(
+        "review_import",
+        lua.create_function(|_, (id, json): (u64, String)| {
+            registry()
+                .thread(id)
+                .map_err(lua_err)?
+                .editor
+                .review_import(&json)
+                .map_err(lua_err)
         })?,
     )?;
 
@@ -394,10 +443,14 @@ fn register_threads(lua: &Lua, m: &Table) -> LuaResult<()> {
             };
             // Nothing changed: nothing to record.
             let after = edit.get::<Option<mlua::String>>("after")?;
-            if after.is_some_and(|a| *a.as_bytes() == *before.as_bytes()) {
+            if after
+                .as_ref()
+                .is_some_and(|a| *a.as_bytes() == *before.as_bytes())
+            {
                 return Ok(());
             }
-            t.record_disk_edit(&path, before);
+            let after = after.map(|a| a.to_string_lossy().to_string());
+            t.record_disk_edit(&path, before, after);
             Ok(())
         })?,
     )?;
@@ -812,4 +865,12 @@ fn register_editor_calls(lua: &Lua, m: &Table) -> LuaResult<()> {
         })?,
     )?;
     Ok(())
+}
+
+/// Seconds since the epoch (the time of a change record).
+fn now_secs() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
 }

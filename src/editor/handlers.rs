@@ -108,6 +108,8 @@ struct BufferText {
     bufnr: i64,
     tick: i64,
     modified: bool,
+    /// How its lines are its text (without a BOM: served texts have none).
+    format: TextFormat,
 }
 
 /// Sliced reads of a buffer that keeps changing are tried this often; then
@@ -167,6 +169,7 @@ async fn buffer_text(
         bufnr: v.bufnr,
         tick: v.tick,
         modified: v.modified,
+        format,
     }))
 }
 
@@ -359,12 +362,9 @@ async fn write_text(
     // then the edit is recomputed against the newer text.
     for _attempt in 0..5 {
         let Some(buf) = buffer_text(thread, path, &resolved).await? else {
-            // Only the text before the first change is kept for review.
-            let original = if ed.has_change(path) {
-                Original::Unknown
-            } else {
-                disk_original(&resolved, ed.policy.read_max_bytes, write_confine(ed)).await?
-            };
+            // The text right before the write: a step of review's chain.
+            let original =
+                disk_original(&resolved, ed.policy.read_max_bytes, write_confine(ed)).await?;
             // Written relative to the opened directory, itself checked
             // against the roots (a symlink swapped in cannot lead outside).
             let (p, c, confine) = (resolved.clone(), content.clone(), write_confine(ed));
@@ -380,6 +380,7 @@ async fn write_text(
                 WriteTarget::Disk,
                 true,
                 original,
+                Original::Text(content.clone()),
                 &content,
             );
             return Ok(json!({}));
@@ -403,6 +404,7 @@ async fn write_text(
             None => textdiff::hunks(&current.lines, &new.lines),
         };
         let save = ed.policy.save_unmodified && !buf.modified;
+        let hunks_applied = hunks.clone();
         let reply = calls::call::<BufferApplyReply>(
             thread.thread_id(),
             MainCall::BufferApply {
@@ -423,18 +425,18 @@ async fn write_text(
             return Err(err(INTERNAL, format!("{path}: {e}")));
         }
         let saved = reply.value.saved;
-        let original = if ed.has_change(path) {
-            Original::Unknown
-        } else {
-            Original::Text(Arc::new(buf.text))
-        };
+        // Review's step: the buffer's text before and after the hunks (the
+        // merged text when the user's edits were merged in).
+        let after = textdiff::apply(&current.lines, &hunks_applied);
+        let after = filetext::encode_joined(after.join("\n"), &buf.format);
         record_write(
             thread,
             path,
             &resolved,
             WriteTarget::Buffer,
             saved,
-            original,
+            Original::Text(Arc::new(buf.text.clone())),
+            Original::Text(Arc::new(after)),
             &content,
         );
         return Ok(json!({}));
@@ -452,6 +454,7 @@ fn record_write(
     target: WriteTarget,
     saved: bool,
     before: Original,
+    after: Original,
     content: &str,
 ) {
     thread.editor().remember_served(resolved, content);
@@ -463,18 +466,20 @@ fn record_write(
         _ => format!("wrote `{path}`"),
     };
     let tool_call_id = thread.note_write(path, note);
-    record_change(thread, path, target, saved, before, tool_call_id);
+    record_change(thread, path, target, saved, before, after, tool_call_id);
 }
 
 /// Records a change for review: one record per path, holding the text from
 /// before the first change of the session (kept once, whatever the number
-/// of writes).
+/// of writes) and the chain of the agent's steps (the text right before and
+/// right after each).
 pub fn record_change(
     thread: &dyn EditorHost,
     path: &str,
     target: WriteTarget,
     saved: bool,
     before: Original,
+    after: Original,
     tool_call_id: Option<String>,
 ) {
     let time = SystemTime::now()
@@ -483,7 +488,7 @@ pub fn record_change(
         .unwrap_or(0.0);
     thread
         .editor()
-        .record_change(path, target, saved, before, tool_call_id, time);
+        .record_change(path, target, saved, before, after, tool_call_id, time);
 }
 
 // terminal/* ---------------------------------------------------------------

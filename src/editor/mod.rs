@@ -16,7 +16,9 @@
 //! - `agreed`: the text each synced buffer and its file last agreed on
 //!   (the merge base of the buffer sync; the served texts in `state` are
 //!   the agent's side);
-//! - `kept`: the file texts kept in memory, under one cap.
+//! - `kept`: the file texts kept in memory, under one cap;
+//! - `review`: what review compares a changed file with (the agent's steps
+//!   taken back, the user's edits kept) and the records as JSON;
 //!
 //! May use: protocol, runtime, bridge, model, config, platform, log.
 
@@ -28,6 +30,7 @@ pub mod fs_error;
 pub mod handlers;
 pub mod kept;
 pub mod policy;
+pub mod review;
 pub mod roots;
 pub mod state;
 pub mod terminal;

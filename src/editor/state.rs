@@ -26,14 +26,14 @@ pub enum Original {
 /// An original as a change record keeps it: its text under the cap of all
 /// kept texts (`kept`), dropped (then unknown) when older ones must go.
 #[derive(Debug, Clone)]
-enum KeptOriginal {
+pub(crate) enum KeptOriginal {
     Text(KeptText),
     Absent,
     Unknown,
 }
 
 /// Who wrote a changed file (`target` of a change record in Lua).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum WriteTarget {
     /// This client wrote the file's buffer.
@@ -44,8 +44,19 @@ pub enum WriteTarget {
     Agent,
 }
 
+/// One change of the agent's to a file: the text right before it and right
+/// after it, as the buffer (or the file, without one) held them. Review
+/// takes the agent's steps back newest first from the text now, keeping
+/// every edit made since (`crate::model::revert`).
+#[derive(Debug, Clone)]
+pub(crate) struct Step {
+    pub(crate) before: KeptOriginal,
+    pub(crate) after: KeptOriginal,
+}
+
 /// One changed file, for review and the quickfix list: one record per path
-/// whatever the number of writes, with the text from before the first.
+/// whatever the number of writes, with the text from before the first and
+/// the chain of the agent's steps not yet accepted.
 #[derive(Debug, Clone)]
 pub struct ChangeRecord {
     pub path: String,
@@ -55,8 +66,14 @@ pub struct ChangeRecord {
     /// Who wrote it last.
     pub target: WriteTarget,
     pub saved: bool,
-    original: KeptOriginal,
+    pub(crate) original: KeptOriginal,
     pub changes: usize,
+    /// The agent's steps since the file was last accepted (all of them
+    /// when it never was), oldest first.
+    pub(crate) steps: Vec<Step>,
+    /// Review accepted the file's changes ("accept all"); later steps
+    /// make it pending again.
+    pub accepted: bool,
 }
 
 impl ChangeRecord {
@@ -67,6 +84,38 @@ impl ChangeRecord {
             KeptOriginal::Text(k) => k.get().map_or(Original::Unknown, Original::Text),
             KeptOriginal::Absent => Original::Absent,
             KeptOriginal::Unknown => Original::Unknown,
+        }
+    }
+
+    /// The agent's steps not yet accepted, oldest first: (before, after).
+    /// A text dropped to stay under the cap reads as unknown.
+    pub fn steps(&self) -> Vec<(Original, Original)> {
+        self.steps
+            .iter()
+            .map(|s| (s.before.read(), s.after.read()))
+            .collect()
+    }
+
+    /// True when the file has steps to review.
+    pub fn pending(&self) -> bool {
+        !self.steps.is_empty()
+    }
+}
+
+impl KeptOriginal {
+    pub(crate) fn read(&self) -> Original {
+        match self {
+            KeptOriginal::Text(k) => k.get().map_or(Original::Unknown, Original::Text),
+            KeptOriginal::Absent => Original::Absent,
+            KeptOriginal::Unknown => Original::Unknown,
+        }
+    }
+
+    pub(crate) fn keep(owner: u64, label: String, text: Original) -> Self {
+        match text {
+            Original::Text(t) => KeptOriginal::Text(KeptText::new(owner, label, t)),
+            Original::Absent => KeptOriginal::Absent,
+            Original::Unknown => KeptOriginal::Unknown,
         }
     }
 }
@@ -81,6 +130,9 @@ impl serde::Serialize for ChangeRecord {
         m.serialize_entry("target", &self.target)?;
         m.serialize_entry("saved", &self.saved)?;
         m.serialize_entry("changes", &self.changes)?;
+        if self.accepted {
+            m.serialize_entry("accepted", &true)?;
+        }
         match self.original() {
             Original::Text(t) => m.serialize_entry("original", t.as_str())?,
             Original::Absent => m.serialize_entry("created", &true)?,
@@ -169,26 +221,36 @@ impl EditorState {
         })
     }
 
+    /// Records one change of the agent's: the text right before and right
+    /// after it (a step of the file's chain, for review).
+    #[allow(clippy::too_many_arguments)]
     pub fn record_change(
         &self,
         path: &str,
         target: WriteTarget,
         saved: bool,
         before: Original,
+        after: Original,
         tool_call_id: Option<String>,
         time: f64,
     ) {
-        // The original is kept (and older texts dropped) outside the lock,
-        // and only for a path without a record (the first change's text).
-        let original = (!self.has_change(path)).then(|| match before {
-            Original::Text(t) => KeptOriginal::Text(KeptText::new(
+        // Texts are kept (and older ones dropped) outside the lock; the
+        // original only for a path without a record (the first change's).
+        let original = (!self.has_change(path)).then(|| {
+            KeptOriginal::keep(
                 self.owner,
                 format!("the original of {path}"),
-                t,
-            )),
-            Original::Absent => KeptOriginal::Absent,
-            Original::Unknown => KeptOriginal::Unknown,
+                before.clone(),
+            )
         });
+        let step = Step {
+            before: match (&original, &before) {
+                // The same text once.
+                (Some(o @ KeptOriginal::Text(_)), Original::Text(_)) => o.clone(),
+                _ => KeptOriginal::keep(self.owner, format!("a text of {path}"), before),
+            },
+            after: KeptOriginal::keep(self.owner, format!("a text of {path}"), after),
+        };
         let mut changes = self.changes.lock();
         match changes.iter_mut().find(|c| c.path == path) {
             Some(c) => {
@@ -196,6 +258,8 @@ impl EditorState {
                 c.target = target;
                 c.saved = saved;
                 c.changes += 1;
+                c.accepted = false;
+                c.steps.push(step);
                 if tool_call_id.is_some() {
                     c.tool_call_id = tool_call_id;
                 }
@@ -208,6 +272,38 @@ impl EditorState {
                 saved,
                 original: original.unwrap_or(KeptOriginal::Unknown),
                 changes: 1,
+                steps: vec![step],
+                accepted: false,
+            }),
+        }
+    }
+
+    /// Review's "keep": the agent's steps of `path` so far become one, from
+    /// `before` (the text with every agent change taken back but the kept
+    /// ones) to `after` (the text at the keep). A path without a record (a
+    /// change known only from a tool card) gets one.
+    pub fn keep_changes(&self, path: &str, before: String, after: String, time: f64) {
+        let label = format!("a text of {path}");
+        let step = Step {
+            before: KeptOriginal::keep(self.owner, label.clone(), Original::Text(before.into())),
+            after: KeptOriginal::keep(self.owner, label, Original::Text(after.into())),
+        };
+        let mut changes = self.changes.lock();
+        match changes.iter_mut().find(|c| c.path == path) {
+            Some(c) => {
+                c.steps = vec![step];
+                c.accepted = false;
+            }
+            None => changes.push(ChangeRecord {
+                path: path.to_owned(),
+                time,
+                tool_call_id: None,
+                target: WriteTarget::Agent,
+                saved: true,
+                original: KeptOriginal::Unknown,
+                changes: 1,
+                steps: vec![step],
+                accepted: false,
             }),
         }
     }
@@ -218,8 +314,29 @@ impl EditorState {
     }
 
     /// "Accept all" in review: the session's changes are the new baseline.
-    pub fn accept_changes(&self) {
-        self.changes.lock().clear();
+    /// Every file stays known as changed, and accepted; `also` are paths
+    /// known only from tool cards, recorded as accepted too.
+    pub fn accept_changes(&self, also: &[String], time: f64) {
+        let mut changes = self.changes.lock();
+        for c in changes.iter_mut() {
+            c.steps.clear();
+            c.accepted = true;
+        }
+        for path in also {
+            if !changes.iter().any(|c| &c.path == path) {
+                changes.push(ChangeRecord {
+                    path: path.clone(),
+                    time,
+                    tool_call_id: None,
+                    target: WriteTarget::Agent,
+                    saved: true,
+                    original: KeptOriginal::Unknown,
+                    changes: 1,
+                    steps: Vec::new(),
+                    accepted: true,
+                });
+            }
+        }
     }
 
     /// True when `resolved` is under a protected directory (`.git` by
@@ -249,6 +366,7 @@ mod tests {
             WriteTarget::Disk,
             true,
             Original::Text(big.clone()),
+            Original::Unknown,
             None,
             1.0,
         );
@@ -257,6 +375,7 @@ mod tests {
                 "/p/a",
                 WriteTarget::Buffer,
                 true,
+                Original::Unknown,
                 Original::Unknown,
                 Some(format!("t{i}")),
                 2.0,

@@ -184,14 +184,18 @@ impl ThreadHandle {
     }
 
     /// A change the agent made on disk by itself (seen by the view's buffer
-    /// sync): kept for review with the text from before the change.
-    pub fn record_disk_edit(&self, path: &str, before: String) {
+    /// sync): kept for review with the text right before and right after it
+    /// (the buffer's, when the sync merged it into one; None after: the
+    /// file was deleted).
+    pub fn record_disk_edit(&self, path: &str, before: String, after: Option<String>) {
+        use crate::editor::state::Original;
         crate::editor::handlers::record_change(
             self,
             path,
             crate::editor::state::WriteTarget::Agent,
             true,
-            crate::editor::state::Original::Text(Arc::new(before)),
+            Original::Text(Arc::new(before)),
+            after.map_or(Original::Absent, |a| Original::Text(Arc::new(a))),
             None,
         );
     }

@@ -337,6 +337,16 @@ M.log = forward('log')
 M.notice = forward('notice')
 M.disk_edit = forward('disk_edit')
 M.accept_changes = forward('accept_changes')
+--- Review's records: what a file is compared with, keep, and the records
+--- as JSON (to keep a chat's review across a restart).
+---@type fun(thread: integer, path: string, now: string?): acp.ReviewBase?
+M.review_base = forward('review_base')
+---@type fun(thread: integer, path: string, before: string, after: string)
+M.review_keep = forward('review_keep')
+---@type fun(thread: integer): string
+M.review_export = forward('review_export')
+---@type fun(thread: integer, json: string): integer
+M.review_import = forward('review_import')
 
 -- Chats.
 ---@type fun(spec: acp.AgentSpec): integer

@@ -545,6 +545,18 @@
 ---@field original? string The text before the first change (absent when created or unknown).
 ---@field created? true this client's own write created the file (only then may review delete it)
 ---@field original_unknown? true the text before could not be read
+---@field accepted? true review accepted its changes ("accept all"); a later change makes it pending again
+
+--- What review compares a changed file with (`review_base`): the text now
+--- with every change of the agent's taken back, newest first, keeping the
+--- edits made since (so the user's own changes never show as the agent's).
+---@class acp.ReviewBase
+---@field text? string that text; absent when a change's text is not known (dropped past the cap, or never read)
+---@field absent boolean taking the changes back removes the file (the agent created it and nobody changed it since)
+---@field reverted integer regions of the agent's changes taken back
+---@field kept integer regions left as they are: edited again since the agent's change
+---@field steps integer the agent's changes not yet accepted
+---@field accepted boolean
 
 ---@class acp.TerminalText
 ---@field output string
@@ -578,7 +590,7 @@
 ---@class acp.DiskEdit
 ---@field path string
 ---@field before? string the text before; absent: the one the buffer and the disk last agreed on (the core keeps it)
----@field after? string the new disk text (absent: deleted); nothing is recorded when it equals the text before
+---@field after? string the new text (absent: deleted), the buffer's when the sync merged the change into it; nothing is recorded when it equals the text before
 
 ---@class acp.Native
 ---@field init fun(opts: acp.InitOpts)
@@ -589,7 +601,11 @@
 ---@field log fun(level: 'info'|'warn'|'error', message: string) writes a line to the core's log
 ---@field notice fun(thread: integer, level: 'info'|'warn'|'error', text: string) a notice entry in the transcript
 ---@field disk_edit fun(thread: integer, edit: acp.DiskEdit) records a change the agent made on disk (for :AcpReview)
----@field accept_changes fun(thread: integer) review's "accept all": forgets the session's changes
+---@field accept_changes fun(thread: integer, also: string[]?) review's "accept all": every changed file (and the paths `also`, known from tool cards) is accepted; they stay listed as changed
+---@field review_base fun(thread: integer, path: string, now: string?): acp.ReviewBase? what review compares `path` with, from its text `now` (nil: no such file); nil when the chat has no record of it
+---@field review_keep fun(thread: integer, path: string, before: string, after: string) review's "keep": the agent's changes of `path` so far become one, from `before` (the review's left text after the keep) to `after` (the text now)
+---@field review_export fun(thread: integer): string the change records with their chains and decisions as JSON (texts over 1 MiB, or past 8 MiB in all, are left out and come back unknown)
+---@field review_import fun(thread: integer, json: string): integer restores an export into this chat (each file replaces its record); how many files
 ---@field open_thread fun(spec: acp.AgentSpec): integer
 ---@field prompt fun(thread: integer, prompt: string|acp.ContentBlock[], opts: { queued_by_agent?: boolean }?)
 ---@field request fun(thread: integer, method: string, params: table?, reply: integer) a view request; answered by a `reply` event
