@@ -142,11 +142,12 @@ local MODES = { currentModeId = 'code', availableModes = { { id = 'code', name =
 --- with a diff and locations, a plan, modes, commands, config options,
 --- usage, a title, a permission request, an fs read and write, client terminals (run,
 --- shown on a card, killed), a URL elicitation (answered, then completed),
---- a refused mode (a notification) and a file listing. Returns the child,
+--- a refused mode (a notification), a write refused over a disk change
+--- made during the turn (a notification) and a file listing. Returns the child,
 --- the project dir and what was recorded.
 local function full_chat()
-  local dir = H.project({ ['a.txt'] = 'one\ntwo\n' })
-  local file = dir .. '/a.txt'
+  local dir = H.project({ ['a.txt'] = 'one\ntwo\n', ['b.txt'] = 'one\n' })
+  local file, other = dir .. '/a.txt', dir .. '/b.txt'
   local child = H.start({
     cwd = dir,
     config = { permissions = { auto_allow = {} }, terminal = { confirm = 'never' } },
@@ -164,6 +165,7 @@ local function full_chat()
       { update = { sessionUpdate = 'current_mode_update', currentModeId = 'plan' } },
       { update = { sessionUpdate = 'plan', entries = { { content = 'Edit a.txt', status = 'in_progress', priority = 'high' } } } },
       H.req('fs/read_text_file', { path = file }),
+      H.req('fs/read_text_file', { path = other }),
       H.req('fs/write_text_file', { path = file, content = 'uno\ntwo\n' }),
       { update = { sessionUpdate = 'tool_call', toolCallId = 'e1', title = 'Edit a.txt', kind = 'edit', status = 'pending',
         locations = { { path = file, line = 1 } },
@@ -181,6 +183,8 @@ local function full_chat()
       H.req('elicitation/create', { mode = 'url', elicitationId = 'el1', url = 'https://example.com/sign-in', message = 'Sign in' },
         { expect = { action = 'decline' } }),
       { notify = { method = 'elicitation/complete', params = { elicitationId = 'el1' } } },
+      -- b.txt changed on disk meanwhile (the test wrote it): refused.
+      H.req('fs/write_text_file', { path = other, content = 'uno\n' }, { expect_error = { code = -32602 } }),
       { update = { sessionUpdate = 'tool_call_update', toolCallId = 'e1', status = 'completed' } },
       { update = { sessionUpdate = 'session_info_update', title = 'Contract chat' } },
       { update = { sessionUpdate = 'usage_update', used = 10, size = 100 } },
@@ -198,6 +202,7 @@ local function full_chat()
   H.enter_permission(child)
   child:lua([[require('acp.ask.permission').choose(1)]])
   child:wait_for([[return #require('acp.ask.elicitation').queue == 1]], 10000)
+  T.write_file(other, 'ONE\n')
   child:lua([[require('acp.ask.elicitation').answer(require('acp.ask.elicitation').queue[1], { action = 'decline' })]])
   child:wait_for([[return require('acp').current().turns_ended == 1]], 10000)
   -- A mode the agent refuses gives a notification; a file walk a `files` answer.
@@ -302,13 +307,14 @@ return {
     check_fields('a permission option', types['acp.PermissionOption'], rec.cards.permission_option)
     check_fields('a grant', types['acp.Grant'], rec.cards.grant)
     -- Every main-thread service was called, with the declared payload.
-    T.eq(sorted_keys(rec.calls), { 'buffer_apply', 'buffer_read', 'terminal_kill', 'terminal_start' })
+    T.eq(sorted_keys(rec.calls), { 'buffer_apply', 'buffer_read', 'terminal_kill', 'terminal_start', 'write_conflict' })
     for _, method in ipairs(sorted_keys(rec.calls)) do
       check_fields('the `' .. method .. '` call', types['acp.Call.' .. method], rec.calls[method])
     end
     T.eq(sorted_keys(rec.calls), names_under(types, 'acp.Call.'), 'call classes in types.lua = calls made')
     -- Every reply the view gave (to `call_done`) has the declared fields:
-    -- one per call that wants an answer (terminal_kill is a notification).
+    -- one per call that wants an answer (terminal_kill and write_conflict
+    -- are notifications).
     T.eq(sorted_keys(rec.replies), { 'buffer_apply', 'buffer_read', 'terminal_start' })
     T.eq(sorted_keys(rec.replies), names_under(types, 'acp.Reply.'), 'reply classes in types.lua = replies given')
     for _, method in ipairs(sorted_keys(rec.replies)) do

@@ -73,6 +73,46 @@ local function chat_notices(child)
   ]])
 end
 
+--- A turn in which the agent asks to edit `file` (an edit card and a
+--- permission request, as claude-code-acp and Gemini CLI do), then writes
+--- it through fs/write_text_file with `content` once allowed.
+local function ask_then_write(match, file, content, expect)
+  return {
+    match = match,
+    steps = {
+      { update = { sessionUpdate = 'tool_call', toolCallId = 'w-' .. match, title = 'Write ' .. vim.fs.basename(file),
+        kind = 'edit', status = 'pending', locations = { { path = file } } } },
+      H.req('session/request_permission', {
+        toolCall = { toolCallId = 'w-' .. match, title = 'Write ' .. vim.fs.basename(file), kind = 'edit' },
+        options = { { optionId = 'ok', name = 'Allow', kind = 'allow_once' }, { optionId = 'no', name = 'Reject', kind = 'reject_once' } },
+      }),
+      H.req('fs/write_text_file', { path = file, content = content }, expect),
+      { update = { sessionUpdate = 'tool_call_update', toolCallId = 'w-' .. match, status = 'completed' } },
+      { message = 'done' },
+    },
+  }
+end
+
+--- Sends `match`; while its permission waits, another program writes
+--- `outside` into `file`; then allows and waits for the turn to end.
+local function outside_change_during(child, match, file, outside)
+  local before = child:lua([[return require('acp').current().turns_ended]])
+  child:lua([[assert(require('acp').send(...))]], { match })
+  child:wait_for([[return #require('acp.ask.permission').queue == 1]], 5000)
+  T.write_file(file, outside)
+  H.enter_permission(child)
+  child:lua([[require('acp.ask.permission').choose(1)]])
+  child:wait_for(([[return require('acp').current().turns_ended > %d]]):format(before), 5000)
+  child:cmd('wincmd t')
+end
+
+--- The agent's answers to its fs/write_text_file requests.
+local function write_answers(paths)
+  return vim.tbl_filter(function(r)
+    return r.method == 'fs/write_text_file'
+  end, H.responses(paths))
+end
+
 return {
   { 'a disk edit reloads the unmodified buffer in place when the tool call completes; u undoes it', function()
     local dir = H.project({ ['f.txt'] = 'one\ntwo\nthree\nfour\n' })
@@ -337,5 +377,136 @@ return {
     -- Unloaded: the core forgets it.
     child:cmd('bwipeout')
     T.eq(child:lua([[return require('acp.core').agreed_get(...) == nil]], { real }), true)
+  end },
+  { 'a disk change during the turn, then an agent write based on the old text: both changes in the unmodified buffer and on disk, no prompt', function()
+    local dir = H.project({ ['d.txt'] = 'one\ntwo\nthree\nfour\nfive\n' })
+    local file = dir .. '/d.txt'
+    local child, paths = start(dir, {
+      ask_then_write('edit', file, 'ONE (agent)\ntwo\nthree\nfour\nfive\n'),
+    })
+    child:cmd('edit ' .. file)
+    outside_change_during(child, 'edit', file, 'one\ntwo\nthree\nfour\nFIVE (outside)\n')
+    T.eq(write_answers(paths)[1].result, vim.empty_dict(), 'the write succeeded')
+    T.eq(lines(child), { 'ONE (agent)', 'two', 'three', 'four', 'FIVE (outside)' })
+    T.eq(T.read_file(file), 'ONE (agent)\ntwo\nthree\nfour\nFIVE (outside)\n', 'saved with both changes')
+    T.eq(child:lua('return vim.bo.modified'), false)
+    T.eq(child:lua([[return vim.fn.mode()]]), 'n')
+    no_prompt(child)
+    -- The sync's record follows the new disk text: nothing merged twice, no question.
+    T.eq(child:lua([[return require('acp.core').agreed_get(...)]], { file }), T.read_file(file))
+    child:cmd('checktime')
+    no_prompt(child)
+    T.eq(lines(child), { 'ONE (agent)', 'two', 'three', 'four', 'FIVE (outside)' })
+    T.eq(chat_notices(child), {})
+  end },
+
+  { 'an agent write that overlaps a disk change made during the turn is refused: the agent gets the lines, the chat the conflict, the disk keeps its change', function()
+    local dir = H.project({ ['o.txt'] = 'a\nb\nc\nd\n' })
+    local file = dir .. '/o.txt'
+    local child, paths = start(dir, {
+      ask_then_write('edit', file, 'a\nB (agent)\nc\nd\n'),
+    })
+    child:cmd('edit ' .. file)
+    outside_change_during(child, 'edit', file, 'a\nB (outside)\nc\nd\n')
+    local answer = write_answers(paths)[1]
+    T.eq(answer.result, nil, 'refused')
+    T.match(answer.error.message, 'lines 2%-2')
+    T.match(answer.error.message, 'changed on disk')
+    T.eq(T.read_file(file), 'a\nB (outside)\nc\nd\n', 'the disk keeps the outside change')
+    T.eq(lines(child), { 'a', 'B (outside)', 'c', 'd' }, 'the buffer follows the disk')
+    T.eq(child:lua('return vim.bo.modified'), false)
+    no_prompt(child)
+    child:wait_for([[return #vim.tbl_filter(function(l) return l:find('changed on disk while the agent worked', 1, true) end,
+      require('acp').current():lines()) > 0]], 3000)
+    T.eq(chat_notices(child), {
+      '⚠ o.txt changed on disk while the agent worked: its write (lines 2-2) was not made, the disk keeps the change: :AcpConflict o.txt to compare',
+    })
+    -- :AcpConflict compares the agent's text with the file's buffer.
+    T.eq(child:lua([[return vim.fn.getcompletion('AcpConflict ', 'cmdline')]]), { 'o.txt' })
+    local file_buf = child:lua('return vim.api.nvim_get_current_buf()')
+    child:cmd('AcpConflict o.txt')
+    local tab = child:lua([[
+      local out = {}
+      for _, w in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
+        local b = vim.api.nvim_win_get_buf(w)
+        out[#out + 1] = { buf = b, diff = vim.wo[w].diff, lines = vim.api.nvim_buf_get_lines(b, 0, -1, false) }
+      end
+      return out
+    ]])
+    T.eq(#tab, 2)
+    T.eq(tab[1].lines, { 'a', 'B (agent)', 'c', 'd' }, "the agent's text")
+    T.eq(tab[2].buf, file_buf, 'the buffer itself')
+    T.eq({ tab[1].diff, tab[2].diff }, { true, true })
+    no_prompt(child)
+  end },
+
+  { 'a disk change during the turn, unsaved user edits and the agent write: all three kept in the buffer, nothing lost on :w', function()
+    local dir = H.project({ ['u.txt'] = '1\n2\n3\n4\n5\n' })
+    local file = dir .. '/u.txt'
+    local child, paths = start(dir, {
+      ask_then_write('edit', file, '1 (agent)\n2\n3\n4\n5\n'),
+    })
+    child:cmd('edit ' .. file)
+    child:lua([[vim.api.nvim_buf_set_lines(0, 2, 3, false, { '3 (user)' })]])
+    close_undo_block(child)
+    outside_change_during(child, 'edit', file, '1\n2\n3\n4\n5 (outside)\n')
+    T.eq(write_answers(paths)[1].result, vim.empty_dict())
+    T.eq(lines(child), { '1 (agent)', '2', '3 (user)', '4', '5 (outside)' })
+    T.eq(child:lua('return vim.bo.modified'), true, 'the user edit is still unsaved')
+    T.eq(T.read_file(file), '1\n2\n3\n4\n5 (outside)\n', 'not written under unsaved edits')
+    no_prompt(child)
+    T.eq(chat_notices(child), {})
+    child:cmd('write')
+    no_prompt(child)
+    T.eq(T.read_file(file), '1 (agent)\n2\n3 (user)\n4\n5 (outside)\n')
+  end },
+
+  { 'a file without a buffer: a disk change since the agent read it is merged into its write, an overlapping one refused', function()
+    local dir = H.project({ ['n.txt'] = 'a\nb\nc\n', ['k.txt'] = 'x\ny\n' })
+    local file, other = dir .. '/n.txt', dir .. '/k.txt'
+    local child, paths = start(dir, {
+      { match = 'read', steps = { read(file), read(other) } },
+      { match = 'write', steps = {
+        write(file, 'A (agent)\nb\nc\n'),
+        H.req('fs/write_text_file', { path = other, content = 'X (agent)\ny\n' }),
+      } },
+    })
+    H.turn(child, 'read')
+    T.write_file(file, 'a\nb\nC (outside)\n')
+    T.write_file(other, 'X (outside)\ny\n')
+    H.turn(child, 'write')
+    local answers = write_answers(paths)
+    T.eq(answers[1].result, vim.empty_dict())
+    T.eq(T.read_file(file), 'A (agent)\nb\nC (outside)\n', 'merged')
+    T.match(answers[2].error.message, 'lines 1%-1')
+    T.eq(T.read_file(other), 'X (outside)\ny\n', 'refused: the disk keeps its change')
+    no_prompt(child)
+  end },
+
+  { 'an unmodified buffer whose file changes twice during the turn (another program, then the agent on disk) ends with the disk text', function()
+    local dir = H.project({ ['t.txt'] = 'a\nb\nc\n' })
+    local file = dir .. '/t.txt'
+    local child = start(dir, {
+      { match = 'edit', steps = {
+        { update = { sessionUpdate = 'tool_call', toolCallId = 'e1', title = 'Edit t.txt', kind = 'edit', status = 'pending',
+          locations = { { path = file } } } },
+        H.req('session/request_permission', {
+          toolCall = { toolCallId = 'e1', title = 'Edit t.txt', kind = 'edit' },
+          options = { { optionId = 'ok', name = 'Allow', kind = 'allow_once' } },
+        }),
+        -- claude-agent-acp edits the disk itself once allowed.
+        H.req('terminal/create', { command = 'sed -i s/^a$/A-agent/ ' .. vim.fn.shellescape(file) }),
+        H.req('terminal/wait_for_exit', { terminalId = 'term-1' }),
+        { update = { sessionUpdate = 'tool_call_update', toolCallId = 'e1', status = 'completed' } },
+        { message = 'done' },
+      } },
+    })
+    child:cmd('edit ' .. file)
+    outside_change_during(child, 'edit', file, 'a\nb\nC (outside)\n')
+    T.eq(T.read_file(file), 'A-agent\nb\nC (outside)\n')
+    T.eq(lines(child), { 'A-agent', 'b', 'C (outside)' })
+    T.eq(child:lua('return vim.bo.modified'), false)
+    no_prompt(child)
+    T.eq(chat_notices(child), {})
   end },
 }

@@ -42,6 +42,16 @@ pub enum MainCall {
     },
     /// Kill a terminal's process group (no answer).
     TerminalKill { id: String, pid: u32 },
+    /// An agent write was refused: its change and a change on disk both
+    /// touch lines `first`..`last` (no answer). The chat shows the conflict;
+    /// `:AcpConflict` compares `text`, the agent's, with the file.
+    WriteConflict {
+        path: String,
+        resolved: PathBuf,
+        text: String,
+        first: usize,
+        last: usize,
+    },
 }
 
 impl MainCall {
@@ -51,6 +61,7 @@ impl MainCall {
             MainCall::BufferApply { .. } => "buffer_apply",
             MainCall::TerminalStart { .. } => "terminal_start",
             MainCall::TerminalKill { .. } => "terminal_kill",
+            MainCall::WriteConflict { .. } => "write_conflict",
         }
     }
 }

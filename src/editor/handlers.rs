@@ -19,6 +19,7 @@ use crate::bridge::main_call::{BufferApplyReply, BufferReadReply, MainCall, Term
 use crate::config::Caps;
 use crate::editor::fs::{self, FsError, INTERNAL, INVALID_PARAMS};
 use crate::editor::state::{EditorState, Original, WriteTarget};
+use crate::editor::write_merge::{self, Against, BufferWrite, DiskWrite};
 
 use crate::editor::terminal::ExitStatus;
 use crate::model::entries::TermExit;
@@ -358,6 +359,15 @@ async fn write_text(
     let ed = thread.editor();
     let resolved = resolved.to_path_buf();
     let content = Arc::new(content);
+    // What a loaded buffer and its file last agreed on, and the disk now,
+    // taken before the buffer is read (the read brings a disk change into
+    // the buffer and moves the agreed text): a difference is a change on
+    // disk the agent's text does not know of.
+    let agreed = crate::editor::agreed::AGREED.get(&resolved.to_string_lossy());
+    let disk = match agreed {
+        Some(_) => disk_original(&resolved, ed.policy.read_max_bytes, write_confine(ed)).await?,
+        None => Original::Unknown,
+    };
     // The buffer may change between reading it and applying the edit;
     // then the edit is recomputed against the newer text.
     for _attempt in 0..5 {
@@ -365,9 +375,28 @@ async fn write_text(
             // The text right before the write: a step of review's chain.
             let original =
                 disk_original(&resolved, ed.policy.read_max_bytes, write_confine(ed)).await?;
+            // Changed on disk since the agent read it: the agent's change is
+            // merged with the disk's, or refused; never written over it.
+            let written = match write_merge::disk_write(
+                ed.served(&resolved).as_ref(),
+                &original,
+                &content,
+            ) {
+                DiskWrite::AsIs => content.clone(),
+                DiskWrite::Merged(text) => Arc::new(text),
+                DiskWrite::Conflict(first, last) => {
+                    return Err(refuse_conflict(thread, path, &resolved, &content, first, last))
+                }
+                DiskWrite::Stale => {
+                    return Err(err(
+                        INVALID_PARAMS,
+                        format!("{path}: the file changed on disk since you read it; read it again and redo the edit"),
+                    ))
+                }
+            };
             // Written relative to the opened directory, itself checked
             // against the roots (a symlink swapped in cannot lead outside).
-            let (p, c, confine) = (resolved.clone(), content.clone(), write_confine(ed));
+            let (p, c, confine) = (resolved.clone(), written.clone(), write_confine(ed));
             tokio::task::spawn_blocking(move || {
                 fs::write_atomic_confined(&p, &c, confine.as_ref())
             })
@@ -380,14 +409,25 @@ async fn write_text(
                 WriteTarget::Disk,
                 true,
                 original,
-                Original::Text(content.clone()),
+                Original::Text(written.clone()),
                 &content,
             );
             return Ok(json!({}));
         };
         let new = Lines::from_text(&content);
         let current = Lines::from_text(&buf.text);
-        let hunks = match merge_base(ed, &resolved, &buf, path).await? {
+        let hunks = match disk_change(ed, &resolved, &agreed, &disk, &buf, &current, &new) {
+            BufferWrite::Merged(hunks) => hunks,
+            BufferWrite::Conflict(Against::Disk, first, last) => {
+                return Err(refuse_conflict(thread, path, &resolved, &content, first, last))
+            }
+            BufferWrite::Conflict(Against::Buffer, first, last) => {
+                return Err(err(
+                    INVALID_PARAMS,
+                    format!("{path}: lines {first}-{last} were changed in the buffer since you read the file; read it again and redo the edit"),
+                ))
+            }
+            BufferWrite::Unchanged => match merge_base(ed, &resolved, &buf, path).await? {
             Some(base) => {
                 let base_lines = Lines::from_text(&base);
                 let merged = textdiff::merge3(&base_lines.lines, &new.lines, &current.lines).map_err(|(from, to)| {
@@ -402,6 +442,7 @@ async fn write_text(
                 textdiff::hunks(&current.lines, &merged)
             }
             None => textdiff::hunks(&current.lines, &new.lines),
+            },
         };
         let save = ed.policy.save_unmodified && !buf.modified;
         let hunks_applied = hunks.clone();
@@ -445,6 +486,73 @@ async fn write_text(
         INTERNAL,
         format!("{path}: the buffer kept changing; try again"),
     ))
+}
+
+/// A change on disk the agent's text does not know of, merged into the
+/// write to buffer `buf` (see `write_merge::buffer_write`): `agreed` and
+/// `disk` as taken before the buffer was read.
+fn disk_change(
+    ed: &EditorState,
+    resolved: &std::path::Path,
+    agreed: &Option<Arc<String>>,
+    disk: &Original,
+    buf: &BufferText,
+    current: &Lines,
+    new: &Lines,
+) -> BufferWrite {
+    let Original::Text(disk) = disk else {
+        return BufferWrite::Unchanged;
+    };
+    // A mac buffer's lines are not `Lines` of its text.
+    if buf.format.fileformat == filetext::FileFormat::Mac {
+        return BufferWrite::Unchanged;
+    }
+    let served = ed.served(resolved);
+    // The agent's base: what it was served when kept; not known when only
+    // its hash is (the usual check then asks the agent to read again).
+    let (agreed, served) = match &served {
+        Some(s) if s.text.is_none() => (None, None),
+        Some(s) => (agreed.as_deref(), s.text.as_deref()),
+        None => (agreed.as_deref(), None),
+    };
+    write_merge::buffer_write(
+        agreed.map(String::as_str),
+        Some(disk.as_str()),
+        served.map(String::as_str),
+        &buf.format,
+        &current.lines,
+        &new.lines,
+    )
+}
+
+/// Refuses a write whose change and a change on disk touch the same lines
+/// (`first`..`last` of the text the agent's edit is based on): nothing is
+/// written, the chat shows the conflict (`:AcpConflict` compares the
+/// agent's text with the file) and the agent gets an error naming them.
+fn refuse_conflict(
+    thread: &dyn EditorHost,
+    path: &str,
+    resolved: &std::path::Path,
+    content: &str,
+    first: usize,
+    last: usize,
+) -> FsError {
+    calls::notify(
+        thread.thread_id(),
+        MainCall::WriteConflict {
+            path: path.to_owned(),
+            resolved: resolved.to_path_buf(),
+            text: content.to_owned(),
+            first,
+            last,
+        },
+    );
+    err(
+        INVALID_PARAMS,
+        format!(
+            "{path}: not written: lines {first}-{last} were also changed on disk by another program while you worked (your edit is based on the text before that change); read the file again and redo the edit"
+        ),
+    )
 }
 
 fn record_write(

@@ -19,6 +19,8 @@
 //! - `kept`: the file texts kept in memory, under one cap;
 //! - `review`: what review compares a changed file with (the agent's steps
 //!   taken back, the user's edits kept) and the records as JSON;
+//! - `write_merge`: an agent write into a file that changed on disk while
+//!   the agent worked, merged with the disk change or refused.
 //!
 //! May use: protocol, runtime, bridge, model, config, platform, log.
 
@@ -34,3 +36,4 @@ pub mod review;
 pub mod roots;
 pub mod state;
 pub mod terminal;
+pub mod write_merge;

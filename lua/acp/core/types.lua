@@ -341,8 +341,8 @@
 ---@field type 'call'
 ---@field call integer
 ---@field thread integer
----@field method 'buffer_read'|'buffer_apply'|'terminal_start'|'terminal_kill'
----@field payload acp.Call.buffer_read|acp.Call.buffer_apply|acp.Call.terminal_start|acp.Call.terminal_kill
+---@field method 'buffer_read'|'buffer_apply'|'terminal_start'|'terminal_kill'|'write_conflict'
+---@field payload acp.Call.buffer_read|acp.Call.buffer_apply|acp.Call.terminal_start|acp.Call.terminal_kill|acp.Call.write_conflict
 
 ---@alias acp.Event
 ---| acp.Event.added
@@ -442,6 +442,16 @@
 ---@class acp.Call.terminal_kill
 ---@field id string
 ---@field pid integer
+
+--- An agent write refused (a notification: call 0): its change and a
+--- change on disk both touch lines `first`..`last`. The chat shows the
+--- conflict; `:AcpConflict` compares `text` (the agent's) with the file.
+---@class acp.Call.write_conflict
+---@field path string As the agent sent it.
+---@field resolved string Its real path.
+---@field text string The agent's text, not written.
+---@field first integer
+---@field last integer
 
 ---@alias acp.Reply acp.Reply.buffer_read|acp.Reply.buffer_apply|acp.Reply.terminal_start
 

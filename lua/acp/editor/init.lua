@@ -3,7 +3,8 @@
 --- core and applies agent writes to buffers; terminal.lua runs the client
 --- terminals as jobs and shows their output; sync.lua keeps buffers in step
 --- with files the agent changes on disk; open.lua opens agent paths only
---- after checking them; review.lua shows what the session changed.
+--- after checking them; review.lua shows what the session changed;
+--- refused.lua keeps the agent writes refused over a disk change.
 -- May use: util, config, events, core.
 ---
 --- This file registers the services the core calls (`call` events) with
@@ -24,6 +25,9 @@ function M.serve(dispatch)
   end
   dispatch.services.terminal_kill = function(ev)
     require('acp.editor.terminal').kill(ev)
+  end
+  dispatch.services.write_conflict = function(ev)
+    require('acp.editor.refused').write_conflict(ev)
   end
 end
 

@@ -748,6 +748,7 @@ function M.complete(lead)
       end
     end
   end
+  vim.list_extend(out, require('acp.editor.refused').complete(lead))
   table.sort(out)
   return out
 end
@@ -773,6 +774,13 @@ end
 function M.open_conflict(arg)
   local buf = find_conflict(arg or '')
   if not buf then
+    -- An agent write refused over a disk change: its text | the file.
+    local refused = require('acp.editor.refused')
+    local want = (arg and arg ~= '') and (uv.fs_realpath(vim.fn.fnamemodify(require('acp.util.escape').arg_path(arg), ':p')) or arg) or nil
+    local entry = refused.find(want)
+    if entry then
+      return refused.open(entry)
+    end
     vim.notify('acp.nvim: no file in conflict' .. ((arg and arg ~= '') and (' named ' .. arg) or ''))
     return
   end
