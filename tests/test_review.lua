@@ -1,6 +1,8 @@
 -- Agent writes that must not go through as they are (protected paths,
 -- unsaved edits the agent never read) and :AcpReview: only this client's
--- own records can make a file "new", k keeps a hunk, A clears the list.
+-- own records can make a file "new", review reverts only the agent's
+-- hunks (the user's own edits are kept, and never shown as the agent's), k
+-- and A last until the session ends.
 local T = require('tests.helpers.expect')
 local H = require('tests.helpers.acp')
 
@@ -15,6 +17,50 @@ end
 
 --- A chat in `dir` whose turns are `turns`; the cursor ends in the window
 --- left of the chat, in normal mode (where the user edits files).
+--- A turn in which the agent asks to edit `file` (an edit card and a
+--- permission request), then, once allowed, makes the edit with `steps`:
+--- claude-code-acp and Gemini CLI write through fs/write_text_file, and
+--- claude-agent-acp edits the disk itself.
+local function ask_then(match, file, steps, first)
+  local out = vim.list_extend(vim.deepcopy(first or {}), {
+    { update = { sessionUpdate = 'tool_call', toolCallId = 'w-' .. match, title = 'Edit ' .. vim.fs.basename(file),
+      kind = 'edit', status = 'pending', locations = { { path = file } } } },
+    H.req('session/request_permission', {
+      toolCall = { toolCallId = 'w-' .. match, title = 'Edit ' .. vim.fs.basename(file), kind = 'edit' },
+      options = { { optionId = 'ok', name = 'Allow', kind = 'allow_once' }, { optionId = 'no', name = 'Reject', kind = 'reject_once' } },
+    }),
+  })
+  vim.list_extend(out, steps)
+  vim.list_extend(out, {
+    { update = { sessionUpdate = 'tool_call_update', toolCallId = 'w-' .. match, status = 'completed' } },
+    { message = 'done' },
+  })
+  return { match = match, steps = out }
+end
+
+--- Sends `match`; while its permission waits, `edit` runs (the user's
+--- edit); then allows and waits for the turn to end.
+local function during_permission(child, match, edit)
+  local before = child:lua([[return require('acp').current().turns_ended]])
+  child:lua([[assert(require('acp').send(...))]], { match })
+  child:wait_for([[return #require('acp.ask.permission').queue == 1]], 5000)
+  edit()
+  H.enter_permission(child)
+  child:lua([[require('acp.ask.permission').choose(1)]])
+  child:wait_for(([[return require('acp').current().turns_ended > %d]]):format(before), 5000)
+  child:cmd('wincmd t')
+end
+
+--- Captures vim.notify's messages in the child (read with `notes`).
+local function capture_notes(child)
+  child:lua([[_G.notes = {}
+    vim.notify = function(msg) table.insert(_G.notes, msg) end]])
+end
+
+local function notes(child)
+  return child:lua('return _G.notes')
+end
+
 local function start(dir, turns, config)
   local child, paths = H.start({ cwd = dir, turns = turns, config = config })
   H.open(child)
@@ -260,7 +306,7 @@ return {
       'R reverted the other hunk and kept the kept one')
   end },
 
-  { 'A accepts everything and clears the list: a second :AcpReview has nothing to show', function()
+  { 'A accepts everything: a second :AcpReview says the agent changed 2 files, all accepted (the records stay, accepted)', function()
     -- b.txt holds the card's newText: the agent wrote it itself.
     local dir = H.project({ ['a.txt'] = 'a\n', ['b.txt'] = 'BEE\n' })
     local child = start(dir, { { match = 'go', steps = {
@@ -272,16 +318,140 @@ return {
     child:cmd('AcpReview')
     T.eq(review_files(child), { { 'a.txt', false, false }, { 'b.txt', false, false } })
     T.eq(child:lua('return #vim.api.nvim_list_tabpages()'), 2)
+    capture_notes(child)
     child:feed('A')
     child:wait_for([[return #vim.api.nvim_list_tabpages() == 1]], 2000)
-    T.eq(child:lua([[return require('acp').writes()]]), {}, 'the records are cleared')
+    T.eq(notes(child), { 'acp.nvim: all changes accepted (2 files)' })
+    T.eq(child:lua([[return vim.tbl_map(function(w) return { vim.fn.fnamemodify(w.path, ':t'), w.accepted } end, require('acp').writes())]]),
+      { { 'a.txt', true }, { 'b.txt', true } }, 'both files stay known as changed, and accepted')
     T.eq(T.read_file(dir .. '/a.txt'), 'A\n', 'accepting changes nothing on disk')
-    child:lua([[require('acp.editor.review').last = nil
-      _G.notes = {}
-      vim.notify = function(msg) table.insert(_G.notes, msg) end]])
+    child:lua([[require('acp.editor.review').last = nil]])
+    capture_notes(child)
     child:cmd('AcpReview')
     T.eq(child:lua('return #vim.api.nvim_list_tabpages()'), 1, 'no review tab opened')
     T.eq(child:lua([[return require('acp.editor.review').last]]), nil)
-    T.eq(child:lua('return _G.notes'), { 'acp.nvim: the agent changed no files in this session' })
+    T.eq(notes(child), { 'acp.nvim: the agent changed 2 files; all accepted' })
+  end },
+
+  -- Only the agent's hunks ---------------------------------------------------------
+  { "a line the user adds while the agent's fs write waits for permission is kept: review shows only the agent's hunks, R reverts only them", function()
+    local dir = H.project({ ['p.txt'] = 'one\ntwo\nthree\nfour\nfive\n' })
+    local file = dir .. '/p.txt'
+    local child = start(dir, {
+      { match = 'first', steps = { write(file, 'one\ntwo\nthree\nfour\nFIVE (agent)\n') } },
+      -- The agent read the file before it asked.
+      ask_then('go', file, {
+        write(file, 'ONE (agent)\ntwo\nthree\nfour\nFIVE (agent)\n'),
+      }, { H.req('fs/read_text_file', { path = file }) }),
+    })
+    child:cmd('edit ' .. file)
+    H.turn(child, 'first')
+    child:cmd('wincmd t')
+    during_permission(child, 'go', function()
+      child:lua([[vim.api.nvim_buf_set_lines(vim.fn.bufnr(...), 3, 3, false, { 'mine (user)' })]], { file })
+      close_undo_block(child)
+    end)
+    local merged = { 'ONE (agent)', 'two', 'three', 'mine (user)', 'four', 'FIVE (agent)' }
+    T.eq(lines(child, file), merged, 'the merge kept both')
+    T.eq(child:lua([[return vim.bo[vim.fn.bufnr(...)].modified]], { file }), true)
+    child:cmd('AcpReview')
+    T.eq(review_files(child), { { 'p.txt', false, false } })
+    T.eq(review_sides(child), {
+      left = { 'one', 'two', 'three', 'mine (user)', 'four', 'five' },
+      right = merged,
+    }, "the user's line is on both sides: only the agent's hunk is a change")
+    capture_notes(child)
+    child:feed('R')
+    child:wait_for([[return vim.api.nvim_buf_get_lines(vim.fn.bufnr(...), 0, 1, false)[1] == 'one']], 2000, { file })
+    T.eq(lines(child, file), { 'one', 'two', 'three', 'mine (user)', 'four', 'five' }, "R took back the agent's hunks and kept the user's line")
+    T.eq(child:lua([[return vim.bo[vim.fn.bufnr(...)].modified]], { file }), true, 'the buffer is still modified')
+    T.match(table.concat(notes(child), '\n'), 'reverted p%.txt: 2 hunks ')
+  end },
+
+  { 'the same when the agent edits the disk itself after the permission (claude-agent-acp): the sync merges, review shows only the agent hunk, R keeps the user line', function()
+    local dir = H.project({ ['q.txt'] = 'one\ntwo\nthree\nfour\nfive\n' })
+    local file = dir .. '/q.txt'
+    local child = start(dir, { ask_then('go', file, {
+      H.req('terminal/create', { command = 'sed -i s/^one$/ONE-agent/ ' .. vim.fn.shellescape(file) }),
+      H.req('terminal/wait_for_exit', { terminalId = 'term-1' }),
+    }) }, { terminal = { confirm = 'never' } })
+    child:cmd('edit ' .. file)
+    during_permission(child, 'go', function()
+      child:lua([[vim.api.nvim_buf_set_lines(vim.fn.bufnr(...), 3, 3, false, { 'mine (user)' })]], { file })
+      close_undo_block(child)
+    end)
+    T.eq(T.read_file(file), 'ONE-agent\ntwo\nthree\nfour\nfive\n')
+    child:wait_for([[return vim.api.nvim_buf_get_lines(vim.fn.bufnr(...), 0, 1, false)[1] == 'ONE-agent']], 3000, { file })
+    T.eq(lines(child, file), { 'ONE-agent', 'two', 'three', 'mine (user)', 'four', 'five' }, 'the sync merged both')
+    child:cmd('AcpReview')
+    T.eq(review_sides(child), {
+      left = { 'one', 'two', 'three', 'mine (user)', 'four', 'five' },
+      right = { 'ONE-agent', 'two', 'three', 'mine (user)', 'four', 'five' },
+    })
+    child:feed('R')
+    child:wait_for([[return vim.api.nvim_buf_get_lines(vim.fn.bufnr(...), 0, 1, false)[1] == 'one']], 2000, { file })
+    T.eq(lines(child, file), { 'one', 'two', 'three', 'mine (user)', 'four', 'five' })
+    T.eq(child:lua([[return vim.bo[vim.fn.bufnr(...)].modified]], { file }), true)
+  end },
+
+  { "R keeps a user edit made over one of the agent's hunks and says so; the other hunk is reverted", function()
+    local dir = H.project({ ['u.txt'] = 'a\nb\nc\nd\ne\n' })
+    local file = dir .. '/u.txt'
+    local child = start(dir, { { match = 'go', steps = { write(file, 'a\nB\nc\nD\ne\n') } } })
+    child:cmd('edit ' .. file)
+    H.turn(child, 'go')
+    T.eq(lines(child, file), { 'a', 'B', 'c', 'D', 'e' })
+    -- The user rewrites the agent's B.
+    child:lua([[vim.api.nvim_buf_set_lines(vim.fn.bufnr(...), 1, 2, false, { 'B (user)' })]], { file })
+    capture_notes(child)
+    child:cmd('AcpReview')
+    T.eq(review_sides(child), {
+      left = { 'a', 'B (user)', 'c', 'd', 'e' },
+      right = { 'a', 'B (user)', 'c', 'D', 'e' },
+    }, "the user's line is not the agent's change")
+    child:feed('R')
+    child:wait_for([[return vim.api.nvim_buf_get_lines(vim.fn.bufnr(...), 3, 4, false)[1] == 'd']], 2000, { file })
+    T.eq(lines(child, file), { 'a', 'B (user)', 'c', 'd', 'e' })
+    local said = table.concat(notes(child), '\n')
+    T.match(said, "1 hunk of the agent's changes you edited since")
+    T.match(said, 'reverted u%.txt: 1 hunk; 1 hunk you edited kept')
+  end },
+
+  { 'a file the agent created and the user then changed is not deleted by R', function()
+    local dir = H.project()
+    local file = dir .. '/new.txt'
+    local child = start(dir, { { match = 'go', steps = { write(file, 'made\n') } } })
+    H.turn(child, 'go')
+    child:cmd('edit ' .. file)
+    child:lua([[vim.api.nvim_buf_set_lines(0, 1, 1, false, { 'mine' })]])
+    child:cmd('silent write')
+    child:cmd('AcpReview')
+    capture_notes(child)
+    child:feed('R')
+    child:wait_for([[return #_G.notes > 0]], 2000)
+    T.match(table.concat(notes(child), '\n'), 'not deleting .*new%.txt: it changed since the agent created it')
+    T.eq(T.read_file(file), 'made\nmine\n', 'the file is still there')
+  end },
+
+  -- Decisions last ------------------------------------------------------------------
+  { 'k lasts: after closing and reopening the review the kept hunk is no longer a change', function()
+    local dir = H.project({ ['k.txt'] = 'one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\n' })
+    local file = dir .. '/k.txt'
+    local child = start(dir, { { match = 'go', steps = {
+      write(file, 'ONE\ntwo\nthree\nfour\nfive\nsix\nseven\nEIGHT\n'),
+    } } })
+    H.turn(child, 'go')
+    child:cmd('AcpReview')
+    capture_notes(child)
+    child:feed('k')
+    child:wait_for([[return vim.api.nvim_buf_get_lines(vim.api.nvim_win_get_buf(vim.api.nvim_tabpage_list_wins(0)[1]), 0, 1, false)[1] == 'ONE']], 2000)
+    T.eq(notes(child), { 'acp.nvim: kept 1 hunk of k.txt' })
+    child:feed('q')
+    child:wait_for([[return #vim.api.nvim_list_tabpages() == 1]], 2000)
+    child:cmd('AcpReview')
+    T.eq(review_sides(child), {
+      left = { 'ONE', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight' },
+      right = { 'ONE', 'two', 'three', 'four', 'five', 'six', 'seven', 'EIGHT' },
+    }, 'the reopened review shows the kept hunk as no change')
   end },
 }

@@ -19,6 +19,8 @@ pub struct ReviewBase {
     /// Taking the steps back removes the file (the agent created it and
     /// nobody changed it since).
     pub absent: bool,
+    /// The oldest step not yet accepted created the file.
+    pub created: bool,
     /// Regions of the agent's steps taken back.
     pub reverted: usize,
     /// Regions left as they are: edited again since the agent's step (or a
@@ -36,6 +38,7 @@ pub fn review_base(rec: &ChangeRecord, now: Option<&str>) -> ReviewBase {
     let mut out = ReviewBase {
         text: None,
         absent: false,
+        created: matches!(steps.first(), Some((Original::Absent, _))),
         reverted: 0,
         kept: 0,
         steps: steps.len(),
@@ -277,7 +280,7 @@ mod tests {
         let base = ed.review_base("/p/new", Some("made\n")).unwrap();
         assert!(base.absent);
         let base = ed.review_base("/p/new", Some("made\nand mine\n")).unwrap();
-        assert!(!base.absent);
+        assert!(!base.absent && base.created);
         assert_eq!(base.text.as_deref(), Some("made\nand mine\n"));
         assert_eq!(base.kept, 1);
         // A step whose text is unknown: no base at all (never a wrong one).

@@ -563,6 +563,7 @@
 ---@class acp.ReviewBase
 ---@field text? string that text; absent when a change's text is not known (dropped past the cap, or never read)
 ---@field absent boolean taking the changes back removes the file (the agent created it and nobody changed it since)
+---@field created boolean the oldest change not yet accepted created the file
 ---@field reverted integer regions of the agent's changes taken back
 ---@field kept integer regions left as they are: edited again since the agent's change
 ---@field steps integer the agent's changes not yet accepted

@@ -1,8 +1,10 @@
 --- Reviewing agent edits in Neovim's diff mode.
 --- * A diff from a tool card (or a permission request) opens old | new in a
 ---   new tab; from a permission, the option keys answer it from there.
---- * `:AcpReview` walks every file the session changed: the pre-session
----   text | the file itself, with keys to revert one hunk or the whole file.
+--- * `:AcpReview` walks every file the session changed: the file without
+---   the agent's changes (the user's own edits kept) | the file itself, with
+---   keys to revert or keep one hunk, revert the agent's changes to the
+---   file, or accept all; keep and accept last for the session.
 local api = vim.api
 
 local M = {}
@@ -144,18 +146,24 @@ function M.before_cards(text, diffs)
   return text
 end
 
---- Files the session changed with their pre-session text: this client's
---- records first (its writes and the agent's disk edits the buffer sync
---- saw), then diff contents of tool cards. Only the client's own records
+--- Files the session changed: this client's records first (its writes
+--- and the agent's disk edits the buffer sync saw, each a chain of the
+--- agent's steps the core takes back from the text now, keeping the user's
+--- edits), then diff contents of tool cards. Only the client's own records
 --- can call a file new: a card's missing `oldText` is a claim, and such a
---- file is "changed" with an unknown original.
+--- file is "changed" with an unknown original. Returns the files to review
+--- and the paths whose changes were all accepted.
 function M.changed_files(view)
   local core = require('acp.core')
-  local files, seen = {}, {}
+  local files, seen, accepted = {}, {}, {}
   for _, w in ipairs(core.writes(view.thread)) do
     if not seen[w.path] then
       seen[w.path] = true
-      files[#files + 1] = { path = w.path, original = w.original, new_file = w.created == true, unknown = w.original_unknown == true }
+      if w.accepted then
+        accepted[#accepted + 1] = w.path
+      else
+        files[#files + 1] = { path = w.path, record = true }
+      end
     end
   end
   -- Cards before the last "accept all" are accepted with it.
@@ -181,13 +189,37 @@ function M.changed_files(view)
     i = i + 1
   end
   for _, path in ipairs(order) do
-    -- A card's path is the agent's: a FIFO, a URL-like name or a file
-    -- outside the roots is not read (its original is then unknown).
-    local ok = require('acp.editor.open').check_for(view, path, true)
-    local original = M.before_cards(ok and current_text(ok) or nil, by_path[path])
-    files[#files + 1] = { path = path, original = original, new_file = false, unknown = original == nil }
+    files[#files + 1] = { path = path, cards = by_path[path] }
   end
-  return files
+  return files, accepted
+end
+
+--- What the left side of file `f` shows: the text now with the agent's
+--- changes taken back (`f.original`), from the core's record, or for a
+--- card's file from its diffs. Sets `f.original`, `f.new_file`,
+--- `f.unknown` and `f.kept` (regions the user edited over the agent's).
+local function compute_base(view, f)
+  local core = require('acp.core')
+  if f.record then
+    local ok = require('acp.editor.open').check_for(view, f.path, true)
+    local now = ok and current_text(ok) or nil
+    local base = core.review_base(view.thread, f.path, now)
+    f.original = base and base.text
+    f.unknown = f.original == nil
+    f.new_file = base ~= nil and base.absent == true
+    f.created = base ~= nil and base.created == true
+    f.kept = base and base.kept or 0
+    return
+  end
+  -- A card's path is the agent's: a FIFO, a URL-like name or a file
+  -- outside the roots is not read (its original is then unknown).
+  local ok = require('acp.editor.open').check_for(view, f.path, true)
+  f.original = M.before_cards(ok and current_text(ok) or nil, f.cards)
+  f.new_file, f.unknown, f.kept = false, f.original == nil, 0
+end
+
+local function plural(n, word)
+  return ('%d %s%s'):format(n, word, n == 1 and '' or 's')
 end
 
 --- Shows the file in the current window: the buffer of the checked path
@@ -210,7 +242,8 @@ local function refused_note(f)
   vim.notify(('acp.nvim: %s is not opened (%s): nothing to revert'):format(require('acp.editor.open').display(f.path), f.refused), vim.log.levels.WARN)
 end
 
---- Shows file `idx` of the review: the pre-session text | the file.
+--- Shows file `idx` of the review: the file without the agent's changes
+--- (the user's own edits kept) | the file.
 function M.show_file(state, idx)
   local f = state.files[idx]
   if not f then
@@ -223,8 +256,9 @@ function M.show_file(state, idx)
   api.nvim_set_current_tabpage(state.tab)
   vim.cmd('silent! diffoff!')
   vim.cmd('silent! only')
+  compute_base(state.view, f)
   local ft = vim.filetype.match({ filename = f.path })
-  local left = scratch(('acp://review/%d/%s (before the session)'):format(state.id, f.path), f.original or '', ft)
+  local left = scratch(('acp://review/%d/%s (without the agent\'s changes)'):format(state.id, f.path), f.original or '', ft)
   api.nvim_win_set_buf(0, left)
   vim.cmd('diffthis')
   local left_win = api.nvim_get_current_win()
@@ -232,6 +266,7 @@ function M.show_file(state, idx)
   local file_buf = file_window(state, f)
   vim.cmd('diffthis')
   api.nvim_set_current_win(left_win)
+  local name = vim.fn.fnamemodify(f.path, ':t')
   local function revert_hunk()
     if f.refused then
       return refused_note(f)
@@ -244,14 +279,31 @@ function M.show_file(state, idx)
     end
   end
   local function keep_hunk()
-    -- The agent's hunk becomes the baseline: it no longer shows as a change.
+    if f.unknown then
+      vim.notify(('acp.nvim: the text of %s before the change is not known; nothing to keep it against'):format(f.path), vim.log.levels.WARN)
+      return
+    end
+    -- The agent's hunk becomes the baseline: it no longer shows as a change,
+    -- and the core keeps that decision (a reopened review shows the same).
     api.nvim_set_current_win(left_win)
+    local before = api.nvim_buf_get_lines(left, 0, -1, false)
     vim.bo[left].modifiable = true
     local ok, err = pcall(vim.cmd, 'diffget')
     vim.bo[left].modifiable = false
     if not ok then
       vim.notify('acp.nvim: ' .. require('acp.util.text').error(err), vim.log.levels.WARN)
+      return
     end
+    local after = api.nvim_buf_get_lines(left, 0, -1, false)
+    if vim.deep_equal(before, after) then
+      return
+    end
+    local core, sync = require('acp.core'), require('acp.editor.sync')
+    local format = api.nvim_buf_is_loaded(file_buf) and sync.format(file_buf) or nil
+    local now = api.nvim_buf_is_loaded(file_buf) and sync.buffer_text(file_buf) or current_text(f.path) or ''
+    core.review_keep(state.thread, f.path, core.encode(after, format), now)
+    f.record, f.cards = true, nil
+    vim.notify(('acp.nvim: kept 1 hunk of %s'):format(name))
   end
   local function revert_file()
     if f.refused then
@@ -270,15 +322,32 @@ function M.show_file(state, idx)
       vim.notify(('acp.nvim: deleted %s (the agent created it)'):format(f.path))
       return M.show_file(state, math.min(idx + 1, #state.files))
     end
-    api.nvim_buf_set_lines(file_buf, 0, -1, false, api.nvim_buf_get_lines(left, 0, -1, false))
+    local want = api.nvim_buf_get_lines(left, 0, -1, false)
+    local hunks = require('acp.core').hunks(api.nvim_buf_get_lines(file_buf, 0, -1, false), want)
+    api.nvim_buf_set_lines(file_buf, 0, -1, false, want)
     vim.cmd('diffupdate')
-    vim.notify(('acp.nvim: %s reverted in its buffer (write it to keep)'):format(f.path))
+    local kept = (f.kept or 0) > 0 and ('; %s you edited kept'):format(plural(f.kept, 'hunk')) or ''
+    if f.created then
+      -- Created by the agent, then changed by someone else: not deleted.
+      vim.notify(('acp.nvim: not deleting %s: it changed since the agent created it%s'):format(
+        f.path,
+        #hunks > 0 and ('; reverted %s of the agent\'s in its buffer'):format(plural(#hunks, 'hunk')) or ''
+      ), vim.log.levels.WARN)
+      return
+    end
+    vim.notify(('acp.nvim: reverted %s: %s%s (in its buffer; write it to keep)'):format(name, plural(#hunks, 'hunk'), kept))
   end
   map(left, 'r', revert_hunk, 'Revert the hunk under the cursor')
-  map(left, 'R', revert_file, 'Revert the whole file')
+  map(left, 'R', revert_file, "Revert the agent's changes to the file")
   map(left, 'k', keep_hunk, 'Keep the hunk under the cursor')
   map(left, 'A', function()
-    require('acp.core').accept_changes(state.thread)
+    local also = {}
+    for _, g in ipairs(state.files) do
+      if not g.record then
+        also[#also + 1] = g.path
+      end
+    end
+    require('acp.core').accept_changes(state.thread, also)
     if state.view then
       local next_index = 0
       for index in pairs(state.view.entries) do
@@ -286,9 +355,9 @@ function M.show_file(state, idx)
       end
       state.view.review_accepted_entries = next_index
     end
-    vim.notify('acp.nvim: all changes accepted; the review list is cleared')
+    vim.notify(('acp.nvim: all changes accepted (%s)'):format(plural(#state.files, 'file')))
     M.close(state.tab)
-  end, 'Accept all changes and clear the list')
+  end, 'Accept all changes')
   map(left, ']f', function()
     M.show_file(state, math.min(idx + 1, #state.files))
   end, 'Next changed file')
@@ -304,13 +373,20 @@ function M.show_file(state, idx)
     require('acp.util.escape').statusline(f.new_file and (f.path .. ' (new)') or f.unknown and (f.path .. ' (before unknown)') or f.path, nil, true)
   )
   first_hunk()
+  if (f.kept or 0) > 0 then
+    vim.notify(('acp.nvim: %s: %s of the agent\'s changes you edited since; kept as you left them'):format(name, plural(f.kept, 'hunk')))
+  end
   return left, file_buf
 end
 
 function M.review(view)
-  local files = M.changed_files(view)
+  local files, accepted = M.changed_files(view)
   if #files == 0 then
-    vim.notify('acp.nvim: the agent changed no files in this session')
+    if #accepted > 0 then
+      vim.notify(('acp.nvim: the agent changed %s; all accepted'):format(plural(#accepted, 'file')))
+    else
+      vim.notify('acp.nvim: the agent changed no files in this session')
+    end
     return
   end
   counter = counter + 1
@@ -318,6 +394,9 @@ function M.review(view)
   vim.cmd('tabnew')
   -- The tab's empty buffer goes once the review's buffers replace it.
   vim.bo.bufhidden = 'wipe'
+  for _, f in ipairs(files) do
+    compute_base(view, f)
+  end
   local state = { files = files, tab = api.nvim_get_current_tabpage(), id = counter, thread = view.thread, view = view }
   M.last = state
   M.show_file(state, 1)

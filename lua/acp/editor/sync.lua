@@ -479,8 +479,11 @@ function M.check(buf, view)
     conflict(buf, view, key)
     return false
   end
-  report(view, rec.path, nil, text)
+  -- Review's step is the buffer's text before and after the merge: the
+  -- user's unsaved edits are in both, never taken for the agent's.
+  local before = M.buffer_text(buf)
   local changed = replace(buf, hunks, false)
+  report(view, rec.path, before, M.buffer_text(buf))
   finish(buf, text, key)
   if changed then
     file_changed(buf, rec.path, 'merge', view)
