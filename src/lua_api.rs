@@ -23,6 +23,8 @@ use crate::model::filetext::TextFormat;
 use crate::session::registry::registry;
 use crate::{log, runtime};
 
+mod chats;
+
 fn lua_err(msg: impl Into<String>) -> mlua::Error {
     mlua::Error::runtime(msg.into())
 }
@@ -46,6 +48,7 @@ pub fn module(lua: &Lua) -> LuaResult<Table> {
     register_files(lua, &m)?;
     register_text(lua, &m)?;
     register_editor_calls(lua, &m)?;
+    chats::register(lua, &m)?;
     Ok(m)
 }
 
@@ -60,6 +63,7 @@ fn register_lifecycle(lua: &Lua, m: &Table) -> LuaResult<()> {
             if let Some(max) = opts.get::<Option<usize>>("kept_text_max_bytes")? {
                 crate::editor::kept::KEPT.set_max_bytes(max);
             }
+            chats::configure(&opts)?;
             if let Some(path) = opts.get::<Option<String>>("log_file")? {
                 let max = opts
                     .get::<Option<u64>>("log_max_bytes")?
@@ -185,9 +189,10 @@ fn register_threads(lua: &Lua, m: &Table) -> LuaResult<()> {
                 v => lua.from_value(v)?,
             };
             let resume = spec.get::<Option<String>>("resume")?;
+            let kept = spec.get::<Option<String>>("kept")?;
             let spec: AgentSpec = lua.from_value(LuaValue::Table(spec))?;
             runtime::handle().map_err(lua_err)?;
-            Ok(registry().open_thread(spec, mcp, policy, resume))
+            Ok(registry().open_thread(spec, mcp, policy, resume, kept))
         })?,
     )?;
 
@@ -327,6 +332,7 @@ fn register_threads(lua: &Lua, m: &Table) -> LuaResult<()> {
             info.set("pid", t.pid())?;
             info.set("session_id", t.session_id())?;
             info.set("agent", t.spec.name.clone())?;
+            info.set("kept_id", t.kept_id())?;
             if let Some(init) = t.agent_init() {
                 let caps = init
                     .get("agentCapabilities")

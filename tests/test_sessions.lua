@@ -35,6 +35,38 @@ local function picked_transcript(child)
   return H.transcript_text(child)
 end
 
+-- Kept chats ---------------------------------------------------------------------
+
+--- The kept chat files of project `dir` under the state folder `state`.
+local function kept_files(state, dir)
+  local name = dir:gsub('%%', '%%25'):gsub('/', '%%2F')
+  return vim.fn.glob(state .. '/nvim/acp/chats/' .. name .. '/*.jsonl', false, true), state .. '/nvim/acp/chats/' .. name
+end
+
+--- A child whose chats are kept under `state` (shared by the children of one test).
+local function start_kept(state, dir, opts)
+  opts = opts or {}
+  opts.cwd, opts.env = dir, { XDG_STATE_HOME = state }
+  local child, paths = H.start(opts)
+  H.open(child)
+  return child, paths
+end
+
+local function wait_kept(state, dir, n)
+  T.wait(function()
+    return #kept_files(state, dir) >= n
+  end, 3000, 'a kept chat file was written')
+end
+
+local function write_step(path, content)
+  return H.req('fs/write_text_file', { path = path, content = content })
+end
+
+local function card(fields)
+  fields.sessionUpdate = 'tool_call'
+  return { update = fields }
+end
+
 return {
   { ':AcpSessions lists two pages (nextCursor) with title, time and cwd; picking one loads it, history apart from the live turn', function()
     local dir = H.project()
@@ -80,10 +112,9 @@ return {
     T.eq(H.events_of(paths, 'prompt')[1].sessionId, 's-b')
   end },
 
-  { 'resume: session/resume when advertised, its config options reach the winbar; close and delete ask first', function()
+  { 'resume: session/resume when advertised without session/load, its config options reach the winbar; close and delete ask first', function()
     local dir = H.project()
     local child, paths = H.start({ cwd = dir, agent_info = {
-      load_session = true,
       session_capabilities = { list = vim.empty_dict(), resume = vim.empty_dict(), close = vim.empty_dict(), delete = vim.empty_dict() },
       sessions = sessions(dir),
       config_options = { { id = 'model', name = 'Model', category = 'model', type = 'select', currentValue = 'big',
@@ -187,6 +218,155 @@ return {
     -- Its session is still live: it continues.
     H.turn(child, 'first again')
     T.match(H.transcript_text(child), 'first answer\n\n## You\n\nfirst again\n\n## test\n\nfirst answer$')
+  end },
+
+  { 'kept chat, agent without session/load: the picker lists it and opening it shows its kept transcript (cards and text)', function()
+    local state, dir = T.tmpdir('state'), H.project()
+    local turns = { { match = 'look', steps = {
+      { message = 'Looking at **a.txt**' },
+      card({ toolCallId = 'r1', title = 'Read a.txt', kind = 'read', status = 'completed' }),
+      { update = { sessionUpdate = 'plan', entries = { { content = 'Read it', status = 'completed', priority = 'high' } } } },
+      { message = 'It says hello' },
+    } } }
+    local one = start_kept(state, dir, { turns = turns })
+    H.turn(one, 'look at a.txt')
+    local before = H.transcript_text(one)
+    wait_kept(state, dir, 1)
+    one:stop()
+    local two = start_kept(state, dir, { turns = turns })
+    two:lua(STUB_SELECT .. [[ _G.pick = { 'look at a.txt' } ]])
+    two:cmd('AcpSessions')
+    T.match(two:lua('return _G.asked[1].items[1]'), '^look at a%.txt  %d%d%d%d%-%d%d%-%d%d %d%d:%d%d  %(kept%)$')
+    local text = picked_transcript(two)
+    T.eq(text:sub(1, #'ℹ Kept transcript: look at a.txt\n\n' + #before),
+      'ℹ Kept transcript: look at a.txt\n\n' .. before, 'the kept transcript renders as it did')
+    T.match(text, vim.pesc(before) .. '\n\nℹ End of the kept transcript')
+    T.match(text, 'read · Read a%.txt · completed')
+    -- The chat continues (a new session: this agent cannot open one).
+    H.turn(two, 'more')
+    T.match(H.transcript_text(two), 'echo: more$')
+  end },
+
+  { 'kept chat, agent with session/load: the history shows once (the kept transcript; the replay is not shown again)', function()
+    local state, dir = T.tmpdir('state'), H.project()
+    local info = { load_session = true, load = { replay = {
+      { sessionUpdate = 'user_message_chunk', content = { type = 'text', text = 'the question' } },
+      { sessionUpdate = 'agent_message_chunk', content = { type = 'text', text = 'the only answer' } },
+    } } }
+    local turns = { { match = 'question', steps = { { message = 'the only answer' } } } }
+    local one, paths1 = start_kept(state, dir, { turns = turns, agent_info = info })
+    H.turn(one, 'the question')
+    wait_kept(state, dir, 1)
+    one:stop()
+    local two, paths = start_kept(state, dir, { turns = turns, agent_info = info })
+    two:lua(STUB_SELECT .. [[ _G.pick = { 'the question' } ]])
+    two:cmd('AcpSessions')
+    local text = picked_transcript(two)
+    T.eq(H.events_of(paths, 'session/load')[1].params.sessionId, H.events_of(paths1, 'prompt')[1].sessionId)
+    local _, count = text:gsub('the only answer', '')
+    T.eq(count, 1, 'the answer shows once:\n' .. text)
+    T.match(text, 'Loaded session `sess%-1` again')
+    H.turn(two, 'next')
+    T.eq(H.events_of(paths, 'prompt')[1].sessionId, 'sess-1', 'the loaded session continues')
+  end },
+
+  { 'restart: yesterday\'s chat opens from the picker with its transcript, and :AcpReview lists the agent\'s change', function()
+    local state, dir = T.tmpdir('state'), H.project({ ['a.txt'] = 'one\n' })
+    local file = dir .. '/a.txt'
+    local turns = { { match = 'edit', steps = {
+      card({ toolCallId = 'w1', title = 'Write a.txt', kind = 'edit', status = 'in_progress', locations = { { path = file } } }),
+      write_step(file, 'two\n'),
+      { update = { sessionUpdate = 'tool_call_update', toolCallId = 'w1', status = 'completed' } },
+      { message = 'Changed a.txt' },
+    } } }
+    local one = start_kept(state, dir, { turns = turns })
+    H.turn(one, 'edit a.txt please')
+    T.eq(T.read_file(file), 'two\n')
+    wait_kept(state, dir, 1)
+    pcall(one.cmd, one, 'qall!')
+    one:stop()
+    local two = start_kept(state, dir, { turns = turns })
+    two:lua(STUB_SELECT .. [[ _G.pick = { 'edit a.txt please' } ]])
+    two:cmd('AcpSessions')
+    local text = picked_transcript(two)
+    T.match(text, '## You\n\nedit a%.txt please\n\n## test\n\nedit · Write a%.txt · completed')
+    T.match(text, 'Changed a%.txt\n\nℹ End of the kept transcript')
+    two:cmd('AcpReview')
+    two:wait_for([[return require('acp.editor.review').last ~= nil]], 3000)
+    T.eq(two:lua([[
+      local out = {}
+      for _, f in ipairs(require('acp.editor.review').last.files) do out[#out + 1] = vim.fn.fnamemodify(f.path, ':t') end
+      return out
+    ]]), { 'a.txt' })
+  end },
+
+  { 'the caps drop the oldest: records past history.chat_max_bytes, chats past history.project_max_chats', function()
+    local state, dir = T.tmpdir('state'), H.project()
+    local child = start_kept(state, dir, { config = { history = { chat_max_bytes = 2048, project_max_chats = 2 } } })
+    for i = 1, 6 do
+      H.turn(child, ('turn %d %s'):format(i, ('x'):rep(300)))
+    end
+    wait_kept(state, dir, 1)
+    T.wait(function()
+      local f = kept_files(state, dir)[1]
+      return f and T.read_file(f):find('echo: turn 6', 1, true) ~= nil
+    end, 3000)
+    local kept = T.read_file(kept_files(state, dir)[1])
+    local header, records = kept:match('^([^\n]*)\n[^\n]*\n(.*)$')
+    T.truthy(#records <= 2048, 'the records stay under the cap: ' .. #records)
+    T.eq(records:find('turn 1 x', 1, true), nil, 'the oldest records went')
+    T.truthy(records:find('echo: turn 6', 1, true), 'the newest stay')
+    T.truthy(vim.json.decode(header).dropped > 0)
+    for i = 2, 3 do
+      child:cmd('AcpNew')
+      child:wait_for(('return require("acp").current().info.session == "sess-%d"'):format(i))
+      H.turn(child, 'chat ' .. i)
+    end
+    T.wait(function()
+      local titles = {}
+      for _, h in ipairs(child:lua('return require("acp.core").kept_chats(...).chats', { dir })) do
+        titles[#titles + 1] = h.title
+      end
+      return vim.deep_equal(titles, { 'chat 3', 'chat 2' })
+    end, 3000, 'the oldest chat was deleted')
+    T.eq(#kept_files(state, dir), 2)
+  end },
+
+  { 'a corrupt, huge or hostile kept chat gives a clear notice, never an error or a prompt', function()
+    local state, dir = T.tmpdir('state'), H.project()
+    local _, folder = kept_files(state, dir)
+    vim.fn.mkdir(folder, 'p')
+    local hostile = '%{execute("qa!")} \27[31mred\27[0m %#Error#'
+    local function header(id, title)
+      return vim.json.encode({ acp_chat = 1, id = id, agent = 'test', cwd = dir, title = title, created = 1, updated = 2 })
+    end
+    T.write_file(folder .. '/1-1.jsonl', '{not json at all\n')
+    T.write_file(folder .. '/2-2.jsonl', header('2-2', 'huge chat') .. '\n' .. ('x'):rep(12 * 1024 * 1024))
+    T.write_file(folder .. '/3-3.jsonl', table.concat({
+      header('3-3', hostile),
+      '{"review": "{not a review"}',
+      vim.json.encode({ sessionUpdate = 'user_message_chunk', content = { type = 'text', text = hostile } }),
+      'garbage line',
+      vim.json.encode({ sessionUpdate = 'agent_message_chunk', content = { type = 'text', text = 'answer ' .. hostile } }),
+    }, '\n') .. '\n')
+    local child = start_kept(state, dir, {})
+    child:lua(RECORD_NOTIFY .. STUB_SELECT .. [[ _G.pick = { 'huge chat' } ]])
+    child:cmd('AcpSessions')
+    T.match(child:lua('return _G.notes[1].msg'), '1 kept chat file%(s%) could not be read and are not listed.*1%-1%.jsonl: not a kept chat')
+    local items = child:lua('return _G.asked[1].items')
+    T.eq(#items, 2, vim.inspect(items))
+    T.eq(items[1]:find('\27', 1, true), nil, 'no escape code in the picker')
+    child:wait_for([[local v = require('acp').current(); return v.history_of == '2-2' and v.state == 'idle']], 5000)
+    T.match(H.transcript_text(child), 'The kept chat 2%-2 could not be read %(.*more than a kept chat can be')
+    child:lua([[_G.pick = { 'red' } ]])
+    child:cmd('AcpSessions')
+    child:wait_for([[local v = require('acp').current(); return v.history_of == '3-3' and v.state == 'idle']], 5000)
+    local text = H.transcript_text(child)
+    T.match(text, 'answer ' .. vim.pesc(hostile))
+    T.match(text, '1 line%(s%) of the kept chat could not be read and were skipped')
+    T.match(text, 'The kept review records could not be read')
+    T.eq(child:lua('return vim.v.errmsg'), '')
+    T.eq(child:lua('return vim.api.nvim_get_mode().blocking'), false, 'no prompt waits')
   end },
 
   { 'session_info_update titles show in the winbar and in the picker for this chat', function()

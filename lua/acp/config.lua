@@ -230,6 +230,18 @@ M.defaults = {
     -- shows another request, so keys meant for something else never answer.
     grace_ms = 300,
   },
+  -- Chats kept on disk per project (`:h acp-history`): their transcripts
+  -- and review records, under stdpath('state')/acp/chats/, so that
+  -- :AcpSessions opens them again after a restart. The records of one chat
+  -- stay under `chat_max_bytes` (its oldest records dropped); a project
+  -- keeps at most `project_max_chats` chats in `project_max_bytes` (its
+  -- oldest chats deleted). Read when the core starts.
+  history = {
+    keep = true,
+    chat_max_bytes = 1024 * 1024,
+    project_max_bytes = 20 * 1024 * 1024,
+    project_max_chats = 100,
+  },
   -- Show the agent's current file and line in a non-chat window.
   follow = false,
   follow_debounce_ms = 150,
@@ -372,6 +384,10 @@ local function validate(user, defaults, path)
         if type(k) ~= 'string' or type(v) ~= 'string' then
           fail(p, 'must map variable names to their exact string values, e.g. { CLAUDECODE = "1" }')
         end
+      end
+    elseif p == 'history.chat_max_bytes' or p == 'history.project_max_bytes' or p == 'history.project_max_chats' then
+      if type(value) ~= 'number' or value ~= math.floor(value) or value < 1 or value >= 2 ^ 53 then
+        fail(p, 'must be a whole number, 1 or more')
       end
     elseif p == 'terminal.env_deny' then
       check_type(p, value, 'table')

@@ -30,6 +30,12 @@ use crate::model::update::SessionUpdate;
 pub trait SessionSink: Send + Sync {
     /// One `session/update`, in arrival order.
     fn apply_update(&self, update: SessionUpdate);
+    /// The same update as the agent sent it (its `update` object), right
+    /// before `apply_update`, for a sink that keeps a record. Updates that
+    /// wait for their session's route (`early`) are not passed here: before
+    /// a session is routed only its metadata arrives (a loaded session is
+    /// routed before its request).
+    fn record(&self, _update: &Value) {}
     /// A request of the agent for this session; the sink must answer
     /// `responder` (now or later), never await the agent here.
     fn agent_request(&self, request: AgentRequest, responder: Responder<Value>);

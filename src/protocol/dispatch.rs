@@ -242,10 +242,12 @@ async fn apply_session_update(conn: &Arc<Connection>, params: &Value) {
         return;
     };
     // The one parse into the model's types.
-    let update = update::parse_update(update);
+    let raw = update;
+    let update = update::parse_update(raw);
     let _order = conn.apply.lock().await;
     match conn.sink_for(sid) {
         Some(sink) => {
+            sink.record(raw);
             sink.apply_update(update);
             // Holds the agent's read loop while the UI is far behind: the
             // back-pressure.

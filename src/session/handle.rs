@@ -67,6 +67,16 @@ pub struct ThreadHandle {
     pub(super) give_up: tokio::sync::Notify,
     /// The chat was told that kept file texts are being dropped.
     pub(super) told_dropped: AtomicBool,
+    /// What is kept of this chat on disk (`keeping`).
+    pub(super) kept: Mutex<super::kept_chats::Kept>,
+    /// A kept chat to show before the session opens (`open_thread`'s `kept`).
+    pub(super) kept_restore: Mutex<Option<String>>,
+    /// A kept transcript is shown: opening its session prefers
+    /// `session/resume`, and a `session/load`'s replay is not shown again.
+    pub(super) kept_shown: AtomicBool,
+    /// Updates of a `session/load` replay are dropped (the kept transcript
+    /// above already shows that history).
+    pub(super) mute_replay: AtomicBool,
     /// The agent processes this chat's sessions run in.
     pub(super) agents: &'static Agents,
     /// This handle, for the tasks it spawns from `&self` callbacks.
@@ -77,17 +87,28 @@ pub struct ThreadHandle {
 
 impl ThreadHandle {
     /// A new chat `id` of agent `spec`, opening `resume` instead of a new
-    /// session when given.
+    /// session when given, continuing kept chat `kept` when given.
     pub(super) fn new(
         id: u64,
         spec: AgentSpec,
         mcp_servers: Vec<McpServer>,
         policy: Policy,
-        resume: Option<String>,
+        (resume, kept): (Option<String>, Option<String>),
         agents: &'static Agents,
     ) -> Arc<Self> {
+        let kept_id = kept
+            .clone()
+            .unwrap_or_else(|| super::kept_chats::new_id(id));
         Arc::new_cyclic(|me| ThreadHandle {
             id,
+            kept: Mutex::new(super::kept_chats::Kept::new(
+                kept_id,
+                spec.name.clone(),
+                &spec.cwd,
+            )),
+            kept_restore: Mutex::new(kept),
+            kept_shown: AtomicBool::new(false),
+            mute_replay: AtomicBool::new(false),
             editor: EditorState::new(spec.cwd.clone(), policy).owned_by(id),
             model: Mutex::new(Thread::new(spec.name.clone())),
             spec,
@@ -121,6 +142,7 @@ impl ThreadHandle {
     pub(super) fn close(self: &Arc<Self>) {
         self.closed.store(true, Ordering::SeqCst);
         self.cancel();
+        self.save_kept();
         if let Some((conn, sid)) = self.current.lock().clone() {
             conn.unroute(&sid);
         }
@@ -301,7 +323,14 @@ impl EditorHost for ThreadHandle {
 
 impl SessionSink for ThreadHandle {
     fn apply_update(&self, update: SessionUpdate) {
+        if self.mute_replay.load(Ordering::SeqCst) {
+            return;
+        }
         self.with_model(|m| m.apply_update(&update));
+    }
+
+    fn record(&self, update: &Value) {
+        self.record_update(update);
     }
 
     fn agent_request(&self, request: AgentRequest, responder: Responder<Value>) {

@@ -4,7 +4,7 @@
 //! connection and the editor handlers call), `opening` (sessions, sign-in),
 //! `turns` (prompts, cancels, the view's requests), `asking` (permission
 //! requests and their answers) with `permission` (the pending requests and
-//! grants). `registry` holds the open chats and `agents` the agent
+//! grants), `keeping` (what is kept of the chat on disk, in `kept_chats`). `registry` holds the open chats and `agents` the agent
 //! processes they share.
 //!
 //! May use: editor, protocol, runtime, bridge, model, config, log.
@@ -12,6 +12,8 @@
 pub mod agents;
 mod asking;
 pub mod handle;
+mod keeping;
+pub mod kept_chats;
 mod opening;
 pub mod permission;
 pub mod registry;

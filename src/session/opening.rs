@@ -115,6 +115,13 @@ impl ThreadHandle {
                 return Ok((b.conn.clone(), b.session_id.clone()));
             }
         }
+        // A kept chat shows its transcript first, whatever the agent does.
+        let restore = self.kept_restore.lock().take();
+        if let Some(id) = restore {
+            if self.restore_kept(&id).await {
+                self.kept_shown.store(true, Ordering::SeqCst);
+            }
+        }
         let conn = self.agents.connection(&self.spec)?;
         let cx = conn.ready().await?;
         let init = conn.init_response().unwrap_or(Value::Null);
@@ -230,10 +237,12 @@ impl ThreadHandle {
         Ok((conn, session_id))
     }
 
-    /// `session/resume` (when advertised) or `session/load` of `session_id`;
-    /// the answer (may be `null`). A load's replayed history fills the
-    /// transcript between two notices. Gives up when the user cancels
-    /// (`$/cancel_request`).
+    /// `session/load` or `session/resume` of `session_id`; the answer (may
+    /// be `null`). Without a kept transcript a load is preferred: its
+    /// replayed history fills the transcript between two notices, where a
+    /// resume shows nothing. Under a kept transcript a resume is preferred,
+    /// and a load's replay is not shown (the transcript above is that
+    /// history). Gives up when the user cancels (`$/cancel_request`).
     async fn open_existing(
         self: &Arc<Self>,
         conn: &Arc<Connection>,
@@ -247,7 +256,9 @@ impl ThreadHandle {
             caps.pointer(p)
                 .is_some_and(|v| !v.is_null() && v != &Value::Bool(false))
         };
-        let request = if advertised("/sessionCapabilities/resume") {
+        let kept = self.kept_shown.load(Ordering::SeqCst);
+        let resume = advertised("/sessionCapabilities/resume");
+        let request = if resume && (kept || !advertised("/loadSession")) {
             let mut p = ResumeSessionRequest::new(session_id.to_owned(), self.spec.cwd.clone());
             p.mcp_servers = mcp_servers.to_vec();
             p.additional_directories = directories.to_vec();
@@ -263,7 +274,11 @@ impl ThreadHandle {
         let load = request.method() == "session/load";
         if load {
             // Routed first: the replay arrives before the answer.
-            self.with_model(|m| m.begin_replay(&format!("`{session_id}`")));
+            if kept {
+                self.mute_replay.store(true, Ordering::SeqCst);
+            } else {
+                self.with_model(|m| m.begin_replay(&format!("`{session_id}`")));
+            }
             conn.route(session_id, self.clone() as Arc<dyn SessionSink>)
                 .await;
         }
@@ -285,7 +300,19 @@ impl ThreadHandle {
             if !ok {
                 conn.unroute(session_id);
             }
-            self.with_model(|m| m.end_replay(ok));
+            if kept {
+                self.mute_replay.store(false, Ordering::SeqCst);
+                if ok {
+                    self.with_model(|m| {
+                        m.notice(
+                            NoticeLevel::Info,
+                            format!("Loaded session `{session_id}` again: new messages continue it (its history is the kept transcript above)"),
+                        )
+                    });
+                }
+            } else {
+                self.with_model(|m| m.end_replay(ok));
+            }
         } else if answer.is_ok() {
             self.with_model(|m| {
                 m.notice(

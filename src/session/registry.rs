@@ -40,9 +40,10 @@ impl Registry {
         mcp_servers: Vec<McpServer>,
         policy: Policy,
         resume: Option<String>,
+        kept: Option<String>,
     ) -> u64 {
         let id = self.next_thread.fetch_add(1, Ordering::Relaxed) + 1;
-        let handle = ThreadHandle::new(id, spec, mcp_servers, policy, resume, &self.agents);
+        let handle = ThreadHandle::new(id, spec, mcp_servers, policy, (resume, kept), &self.agents);
         self.threads.lock().insert(id, handle.clone());
         handle.connect();
         id
@@ -70,6 +71,8 @@ impl Registry {
         let mut threads = self.threads.lock();
         for t in threads.values() {
             t.mark_closed();
+            // At exit, in place: the runtime stops next. Bounded by the caps.
+            t.write_kept();
         }
         threads.clear();
     }

@@ -157,6 +157,7 @@ impl ThreadHandle {
             bridge().push_all(self.id, events);
             turn
         };
+        self.record_prompt(&text);
         self.permissions.lock().new_turn();
         let this = self.clone();
         spawn(async move {
@@ -202,6 +203,8 @@ impl ThreadHandle {
                     });
                 }
             }
+            // The turn ended, one way or another: its transcript is kept.
+            this.save_kept();
             this.start_queued();
         });
         Ok(())

@@ -1,9 +1,12 @@
 --- Sessions of the agent: `:AcpSessions` lists them (`session/list`,
---- every page), picking one opens it in the chat (`session/resume` when the
---- agent advertises it, else `session/load`, whose replayed history fills a
---- fresh transcript); close and delete when advertised, after a
---- confirmation. `:AcpNew` starts a fresh session, `:AcpResume` opens the
---- chat's last session again (after the agent stopped).
+--- every page) with the chats of this agent kept for the project (the
+--- core's `kept_chats`, also for agents without `session/list`); picking
+--- one opens it in the chat: a kept chat with its kept transcript (then
+--- its session resumed when the agent can), another session with
+--- `session/load` when advertised (its replayed history fills a fresh
+--- transcript), else `session/resume`; close and delete when advertised,
+--- after a confirmation. `:AcpNew` starts a fresh session, `:AcpResume`
+--- opens the chat's last session again (after the agent stopped).
 local M = {}
 
 local function notify(msg, level)
@@ -85,6 +88,56 @@ function M.open(view, session_id, reopen)
   return reopen(view, { resume = session_id })
 end
 
+--- The chats of `view`'s agent kept for its project, newest first, one
+--- per session, without `view`'s own; a file that could not be read is
+--- named in a notice (and skipped).
+function M.kept(view)
+  local core = require('acp.core')
+  local ok, res = pcall(core.kept_chats, view.root)
+  if not ok then
+    notify('kept chats could not be listed: ' .. require('acp.util.text').error(res), vim.log.levels.WARN)
+    return {}
+  end
+  local esc = require('acp.util.escape')
+  local problems = type(res.problems) == 'table' and res.problems or {}
+  if #problems > 0 then
+    notify(
+      ('%d kept chat file(s) could not be read and are not listed (delete them to be rid of this notice): %s'):format(
+        #problems,
+        esc.line(problems[1], 300)
+      ),
+      vim.log.levels.WARN
+    )
+  end
+  local own_ok, info = pcall(core.thread_info, view.thread)
+  local own = own_ok and info.kept_id or nil
+  local out, sessions = {}, {}
+  for _, h in ipairs(type(res.chats) == 'table' and res.chats or {}) do
+    local sid = type(h.session_id) == 'string' and h.session_id or nil
+    if h.agent == view.agent and h.id ~= own and not (sid and sessions[sid]) then
+      if sid then
+        sessions[sid] = true
+      end
+      out[#out + 1] = h
+    end
+  end
+  return out
+end
+
+--- How a kept chat reads in the picker: title, time, "kept".
+function M.format_kept(h)
+  local esc = require('acp.util.escape')
+  local time = type(h.updated) == 'number' and os.date('%Y-%m-%d %H:%M', h.updated) or ''
+  local title = type(h.title) == 'string' and h.title ~= '' and h.title or 'untitled chat'
+  return ('%s  %s  (kept)'):format(esc.line(title, 120), esc.line(time, 40))
+end
+
+--- Opens kept chat `h` in the chat: its kept transcript, then its session
+--- when the agent can open it (else a new one); `reopen` as for `M.open`.
+function M.open_kept(view, h, reopen)
+  return reopen(view, { resume = type(h.session_id) == 'string' and h.session_id or nil, kept = h.id })
+end
+
 local function confirm(prompt, yes)
   require('acp.util.escape').select({ 'No', 'Yes' }, { prompt = prompt }, function(choice)
     if choice == 'Yes' then
@@ -114,26 +167,62 @@ function M.pick(view, reopen)
     return notify('the agent is still starting; try again in a moment')
   end
   local sc = session_caps(view)
+  local kept = M.kept(view)
   if not advertised(sc.list) then
+    if #kept > 0 then
+      return M.pick_from(view, {}, kept, sc, reopen)
+    end
     local hint = M.can_open(view) and view.info.session and ' (:AcpResume opens this chat\'s last session)' or ''
     return notify(('%s does not list its sessions%s'):format(view.agent, hint), vim.log.levels.WARN)
   end
   M.list(view, function(sessions, err)
     if not sessions then
+      if #kept > 0 then
+        notify('session/list failed: ' .. tostring(err) .. ' (the kept chats are listed)', vim.log.levels.WARN)
+        return M.pick_from(view, {}, kept, sc, reopen)
+      end
       return notify('session/list failed: ' .. tostring(err), vim.log.levels.ERROR)
     end
-    if #sessions == 0 then
+    if #sessions == 0 and #kept == 0 then
       return notify(('%s has no sessions for %s'):format(view.agent, view.root))
     end
-    require('acp.util.escape').select(sessions, {
-      prompt = 'Session',
-      format_item = function(s)
-        return M.format(view, s)
-      end,
-    }, function(s)
-      if not s then
-        return
-      end
+    M.pick_from(view, sessions, kept, sc, reopen)
+  end)
+end
+
+--- The picker of `:AcpSessions`: the agent's `sessions`, each opened with
+--- its kept transcript when one is kept, then the other `kept` chats.
+function M.pick_from(view, sessions, kept, sc, reopen)
+  local by_session, items = {}, {}
+  for _, h in ipairs(kept) do
+    if h.session_id then
+      by_session[h.session_id] = h
+    end
+  end
+  local listed = {}
+  for _, s in ipairs(sessions) do
+    items[#items + 1] = { session = s, kept = by_session[s.sessionId] }
+    listed[s.sessionId] = true
+  end
+  for _, h in ipairs(kept) do
+    if not (h.session_id and listed[h.session_id]) then
+      items[#items + 1] = { kept = h }
+    end
+  end
+  require('acp.util.escape').select(items, {
+    prompt = 'Session',
+    format_item = function(it)
+      return it.session and M.format(view, it.session) or M.format_kept(it.kept)
+    end,
+  }, function(it)
+    if not it then
+      return
+    end
+    if not it.session then
+      return M.open_kept(view, it.kept, reopen)
+    end
+    local s = it.session
+    do
       local actions = {}
       if M.can_open(view) then
         actions[#actions + 1] = 'resume'
@@ -144,19 +233,28 @@ function M.pick(view, reopen)
       if advertised(sc.delete) then
         actions[#actions + 1] = 'delete'
       end
-      if #actions == 1 and actions[1] == 'resume' then
+      local function open()
+        if it.kept then
+          return M.open_kept(view, it.kept, reopen)
+        end
         return M.open(view, s.sessionId, reopen)
+      end
+      if #actions == 1 and actions[1] == 'resume' then
+        return open()
       elseif #actions == 0 then
+        if it.kept then
+          return open()
+        end
         return notify(('%s cannot open sessions'):format(view.agent), vim.log.levels.WARN)
       end
       require('acp.util.escape').select(actions, { prompt = M.format(view, s) }, function(action)
         if action == 'resume' then
-          M.open(view, s.sessionId, reopen)
+          open()
         elseif action then
           M.act(view, s, action)
         end
       end)
-    end)
+    end
   end)
 end
 

@@ -30,7 +30,12 @@ function M.core()
   end
   if not started then
     wire(require('acp.core.dispatch'))
+    local history = config.options.history
     local ok, err = pcall(core.init, {
+      history_dir = history.keep and (vim.fn.stdpath('state') .. '/acp/chats') or nil,
+      history_chat_max_bytes = history.chat_max_bytes,
+      history_project_max_bytes = history.project_max_bytes,
+      history_project_max_chats = history.project_max_chats,
       log_file = config.options.log_file,
       log_max_bytes = config.options.log_max_bytes,
       kept_text_max_bytes = config.options.fs.kept_text_max_bytes,
@@ -179,7 +184,9 @@ end
 
 --- Shows a new chat of the same agent in `view`'s windows: `opts.resume`
 --- opens that session (its history fills the fresh transcript), else a new
---- session starts. The input text, pending context and queued messages
+--- session starts; `opts.kept` (a kept chat's id, see `acp.agents.sessions`)
+--- shows that chat's kept transcript first and continues it (a chat open
+--- here with that id is switched to instead). The input text, pending context and queued messages
 --- move to the new chat; `view` is kept, hidden (`:AcpChats`).
 function M.reopen(view, opts)
   opts = opts or {}
@@ -192,7 +199,18 @@ function M.reopen(view, opts)
   if not core then
     return nil
   end
+  if opts.kept then
+    -- A kept chat that is open here already: shown, not opened twice (two
+    -- chats would write one file).
+    for _, other in pairs(chats.by_thread) do
+      local ok, info = pcall(core.thread_info, other.thread)
+      if ok and info.kept_id == opts.kept then
+        return require('acp.chat.layout').switch(other)
+      end
+    end
+  end
   spec.resume = opts.resume
+  spec.kept = opts.kept
   local ok, thread = pcall(core.open_thread, spec)
   if not ok then
     vim.notify('acp.nvim: ' .. tostring(thread), vim.log.levels.ERROR)
@@ -204,7 +222,7 @@ function M.reopen(view, opts)
     thread = thread,
     root = spec.cwd,
     tab = tab,
-    history_of = opts.resume,
+    history_of = opts.resume or opts.kept,
   })
   vim.api.nvim_buf_set_lines(new.input, 0, -1, false, vim.api.nvim_buf_get_lines(view.input, 0, -1, false))
   new.context, new.queue = view.context, view.queue

@@ -411,6 +411,11 @@ M.release_text = forward('release_text')
 M.kept_bytes = forward('kept_bytes')
 ---@type fun(): integer[]
 M.agent_pids = forward('agent_pids')
+-- Kept chats of a project (`history` in the options).
+---@type fun(root: string): { chats: acp.KeptChat[], problems: string[] }
+M.kept_chats = forward('kept_chats')
+---@type fun(root: string, id: string)
+M.kept_delete = forward('kept_delete')
 
 -- Files under a root (`@` completion): the answer is a `files` event.
 ---@type fun(root: string, max: integer?, request: integer)

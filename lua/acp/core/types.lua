@@ -462,6 +462,10 @@
 ---@field log_max_bytes? integer the log is rotated past this size (two old files kept)
 ---@field secret_names? string[] name patterns whose values the log and saved traces hide
 ---@field kept_text_max_bytes? integer cap on all file texts kept for merges and review (oldest dropped first)
+---@field history_dir? string where chats are kept, a folder per project (absent: not kept)
+---@field history_chat_max_bytes? integer cap on one kept chat's transcript (its oldest records dropped)
+---@field history_project_max_bytes? integer cap on one project's kept chats (its oldest chats deleted)
+---@field history_project_max_chats? integer most chats kept per project (its oldest deleted)
 ---@field dispatch? fun(batch: acp.Event[]) Gets every drained batch.
 
 ---@class acp.AgentSpec
@@ -476,7 +480,22 @@
 ---@field timeouts? { initialize?: integer, session_new?: integer, cancel_grace?: integer } ms
 ---@field trace_max? integer messages kept in the protocol trace
 ---@field policy? acp.Policy
----@field resume? string a session to open (`session/resume` when advertised, else `session/load`) instead of a new one
+---@field resume? string a session to open instead of a new one: `session/load` when advertised (its history replayed), else `session/resume`; after a kept transcript, `session/resume` first (a load's replay is then not shown)
+---@field kept? string a kept chat (`kept_chats`) to show first and continue: its transcript replayed, its review records imported
+
+--- A kept chat as `kept_chats` lists it (its file's first line).
+---@class acp.KeptChat
+---@field acp_chat integer the file format's version
+---@field id string
+---@field agent string
+---@field cwd string
+---@field session_id? string the agent's session, when one was opened
+---@field title? string the agent's title, else the first prompt's first line
+---@field created integer unix seconds
+---@field updated integer unix seconds
+---@field dropped integer records dropped to stay under the chat's cap
+---@field records integer
+---@field bytes integer
 
 ---@class acp.Policy
 ---@field roots? string[]
@@ -511,6 +530,7 @@
 ---@field pid? integer
 ---@field session_id? string
 ---@field agent string
+---@field kept_id string the chat's kept id (its file under `history_dir`, see `kept_chats`)
 ---@field agent_capabilities? acp.AgentCapabilities
 ---@field agent_info? acp.AgentInfo
 
@@ -660,5 +680,7 @@
 ---@field kept_text fun(id: integer): string? the text kept as `id`, or nil once it was dropped (oldest first past the cap) or released
 ---@field release_text fun(id: integer)
 ---@field kept_bytes fun(): integer bytes of all kept texts
+---@field kept_chats fun(root: string): { chats: acp.KeptChat[], problems: string[] } a project's kept chats, newest first, and the files that could not be read
+---@field kept_delete fun(root: string, id: string) deletes a kept chat's file
 ---@field shutdown fun()
 ---@field _panic fun() Test hook: a panic that must surface as a Lua error.
