@@ -8,6 +8,7 @@
 pub mod entries;
 pub mod events;
 pub mod filetext;
+pub mod record;
 pub mod render;
 pub mod revert;
 pub mod schema;

@@ -208,15 +208,33 @@ impl Thread {
 
     /// The replay ended; `ok` false when the load failed or was given up.
     pub fn end_replay(&mut self, ok: bool) -> Vec<ThreadEvent> {
-        let mut out = Vec::new();
-        if !std::mem::take(&mut self.replaying) {
-            return out;
-        }
         let text = if ok {
             "End of the loaded history: new messages continue this session"
         } else {
             "The history above is incomplete"
         };
+        self.end_replay_saying(text)
+    }
+
+    /// A kept transcript (`record::Recorder`'s records) replayed through
+    /// the same path as a loaded session's history, between a notice
+    /// `label` above and `end` below.
+    pub fn replay_kept(&mut self, label: &str, records: &[Value], end: &str) -> Vec<ThreadEvent> {
+        let mut out = Vec::new();
+        self.replaying = true;
+        self.push(notice_entry(NoticeLevel::Info, label.to_owned()), &mut out);
+        for r in records {
+            out.extend(self.apply_update(&super::update::parse_update(r)));
+        }
+        out.extend(self.end_replay_saying(end));
+        out
+    }
+
+    fn end_replay_saying(&mut self, text: &str) -> Vec<ThreadEvent> {
+        let mut out = Vec::new();
+        if !std::mem::take(&mut self.replaying) {
+            return out;
+        }
         self.push(notice_entry(NoticeLevel::Info, text.into()), &mut out);
         self.reply_started = false;
         self.last_message_id = None;
