@@ -400,6 +400,22 @@ return {
     T.eq(chat_notices(child), {})
   end },
 
+  { 'the same when the agreed text is not known (dropped under the cap): the unmodified buffer as it was is the base', function()
+    local dir = H.project({ ['g.txt'] = 'one\ntwo\nthree\n' })
+    local file = dir .. '/g.txt'
+    local child, paths = start(dir, {
+      ask_then_write('edit', file, 'ONE (agent)\ntwo\nthree\n'),
+    })
+    child:cmd('edit ' .. file)
+    child:lua([[require('acp.core').agreed_forget(...)]], { file })
+    outside_change_during(child, 'edit', file, 'one\ntwo\nTHREE (outside)\n')
+    T.eq(write_answers(paths)[1].result, vim.empty_dict())
+    T.eq(lines(child), { 'ONE (agent)', 'two', 'THREE (outside)' })
+    T.eq(T.read_file(file), 'ONE (agent)\ntwo\nTHREE (outside)\n')
+    T.eq(child:lua('return vim.bo.modified'), false)
+    no_prompt(child)
+  end },
+
   { 'an agent write that overlaps a disk change made during the turn is refused: the agent gets the lines, the chat the conflict, the disk keeps its change', function()
     local dir = H.project({ ['o.txt'] = 'a\nb\nc\nd\n' })
     local file = dir .. '/o.txt'

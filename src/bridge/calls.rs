@@ -151,6 +151,7 @@ mod tests {
                     path: "a.txt".into(),
                     resolved: "/p/a.txt".into(),
                     whole: false,
+                    sync: true,
                 },
             ));
             // The only call of these tests: the one pending id is ours.

@@ -17,10 +17,13 @@ pub enum MainCall {
     /// The loaded buffer of `path` (if any): answered in text parts plus a
     /// `BufferReadReply`. `whole`: take the text in one tick (it cannot be
     /// stale then; asked only after sliced reads kept going stale).
+    /// `sync`: bring the buffer up to date with its file first (false: read
+    /// it as it is).
     BufferRead {
         path: String,
         resolved: PathBuf,
         whole: bool,
+        sync: bool,
     },
     /// Apply `hunks` to buffer `bufnr` if it is still at `tick`:
     /// `BufferApplyReply`.

@@ -121,10 +121,13 @@ const SLICED_READ_TRIES: usize = 4;
 /// text arrives in slices taken across several ticks; when the buffer
 /// changes between slices the read is repeated (never answered as "no
 /// buffer": that would send the caller to the disk under unsaved edits).
+/// `sync`: the buffer first takes a change of its file on disk (see
+/// lua/acp/editor/sync.lua); without it, the text is the buffer's as it is.
 async fn buffer_text(
     thread: &dyn EditorHost,
     path: &str,
     resolved: &std::path::Path,
+    sync: bool,
 ) -> Result<Option<BufferText>, FsError> {
     let mut tries = 0;
     let reply = loop {
@@ -136,6 +139,7 @@ async fn buffer_text(
                 path: path.to_owned(),
                 resolved: resolved.to_path_buf(),
                 whole,
+                sync,
             },
         )
         .await
@@ -186,7 +190,7 @@ async fn read_text_file(
         .check(path, ed.policy.allow_read_outside)
         .map_err(|m| err(INVALID_PARAMS, m))?;
     let t0 = std::time::Instant::now();
-    let content = match buffer_text(thread, path, &resolved).await? {
+    let content = match buffer_text(thread, path, &resolved, true).await? {
         Some(b) => {
             ed.remember_served(&resolved, &b.text);
             if line.is_none() && limit.is_none() {
@@ -363,7 +367,16 @@ async fn write_text(
     // taken before the buffer is read (the read brings a disk change into
     // the buffer and moves the agreed text): a difference is a change on
     // disk the agent's text does not know of.
-    let agreed = crate::editor::agreed::AGREED.get(&resolved.to_string_lossy());
+    let agreed = match crate::editor::agreed::AGREED.get(&resolved.to_string_lossy()) {
+        Some(text) => Some(text),
+        // Not known (dropped to stay under the cap of kept texts, or the
+        // buffer was never synced): an unmodified buffer, read as it is,
+        // holds the text its file last had as far as the editor knows.
+        None => match buffer_text(thread, path, &resolved, false).await? {
+            Some(b) if !b.modified => Some(Arc::new(b.text)),
+            _ => None,
+        },
+    };
     let disk = match agreed {
         Some(_) => disk_original(&resolved, ed.policy.read_max_bytes, write_confine(ed)).await?,
         None => Original::Unknown,
@@ -371,7 +384,7 @@ async fn write_text(
     // The buffer may change between reading it and applying the edit;
     // then the edit is recomputed against the newer text.
     for _attempt in 0..5 {
-        let Some(buf) = buffer_text(thread, path, &resolved).await? else {
+        let Some(buf) = buffer_text(thread, path, &resolved, true).await? else {
             // The text right before the write: a step of review's chain.
             let original =
                 disk_original(&resolved, ed.policy.read_max_bytes, write_confine(ed)).await?;

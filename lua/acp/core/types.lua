@@ -381,6 +381,7 @@
 ---@field path string As the agent sent it.
 ---@field resolved string Its real path.
 ---@field whole boolean Hand the text over in this tick (the sliced reads kept going stale).
+---@field sync boolean Bring the buffer up to date with its file first (false: its text as it is).
 
 ---@class acp.Reply.buffer_read
 ---@field found boolean

@@ -41,8 +41,11 @@ function M.buffer_read(ev)
   if not buf then
     return c.call_done(call, { found = false })
   end
-  -- A file changed on disk is served as the disk has it.
-  sync(buf, ev.thread)
+  -- A file changed on disk is served as the disk has it (unless the core
+  -- asks for the buffer as it is: the base of a write's merge).
+  if p.sync ~= false then
+    sync(buf, ev.thread)
+  end
   local tick = api.nvim_buf_get_changedtick(buf)
   local total = api.nvim_buf_line_count(buf)
   local pos = 0
