@@ -342,6 +342,54 @@ mod tests {
         assert_eq!(r.bytes(), 0);
     }
 
+    /// The recorded traffic of real agents (tests/traces): the kept records
+    /// replayed render the transcript the live updates rendered.
+    #[test]
+    fn real_agents_traffic_replays_as_it_rendered() {
+        use crate::model::thread::Thread;
+        for name in ["claude-code", "codex", "gemini-cli"] {
+            let path = format!("{}/tests/traces/{name}.jsonl", env!("CARGO_MANIFEST_DIR"));
+            let text = std::fs::read_to_string(&path).unwrap();
+            let mut live = Thread::new("agent");
+            let mut rec = Recorder::new(1 << 20);
+            let mut updates = 0;
+            for line in text.lines() {
+                let v: Value = serde_json::from_str(line).unwrap();
+                let msg = &v["msg"];
+                match msg["method"].as_str() {
+                    Some("session/prompt") => {
+                        let said: String = msg["params"]["prompt"]
+                            .as_array()
+                            .into_iter()
+                            .flatten()
+                            .filter_map(|b| b["text"].as_str())
+                            .collect();
+                        live.begin_turn(&said);
+                        rec.user_prompt(&said);
+                    }
+                    Some("session/update") => {
+                        let u = &msg["params"]["update"];
+                        live.apply_json(u);
+                        rec.update(u);
+                        updates += 1;
+                    }
+                    _ => {}
+                }
+            }
+            assert!(updates > 0, "{name}");
+            let records: Vec<Value> = rec.records().cloned().collect();
+            let mut kept = Thread::new("agent");
+            kept.replay_kept("label", &records, "end");
+            let shown = kept.to_markdown();
+            let want = live.to_markdown();
+            assert_eq!(
+                shown,
+                format!("ℹ label\n\n{want}\n\nℹ end"),
+                "{name}: the kept transcript renders as the live one"
+            );
+        }
+    }
+
     #[test]
     fn a_reopened_chat_continues_its_records() {
         let mut r = Recorder::with_records(
