@@ -433,6 +433,42 @@ return {
     T.eq(T.read_file(file), 'made\nmine\n', 'the file is still there')
   end },
 
+  { 'each of the agent own disk edits of a file no buffer holds is a step: R takes both back, also after an accept', function()
+    local original = 'one\ntwo\nthree\nfour\n'
+    local dir = H.project({ ['s.txt'] = original })
+    local file = dir .. '/s.txt'
+    local function edit(id, term, sed)
+      return {
+        tc({ toolCallId = id, title = 'Edit', kind = 'edit', status = 'pending', locations = { { path = file } } }),
+        H.req('terminal/create', { command = 'sed -i ' .. sed .. ' ' .. vim.fn.shellescape(file) }),
+        H.req('terminal/wait_for_exit', { terminalId = term }),
+        { update = { sessionUpdate = 'tool_call_update', toolCallId = id, status = 'completed' } },
+        { sleep_ms = 200 },
+      }
+    end
+    local steps = vim.list_extend(edit('e1', 'term-1', 's/^one$/ONE/'), edit('e2', 'term-2', 's/^four$/FOUR/'))
+    table.insert(steps, { message = 'done' })
+    local child = start(dir, {
+      { match = 'go', steps = steps },
+      { match = 'more', steps = vim.list_extend(edit('e3', 'term-3', 's/^two$/TWO/'), { { message = 'done' } }) },
+    }, { terminal = { confirm = 'never' } })
+    H.turn(child, 'go')
+    T.eq(T.read_file(file), 'ONE\ntwo\nthree\nFOUR\n')
+    T.eq(child:lua([[return require('acp').writes()[1].changes]]), 2, 'two steps recorded')
+    child:cmd('AcpReview')
+    T.eq(review_sides(child), { left = { 'one', 'two', 'three', 'four' }, right = { 'ONE', 'two', 'three', 'FOUR' } })
+    child:feed('A')
+    child:wait_for([[return #vim.api.nvim_list_tabpages() == 1]], 2000)
+    -- The review opened a buffer for the file: close it, so the next edit
+    -- again reaches a file no buffer holds.
+    child:lua([[vim.api.nvim_buf_delete(vim.fn.bufnr(...), { force = true })]], { file })
+    H.turn(child, 'more')
+    T.eq(T.read_file(file), 'ONE\nTWO\nthree\nFOUR\n')
+    child:cmd('AcpReview')
+    T.eq(review_sides(child), { left = { 'ONE', 'two', 'three', 'FOUR' }, right = { 'ONE', 'TWO', 'three', 'FOUR' } },
+      'after the accept, only the later step is a change')
+  end },
+
   -- Decisions last ------------------------------------------------------------------
   { 'k lasts: after closing and reopening the review the kept hunk is no longer a change', function()
     local dir = H.project({ ['k.txt'] = 'one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\n' })

@@ -652,20 +652,25 @@ function release_shots(shots)
   end
 end
 
---- The paths that have a change record (its original is kept already).
+--- How many changes the core recorded of each path (review keeps every
+--- step of the agent's: a change recorded since a snapshot, by the agent's
+--- write or the buffer's check, is not reported again from it).
 local function recorded(view)
   local out = {}
   local ok, writes = pcall(require('acp.core').writes, view.thread)
   for _, w in ipairs(ok and writes or {}) do
-    out[w.path] = true
+    out[w.path] = w.changes or 1
   end
   return out
 end
 
+local function changes_of(done, path, named)
+  return math.max(done[path] or 0, done[named] or 0)
+end
+
 --- Takes the text of the files in the locations of `card` (an edit,
 --- delete or move about to run) that are inside the roots, are regular
---- files within the sync's size limit, and have neither a snapshot nor a
---- change record yet.
+--- files within the sync's size limit, and have no snapshot yet.
 function M.snapshot(view, card)
   local shots = M.snapshots[view.thread] or {}
   local done
@@ -677,23 +682,23 @@ function M.snapshot(view, card)
         inside = inside or under(path, root)
       end
       done = done or (inside and recorded(view))
-      if inside and not done[path] and not done[loc.path] then
+      if inside then
         -- stat first: never a FIFO or device, nothing past the size limit.
         local text = read_file(path)
         local ok, id = false, nil
         if text then
           ok, id = pcall(require('acp.core').keep_text, view.thread, 'the snapshot of ' .. path, text)
         end
-        shots[path] = ok and id and { id = id, named = loc.path } or false
+        shots[path] = ok and id and { id = id, named = loc.path, changes = changes_of(done, path, loc.path) } or false
       end
     end
   end
   M.snapshots[view.thread] = next(shots) and shots or nil
 end
 
---- Records the snapshotted files that changed on disk and have no other
---- record (a deleted one too: review can write it back). At the end of a
---- turn the snapshots go.
+--- Records the snapshotted files that changed on disk with no change
+--- recorded since the snapshot (a deleted one too: review can write it
+--- back). At the end of a turn the snapshots go.
 local function settle(view, turn_over)
   local shots = M.snapshots[view.thread]
   if not shots then
@@ -704,7 +709,7 @@ local function settle(view, turn_over)
   for path, shot in pairs(shots) do
     -- nil once the core dropped the text to stay under its cap: unknown,
     -- so nothing is reported (never a wrong original).
-    local before = shot and not (done[path] or done[shot.named]) and core.kept_text(shot.id)
+    local before = shot and changes_of(done, path, shot.named) <= shot.changes and core.kept_text(shot.id)
     local keep = type(before) == 'string'
     if keep then
       local text, why = read_file(path)
