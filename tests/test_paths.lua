@@ -69,7 +69,7 @@ return {
       'g.txt', 'the file window still shows the file')
   end },
 
-  { 'follow = true still opens a regular file inside the roots, and one the agent is about to create', function()
+  { 'follow = true still opens a regular file inside the roots, and one the agent is about to create once it exists', function()
     local dir = H.project({ ['f.txt'] = 'a\nb\nc\n', ['g.txt'] = 'g\n' })
     local child = H.start({ cwd = dir, config = { follow = true, follow_debounce_ms = 20 }, turns = { { match = 'go', steps = {
       tc({ toolCallId = 'r', title = 'Read', kind = 'read', status = 'in_progress', locations = { { path = dir .. '/f.txt', line = 2 } } }),
@@ -90,6 +90,11 @@ return {
     end
     T.eq(shown(), { dir .. '/f.txt', 2 })
     H.turn(child, 'new')
+    -- Not loaded before it exists (Neovim would ask W13 once it is created).
+    child:wait_for([[return require('acp.chat.follow').waiting ~= nil]], 3000)
+    T.eq(child:lua([[return require('acp.chat.follow').waiting.path]]), dir .. '/new.txt')
+    T.eq(shown(), { dir .. '/f.txt', 2 })
+    T.write_file(dir .. '/new.txt', 'new\n')
     child:wait_for([[return require('acp.chat.follow').last.path:find('new.txt') ~= nil]], 3000)
     T.eq(shown(), { dir .. '/new.txt', 1 })
   end },

@@ -161,6 +161,10 @@ function M.buffer(real)
   vim.bo[buf].buflisted = true
   if not api.nvim_buf_is_loaded(buf) then
     vim.fn.bufload(buf)
+  else
+    -- A "new file" buffer whose file appeared reads it first: a window
+    -- entering it would ask W13.
+    require('acp.editor.presence').settle(buf)
   end
   return buf
 end

@@ -1,0 +1,229 @@
+-- No Vim prompt from what the plugin does with files the agent creates,
+-- deletes or renames: follow mode, the sync, the windows that open the
+-- agent's paths (W11, W12, W13, E211, swap-file ATTENTION, hit-enter).
+local T = require('tests.helpers.expect')
+local H = require('tests.helpers.acp')
+local Screen = require('tests.helpers.screen')
+
+local OPTIONS = {
+  { optionId = 'o-allow', name = 'Allow', kind = 'allow_once' },
+  { optionId = 'o-reject', name = 'Reject', kind = 'reject_once' },
+}
+
+local function tc(fields)
+  fields.sessionUpdate = fields.sessionUpdate or 'tool_call'
+  return { update = fields }
+end
+
+local function allowed(step)
+  step.if_chosen = 'o-allow'
+  return step
+end
+
+--- Steps that write `content` to `file` on disk, outside the client (as
+--- claude-agent-acp does), through a command of the agent.
+local function disk_write(file, content, term)
+  return {
+    allowed(H.req('terminal/create', { command = ('printf %%s %s > %s'):format(vim.fn.shellescape(content), vim.fn.shellescape(file)) })),
+    allowed(H.req('terminal/wait_for_exit', { terminalId = term or 'term-1' })),
+  }
+end
+
+--- What a prompt would show: the screen's text, the mode, whether Neovim
+--- waits for a key.
+local function prompt_state(child, screen)
+  local mode = child:rpc('nvim_get_mode')
+  local text = table.concat(screen:shot().text, '\n')
+  return mode, text
+end
+
+local function assert_no_prompt(child, screen, what)
+  local mode, text = prompt_state(child, screen)
+  what = what and (' (' .. what .. ')') or ''
+  T.eq(mode.blocking, false, 'Neovim waits for no key' .. what .. '\n' .. text)
+  T.truthy(mode.mode == 'n' or mode.mode == 'i' or mode.mode == 'nt', 'mode ' .. mode.mode .. what .. '\n' .. text)
+  T.no_match(text, 'W1[123]')
+  T.no_match(text, 'E211')
+  T.no_match(text, 'Press ENTER')
+  T.no_match(text, 'ATTENTION')
+  T.no_match(text, '%[O%]K, %(L%)oad')
+  local warn = child:lua('return vim.v.warningmsg')
+  T.no_match(warn, 'W1[123]', 'v:warningmsg' .. what)
+end
+
+--- A turn in which the agent runs `command` (its own disk I/O, as
+--- claude-agent-acp does) in a tool call of `kind` naming `paths`.
+local function shell_turn(match, kind, paths, command, term)
+  local locations = {}
+  for i, p in ipairs(paths) do
+    locations[i] = { path = p }
+  end
+  return { match = match, steps = {
+    tc({ toolCallId = 's-' .. match, title = command, kind = kind, status = 'in_progress', locations = locations }),
+    H.req('terminal/create', { command = command }),
+    H.req('terminal/wait_for_exit', { terminalId = term or 'term-1' }),
+    tc({ sessionUpdate = 'tool_call_update', toolCallId = 's-' .. match, status = 'completed' }),
+    { sleep_ms = 200 },
+    { message = 'done' },
+  } }
+end
+
+--- Starts a chat in `dir` whose turns are `turns`, with a UI attached; the
+--- cursor in the window left of the chat, in normal mode.
+local function start(dir, turns, config)
+  config = vim.tbl_extend('force', { terminal = { confirm = 'never' } }, config or {})
+  local child, paths = H.start({ cwd = dir, turns = turns, config = config })
+  -- A prompt would block the child: fail fast rather than after 10 s.
+  child.rpc_timeout = 3000
+  H.open(child)
+  child:cmd('stopinsert')
+  child:cmd('wincmd t')
+  local screen = Screen.attach(child, 120, 40)
+  return child, screen, paths
+end
+
+--- The transcript's lines that mention `pattern`.
+local function said(child, pattern)
+  return child:lua([[
+    local out = {}
+    for _, l in ipairs(require('acp').current():lines()) do
+      if l:find(..., 1, true) then out[#out + 1] = l end
+    end
+    return table.concat(out, '\n')
+  ]], { pattern })
+end
+
+local function lines(child)
+  return child:lua([[return vim.api.nvim_buf_get_lines(0, 0, -1, false)]])
+end
+
+return {
+  { 'follow: "Write notes.txt" waits for permission, then the agent writes it (on disk, or fs/write_text_file): no W13, the window shows notes.txt', function()
+    -- Three rounds of each shape: the prompt came with the timing (2 runs in 3).
+    for round = 1, 6 do
+      local via_fs = round % 2 == 0
+      local dir = H.project({ ['hello.txt'] = 'hello\n' })
+      local notes = dir .. '/notes.txt'
+      local steps = {
+        tc({ toolCallId = 'w', title = 'Write notes.txt', kind = 'edit', status = 'pending', locations = { { path = notes } } }),
+        { sleep_ms = 100 },
+        H.req('session/request_permission', { toolCall = { toolCallId = 'w', title = 'Write notes.txt', kind = 'edit',
+          locations = { { path = notes } } }, options = OPTIONS }),
+      }
+      if via_fs then
+        -- claude-code-acp, Gemini CLI
+        steps[#steps + 1] = allowed(H.req('fs/write_text_file', { path = notes, content = 'first note\nsecond note\n' }))
+      else
+        -- claude-agent-acp writes the disk itself
+        vim.list_extend(steps, disk_write(notes, 'first note\nsecond note\n'))
+      end
+      vim.list_extend(steps, {
+        tc({ sessionUpdate = 'tool_call_update', toolCallId = 'w', status = 'completed' }),
+        { sleep_ms = 300 },
+        { message = 'done' },
+      })
+      local child = H.start({ cwd = dir, config = { follow = true, follow_debounce_ms = 20, terminal = { confirm = 'never' } },
+        turns = { { match = 'go', steps = steps } } })
+      child.rpc_timeout = 3000
+      child:cmd('edit ' .. dir .. '/hello.txt')
+      H.open(child)
+      local screen = Screen.attach(child, 120, 40)
+      local what = (' round %d, %s'):format(round, via_fs and 'fs/write_text_file' or 'disk')
+      child:lua([[assert(require('acp').send('go'))]])
+      child:wait_for([[return #require('acp.ask.permission').queue == 1]], 3000)
+      child:wait_for([[return require('acp.chat.follow').waiting ~= nil]], 3000)
+      assert_no_prompt(child, screen, 'permission pending' .. what)
+      -- The window keeps hello.txt and says what the agent is about to create.
+      local win = child:lua([[return require('acp.chat.follow').waiting.win]])
+      T.eq(child:lua([[return vim.fn.fnamemodify(vim.api.nvim_buf_get_name(vim.api.nvim_win_get_buf(...)), ':t')]], { win }), 'hello.txt')
+      T.eq(child:lua([[return vim.fn.bufloaded(...)]], { notes }), 0, 'no buffer loaded for the missing file')
+      T.match(table.concat(screen:shot().text, '\n'), 'notes%.txt %(not created yet%)')
+      H.enter_permission(child)
+      child:feed('y')
+      child:wait_for([[local f = require('acp.chat.follow').last
+        return f ~= nil and vim.api.nvim_buf_get_name(vim.api.nvim_win_get_buf(f.win)) == ...]], 3000, { notes })
+      assert_no_prompt(child, screen, 'after the write' .. what)
+      H.wait_idle(child)
+      child:cmd('checktime')
+      assert_no_prompt(child, screen, 'after :checktime' .. what)
+      local shown = child:lua([[
+        local f = require('acp.chat.follow').last
+        local buf = vim.api.nvim_win_get_buf(f.win)
+        return { f.win, vim.api.nvim_buf_get_name(buf), vim.api.nvim_buf_get_lines(buf, 0, -1, false), vim.bo[buf].modified,
+          vim.wo[f.win].winbar }
+      ]])
+      T.eq(shown, { win, notes, { 'first note', 'second note' }, false, '' }, 'the same window shows notes.txt' .. what)
+      screen:detach()
+      child:stop()
+    end
+  end, timeout = 90000 },
+
+  { 'the agent creates a file open in an unmodified new buffer: no W13, the buffer holds it, unmodified', function()
+    local dir = H.project({ ['hello.txt'] = 'hello\n' })
+    local notes = dir .. '/notes.txt'
+    local child, screen = start(dir, { shell_turn('go', 'edit', { notes }, ('printf "a\\nb\\n" > %s'):format(notes)) })
+    child:cmd('edit ' .. notes)
+    H.turn(child, 'go')
+    assert_no_prompt(child, screen, 'after the turn')
+    child:cmd('checktime')
+    assert_no_prompt(child, screen, 'after :checktime')
+    T.eq(lines(child), { 'a', 'b' })
+    T.eq(child:lua('return vim.bo.modified'), false)
+  end },
+
+  { 'the agent creates a file open in a modified new buffer: no W13, the buffer keeps its text, the chat says so', function()
+    local dir = H.project({ ['hello.txt'] = 'hello\n' })
+    local notes = dir .. '/notes.txt'
+    local child, screen = start(dir, { shell_turn('go', 'edit', { notes }, ('printf "a\\nb\\n" > %s'):format(notes)) })
+    child:cmd('edit ' .. notes)
+    child:lua([[vim.api.nvim_buf_set_lines(0, 0, -1, false, { 'mine' })]])
+    H.turn(child, 'go')
+    assert_no_prompt(child, screen, 'after the turn')
+    child:cmd('checktime')
+    assert_no_prompt(child, screen, 'after :checktime')
+    T.eq(lines(child), { 'mine' })
+    T.eq(child:lua('return vim.bo.modified'), true)
+    T.match(said(child, 'notes.txt'), 'notes.txt was created on disk')
+  end },
+
+  { 'the agent deletes an open file (unmodified, then modified buffer): no E211/W12, the chat says so', function()
+    for _, modified in ipairs({ false, true }) do
+      local dir = H.project({ ['f.txt'] = 'one\n' })
+      local f = dir .. '/f.txt'
+      local child, screen = start(dir, { shell_turn('go', 'delete', { f }, 'rm ' .. f) })
+      child:cmd('edit ' .. f)
+      if modified then
+        child:lua([[vim.api.nvim_buf_set_lines(0, 0, -1, false, { 'mine' })]])
+      end
+      H.turn(child, 'go')
+      assert_no_prompt(child, screen, 'after the turn')
+      child:cmd('checktime')
+      child:cmd('doautocmd FocusGained')
+      assert_no_prompt(child, screen, 'after :checktime')
+      T.eq(lines(child), { modified and 'mine' or 'one' })
+      T.match(said(child, 'f.txt'), 'f.txt was deleted on disk')
+      screen:detach()
+      child:stop()
+    end
+  end },
+
+  { 'the agent renames an open file (unmodified, then modified buffer): no prompt, the chat names the new name', function()
+    for _, modified in ipairs({ false, true }) do
+      local dir = H.project({ ['f.txt'] = 'one\n' })
+      local f, g = dir .. '/f.txt', dir .. '/g.txt'
+      local child, screen = start(dir, { shell_turn('go', 'move', { f, g }, ('mv %s %s'):format(f, g)) })
+      child:cmd('edit ' .. f)
+      if modified then
+        child:lua([[vim.api.nvim_buf_set_lines(0, 0, -1, false, { 'mine' })]])
+      end
+      H.turn(child, 'go')
+      assert_no_prompt(child, screen, 'after the turn')
+      child:cmd('checktime')
+      assert_no_prompt(child, screen, 'after :checktime')
+      T.eq(lines(child), { modified and 'mine' or 'one' })
+      T.match(said(child, 'f.txt'), 'f.txt was renamed to g.txt on disk')
+      screen:detach()
+      child:stop()
+    end
+  end },
+}
