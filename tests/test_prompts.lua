@@ -129,30 +129,36 @@ return {
       H.open(child)
       local screen = Screen.attach(child, 120, 40)
       local what = (' round %d, %s'):format(round, via_fs and 'fs/write_text_file' or 'disk')
+      local win = child:lua([[return vim.fn.bufwinid('hello.txt')]])
       child:lua([[assert(require('acp').send('go'))]])
       child:wait_for([[return #require('acp.ask.permission').queue == 1]], 3000)
-      child:wait_for([[return require('acp.chat.follow').waiting ~= nil]], 3000)
+      vim.wait(200) -- the follow debounce is 20 ms
       assert_no_prompt(child, screen, 'permission pending' .. what)
-      -- The window keeps hello.txt and says what the agent is about to create.
-      local win = child:lua([[return require('acp.chat.follow').waiting.win]])
-      T.eq(child:lua([[return vim.fn.fnamemodify(vim.api.nvim_buf_get_name(vim.api.nvim_win_get_buf(...)), ':t')]], { win }), 'hello.txt')
-      T.eq(child:lua([[return vim.fn.bufloaded(...)]], { notes }), 0, 'no buffer loaded for the missing file')
-      T.match(table.concat(screen:shot().text, '\n'), 'notes%.txt %(not created yet%)')
+      -- While the permission waits: what the window shows (checked at the end).
+      local pending = child:lua([[
+        local win, notes = ...
+        return { vim.fn.fnamemodify(vim.api.nvim_buf_get_name(vim.api.nvim_win_get_buf(win)), ':t'), vim.fn.bufloaded(notes) }
+      ]], { win, notes })
+      local pending_screen = table.concat(screen:shot().text, '\n')
       H.enter_permission(child)
       child:feed('y')
-      child:wait_for([[local f = require('acp.chat.follow').last
-        return f ~= nil and vim.api.nvim_buf_get_name(vim.api.nvim_win_get_buf(f.win)) == ...]], 3000, { notes })
+      child:wait_for([[local win, notes = ...
+        local buf = vim.api.nvim_win_get_buf(win)
+        return vim.api.nvim_buf_get_name(buf) == notes and vim.api.nvim_buf_get_lines(buf, 0, 1, false)[1] == 'first note']], 3000, { win, notes })
       assert_no_prompt(child, screen, 'after the write' .. what)
       H.wait_idle(child)
       child:cmd('checktime')
       assert_no_prompt(child, screen, 'after :checktime' .. what)
       local shown = child:lua([[
-        local f = require('acp.chat.follow').last
-        local buf = vim.api.nvim_win_get_buf(f.win)
-        return { f.win, vim.api.nvim_buf_get_name(buf), vim.api.nvim_buf_get_lines(buf, 0, -1, false), vim.bo[buf].modified,
-          vim.wo[f.win].winbar }
-      ]])
-      T.eq(shown, { win, notes, { 'first note', 'second note' }, false, '' }, 'the same window shows notes.txt' .. what)
+        local win = ...
+        local buf = vim.api.nvim_win_get_buf(win)
+        return { vim.api.nvim_buf_get_lines(buf, 0, -1, false), vim.bo[buf].modified, vim.wo[win].winbar }
+      ]], { win })
+      T.eq(shown, { { 'first note', 'second note' }, false, '' }, 'the window shows notes.txt' .. what)
+      -- The missing file was not loaded; the window kept hello.txt and said
+      -- what the agent was about to create.
+      T.eq(pending, { 'hello.txt', 0 }, 'while the permission waited' .. what)
+      T.match(pending_screen, 'notes%.txt %(not created yet%)')
       screen:detach()
       child:stop()
     end
