@@ -4,6 +4,7 @@
 local T = require('tests.helpers.expect')
 local H = require('tests.helpers.acp')
 local Screen = require('tests.helpers.screen')
+local Child = require('tests.helpers.child')
 
 local OPTIONS = {
   { optionId = 'o-allow', name = 'Allow', kind = 'allow_once' },
@@ -231,5 +232,101 @@ return {
       screen:detach()
       child:stop()
     end
+  end },
+
+  { 'a file created with no tool call running: its new-file buffer reads it at once; a :checktime then asks nothing', function()
+    local dir = H.project({ ['hello.txt'] = 'hello\n' })
+    local notes = dir .. '/notes.txt'
+    local child, screen = start(dir, {})
+    child:cmd('edit ' .. notes)
+    -- Created by anyone, between two checks of the sync (no drain runs).
+    T.write_file(notes, 'x\ny\n')
+    vim.wait(300)
+    child:cmd('checktime')
+    assert_no_prompt(child, screen)
+    T.eq(lines(child), { 'x', 'y' })
+    T.eq(child:lua('return vim.bo.modified'), false)
+  end },
+
+  { 'follow mode names a path it refuses in the chat: a long message would wait for Enter in a narrow screen', function()
+    local dir = H.project({ ['g.txt'] = 'g\n' })
+    local far = T.tmpdir('elsewhere') .. '/' .. ('a_rather_long_directory_name_'):rep(4)
+    vim.fn.mkdir(far, 'p')
+    local outside = T.write_file(far .. '/outside.txt', 'outside\n')
+    local child = H.start({ cwd = dir, config = { follow = true, follow_debounce_ms = 20 }, turns = { { match = 'go', steps = {
+      tc({ toolCallId = 'o', title = 'Read', kind = 'read', status = 'in_progress', locations = { { path = outside, line = 1 } } }),
+      { sleep_ms = 250 },
+      { message = 'done' },
+    } } } })
+    child.rpc_timeout = 3000
+    child:cmd('edit ' .. dir .. '/g.txt')
+    H.open(child)
+    local screen = Screen.attach(child, 80, 24)
+    H.turn(child, 'go')
+    assert_no_prompt(child, screen)
+    T.match(H.transcript_text(child), 'follow mode: not opening ' .. vim.pesc(outside) .. ": outside the session's roots")
+  end },
+
+  { 'follow opens files that have a swap file of a Neovim that died (one existing, one created later): no ATTENTION question', function()
+    local dir = H.project({ ['hello.txt'] = 'hello\n', ['f.txt'] = 'a\nb\nc\n' })
+    local f, notes = dir .. '/f.txt', dir .. '/notes.txt'
+    local swapdir = T.tmpdir('swap')
+    -- Another Neovim has unsaved edits in f.txt and in a new notes.txt, then dies.
+    local other = Child.new({ cwd = dir })
+    other:lua([[vim.o.directory, vim.o.swapfile = ..., true]], { swapdir .. '//' })
+    for _, path in ipairs({ f, notes }) do
+      other:cmd('edit ' .. path)
+      other:lua([[vim.api.nvim_buf_set_lines(0, 0, 1, false, { 'unsaved' }); vim.cmd('preserve')]])
+    end
+    local pid = other:pid()
+    vim.uv.kill(pid, 'sigkill')
+    other:wait_exit(3000)
+    local swaps = vim.fn.glob(swapdir .. '/*.sw?', false, true)
+    T.eq(#swaps, 2, 'two swap files left behind')
+    for _, swap in ipairs(swaps) do
+      T.eq(vim.fn.swapinfo(swap).dirty, 1)
+    end
+    -- Control: a plain :edit of f.txt asks the swap file question there.
+    local control = Child.new({ cwd = dir })
+    control:lua([[vim.o.directory, vim.o.swapfile = ..., true]], { swapdir .. '//' })
+    local control_screen = Screen.attach(control, 80, 24)
+    control:notify('nvim_command', 'edit ' .. f)
+    T.wait(function()
+      return control:rpc('nvim_get_mode').blocking
+    end, 3000)
+    control_screen:detach()
+    control:stop()
+    local child = H.start({ cwd = dir, config = { follow = true, follow_debounce_ms = 20 }, turns = {
+      { match = 'read', steps = {
+        tc({ toolCallId = 'r', title = 'Read f.txt', kind = 'read', status = 'in_progress', locations = { { path = f, line = 2 } } }),
+        { sleep_ms = 200 },
+        { message = 'done' },
+      } },
+      { match = 'write', steps = {
+        tc({ toolCallId = 'w', title = 'Write notes.txt', kind = 'edit', status = 'in_progress', locations = { { path = notes } } }),
+        { sleep_ms = 200 },
+        H.req('fs/write_text_file', { path = notes, content = 'note\n' }),
+        tc({ sessionUpdate = 'tool_call_update', toolCallId = 'w', status = 'completed' }),
+        { sleep_ms = 200 },
+        { message = 'done' },
+      } },
+    } })
+    child.rpc_timeout = 3000
+    child:lua([[vim.o.directory, vim.o.swapfile = ..., true]], { swapdir .. '//' })
+    child:cmd('edit ' .. dir .. '/hello.txt')
+    local win = child:lua('return vim.api.nvim_get_current_win()')
+    H.open(child)
+    local screen = Screen.attach(child, 120, 40)
+    H.turn(child, 'read')
+    child:wait_for([[local win, path = ...; return vim.api.nvim_buf_get_name(vim.api.nvim_win_get_buf(win)) == path]], 3000, { win, f })
+    assert_no_prompt(child, screen, 'f.txt')
+    T.eq(child:lua([[return vim.api.nvim_win_get_cursor(...)[1] ]], { win }), 2)
+    H.turn(child, 'write')
+    child:wait_for([[local win, path = ...; return vim.api.nvim_buf_get_name(vim.api.nvim_win_get_buf(win)) == path]], 3000, { win, notes })
+    assert_no_prompt(child, screen, 'notes.txt')
+    T.eq(child:lua([[return vim.api.nvim_buf_get_lines(vim.api.nvim_win_get_buf(...), 0, -1, false)]], { win }), { 'note' })
+    local text = H.transcript_text(child)
+    T.match(text, 'f%.txt has a swap file of another Neovim: opened anyway')
+    T.match(text, 'notes%.txt has a swap file of another Neovim: opened anyway')
   end },
 }

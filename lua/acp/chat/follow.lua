@@ -130,7 +130,9 @@ function show(view, path, line)
     refused[view] = refused[view] or {}
     if not refused[view][path] then
       refused[view][path] = true
-      open.refused(path, why .. ' (follow mode)')
+      -- In the chat, not as a message: a message longer than the command
+      -- line, or several in a row, would wait for Enter mid-turn.
+      require('acp.editor.sync').notice(view, ('follow mode: not opening %s: %s'):format(open.display(path), why))
     end
     return
   end
@@ -141,7 +143,13 @@ function show(view, path, line)
   stop_waiting()
   local ok = true
   if api.nvim_buf_get_name(api.nvim_win_get_buf(win)) ~= real then
-    ok = open.show(view, win, real, { quiet = true }) ~= nil
+    local buf, _, swapped = open.show(view, win, real, { quiet = true })
+    ok = buf ~= nil
+    if swapped then
+      require('acp.editor.sync').notice(view, ('follow mode: %s has a swap file of another Neovim: opened anyway (:recover in its window shows that text)'):format(
+        vim.fn.fnamemodify(real, ':~:.')
+      ))
+    end
   end
   if not ok then
     return
