@@ -78,7 +78,7 @@ return {
       { sleep_ms = 250 },
     } }, { match = 'new', steps = {
       tc({ toolCallId = 'n', title = 'Create', kind = 'edit', status = 'in_progress', locations = { { path = dir .. '/sub/../new.txt' } } }),
-      { sleep_ms = 250 },
+      { sleep_ms = 1500 },
     } } } })
     child:cmd('edit ' .. dir .. '/g.txt')
     H.open(child)
@@ -91,7 +91,7 @@ return {
       ]])
     end
     T.eq(shown(), { dir .. '/f.txt', 2 })
-    H.turn(child, 'new')
+    child:lua([[assert(require('acp').send('new'))]])
     -- Not loaded before it exists (Neovim would ask W13 once it is created).
     child:wait_for([[return require('acp.chat.follow').waiting ~= nil]], 3000)
     T.eq(child:lua([[return require('acp.chat.follow').waiting.path]]), dir .. '/new.txt')

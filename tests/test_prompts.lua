@@ -329,4 +329,31 @@ return {
     T.match(text, 'f%.txt has a swap file of another Neovim: opened anyway')
     T.match(text, 'notes%.txt has a swap file of another Neovim: opened anyway')
   end },
+
+  { 'follow: the user rejects "Write notes.txt": the window keeps its file and, once the turn ends, its winbar', function()
+    local dir = H.project({ ['hello.txt'] = 'hello\n' })
+    local notes = dir .. '/notes.txt'
+    local child = H.start({ cwd = dir, config = { follow = true, follow_debounce_ms = 20 }, turns = { { match = 'go', steps = {
+      tc({ toolCallId = 'w', title = 'Write notes.txt', kind = 'edit', status = 'pending', locations = { { path = notes } } }),
+      { sleep_ms = 100 },
+      H.req('session/request_permission', { toolCall = { toolCallId = 'w' }, options = OPTIONS }),
+      tc({ sessionUpdate = 'tool_call_update', toolCallId = 'w', status = 'failed' }),
+      { message = 'not written' },
+    } } } })
+    child.rpc_timeout = 3000
+    child:cmd('edit ' .. dir .. '/hello.txt')
+    local win = child:lua('return vim.api.nvim_get_current_win()')
+    child:lua([[vim.wo.winbar = 'mine']])
+    H.open(child)
+    child:lua([[assert(require('acp').send('go'))]])
+    child:wait_for([[return require('acp.chat.follow').waiting ~= nil]], 3000)
+    T.match(child:lua([[return vim.wo[...].winbar]], { win }), 'notes%.txt %(not created yet%)')
+    child:wait_for([[return #require('acp.ask.permission').queue == 1]], 3000)
+    H.enter_permission(child)
+    child:feed('n')
+    H.wait_idle(child)
+    T.eq(child:lua([[return require('acp.chat.follow').waiting]]), nil)
+    T.eq(child:lua([[local w = ...; return { vim.fn.fnamemodify(vim.api.nvim_buf_get_name(vim.api.nvim_win_get_buf(w)), ':t'), vim.wo[w].winbar }]], { win }),
+      { 'hello.txt', 'mine' }, "the window's own winbar is back")
+  end },
 }

@@ -162,7 +162,7 @@ function M.after_apply(view, touched)
     require('acp.chat.follow').location(view, newest.path, newest.line)
   end
   -- A file follow mode waits for may exist now.
-  require('acp.chat.follow').poke()
+  require('acp.chat.follow').poke(view, turn_ended)
 end
 
 return M

@@ -61,6 +61,9 @@ local function stop_waiting()
     end
     watcher = nil
   end
+  if w and w.autocmd then
+    pcall(api.nvim_del_autocmd, w.autocmd)
+  end
   if w and api.nvim_win_is_valid(w.win) then
     local now = api.nvim_get_option_value('winbar', { scope = 'local', win = w.win })
     if now == w.shown then
@@ -103,6 +106,19 @@ local function wait_for(view, win, real, line)
     shown = shown,
   }
   pcall(api.nvim_set_option_value, 'winbar', shown, { scope = 'local', win = win })
+  if api.nvim_buf_is_valid(view.buf) then
+    -- The chat closed: nothing to wait for.
+    M.waiting.autocmd = api.nvim_create_autocmd({ 'BufDelete', 'BufWipeout' }, {
+      buffer = view.buf,
+      once = true,
+      callback = function()
+        if M.waiting and M.waiting.view == view then
+          M.waiting.autocmd = nil
+          stop_waiting()
+        end
+      end,
+    })
+  end
   local h = uv.new_fs_event()
   if h and h:start(vim.fs.dirname(real), {}, function(err)
     if not err then
@@ -163,10 +179,16 @@ function show(view, path, line)
 end
 
 --- After a drain that changed tool cards, and at a turn's end: the file
---- waited for may exist now.
-function M.poke()
+--- waited for may exist now. A turn of its chat that ended without
+--- creating it (the user rejected the write, the agent changed its mind)
+--- ends the wait.
+function M.poke(view, turn_ended)
   if M.waiting then
     recheck()
+  end
+  local w = M.waiting
+  if w and turn_ended and w.view == view then
+    stop_waiting()
   end
 end
 
