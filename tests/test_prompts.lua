@@ -178,6 +178,27 @@ return {
     T.eq(child:lua('return vim.bo.modified'), false)
   end },
 
+  { 'a hidden new-file buffer, loaded before the chat opened: created by the agent, read with no W13 when shown again', function()
+    local dir = H.project({ ['hello.txt'] = 'hello\n' })
+    local notes = dir .. '/notes.txt'
+    local child = H.start({ cwd = dir, config = { terminal = { confirm = 'never' } },
+      turns = { shell_turn('go', 'edit', { notes }, ('printf "a\\nb\\n" > %s'):format(notes)) } })
+    child.rpc_timeout = 3000
+    child:cmd('edit ' .. notes)
+    child:cmd('edit ' .. dir .. '/hello.txt')
+    H.open(child)
+    child:cmd('stopinsert')
+    child:cmd('wincmd t')
+    local screen = Screen.attach(child, 120, 40)
+    H.turn(child, 'go')
+    assert_no_prompt(child, screen, 'after the turn')
+    child:cmd('buffer ' .. vim.fn.fnameescape(notes))
+    child:cmd('checktime')
+    assert_no_prompt(child, screen, 'shown again')
+    T.eq(lines(child), { 'a', 'b' })
+    T.eq(child:lua('return vim.bo.modified'), false)
+  end },
+
   { 'the agent creates a file open in a modified new buffer: no W13, the buffer keeps its text, the chat says so', function()
     local dir = H.project({ ['hello.txt'] = 'hello\n' })
     local notes = dir .. '/notes.txt'
