@@ -214,6 +214,20 @@ return {
     T.match(said(child, 'notes.txt'), 'notes.txt was created on disk')
   end },
 
+  { 'the agent creates a file open in a new buffer that holds the same unsaved text: read, unmodified, no conflict', function()
+    local dir = H.project({ ['hello.txt'] = 'hello\n' })
+    local notes = dir .. '/notes.txt'
+    local child, screen = start(dir, { shell_turn('go', 'edit', { notes }, ('printf "a\\nb\\n" > %s'):format(notes)) })
+    child:cmd('edit ' .. notes)
+    child:lua([[vim.api.nvim_buf_set_lines(0, 0, -1, false, { 'a', 'b' })]])
+    H.turn(child, 'go')
+    child:cmd('checktime')
+    assert_no_prompt(child, screen)
+    T.eq(lines(child), { 'a', 'b' })
+    T.eq(child:lua('return vim.bo.modified'), false)
+    T.eq(said(child, 'was created on disk'), '')
+  end },
+
   { 'the agent deletes an open file (unmodified, then modified buffer): no E211/W12, the chat says so', function()
     for _, modified in ipairs({ false, true }) do
       local dir = H.project({ ['f.txt'] = 'one\n' })

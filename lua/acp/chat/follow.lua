@@ -47,7 +47,7 @@ local show
 --- The location waiting for its file: { view, path (real), line, win,
 --- winbar = the window's own 'winbar' before, shown = what we set }.
 M.waiting = nil
-local watcher
+local watcher, settle_timer
 
 api.nvim_set_hl(0, 'AcpFollowWaiting', { link = 'Comment', default = true })
 
@@ -120,9 +120,12 @@ local function wait_for(view, win, real, line)
     })
   end
   local h = uv.new_fs_event()
+  settle_timer = settle_timer or uv.new_timer()
   if h and h:start(vim.fs.dirname(real), {}, function(err)
     if not err then
-      vim.schedule(recheck)
+      -- Opened after a quiet moment: a file is created empty, then written.
+      settle_timer:stop()
+      settle_timer:start(50, 0, vim.schedule_wrap(recheck))
     end
   end) then
     watcher = h

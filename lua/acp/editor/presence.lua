@@ -23,9 +23,14 @@ local M = {}
 
 --- bufnr -> { path, dir, on_appear = fun(buf) }
 M.watched = {}
---- directory -> uv fs_event handle (nil: watching failed; the checks after
---- tool calls, at turn ends and on focus still find the file)
+--- directory -> { event = uv fs_event handle, timer } (nil: watching
+--- failed; the checks after tool calls, at turn ends and on focus still
+--- find the file)
 local dirs = {}
+
+--- Quiet time after the last change in a directory before its files are
+--- looked at: a file is created empty, then written.
+M.settle_ms = 50
 
 local group
 
@@ -52,9 +57,9 @@ local function sweep(dir)
 end
 
 local function stop_dir(dir)
-  local h = dirs[dir]
+  local d = dirs[dir]
   dirs[dir] = nil
-  if h then
+  for _, h in pairs(d or {}) do
     pcall(h.stop, h)
     if not h:is_closing() then
       h:close()
@@ -83,18 +88,23 @@ function M.watch(buf, path, on_appear)
   local dir = vim.fs.dirname(path)
   M.watched[buf] = { path = path, dir = dir, on_appear = on_appear }
   if dirs[dir] == nil then
-    local h = uv.new_fs_event()
-    local ok = h and h:start(dir, {}, function(err)
+    local h, timer = uv.new_fs_event(), uv.new_timer()
+    local ok = h and timer and h:start(dir, {}, function(err)
       if not err then
-        vim.schedule(function()
+        timer:stop()
+        timer:start(M.settle_ms, 0, vim.schedule_wrap(function()
           sweep(dir)
-        end)
+        end))
       end
     end)
     if ok then
-      dirs[dir] = h
-    elseif h then
-      h:close()
+      dirs[dir] = { event = h, timer = timer }
+    else
+      for _, x in ipairs({ h, timer }) do
+        if x then
+          x:close()
+        end
+      end
     end
   end
 end
@@ -131,18 +141,18 @@ function M.settle(buf)
 end
 
 --- Reads the file of "new file" buffer `buf` into it, which ends Neovim's
---- W13 state. Unsaved text in the buffer is put back right after, as an
---- undo step of its own (the read is one too). Never asks: no swap file
+--- W13 state. With `keep`, unsaved text in the buffer is put back right
+--- after, as an undo step of its own (the read is one too). Never asks: no swap file
 --- question (as `bufload()`), no file info message. Returns true, or
 --- false and why.
-function M.read(buf)
-  local mine = vim.bo[buf].modified and api.nvim_buf_get_lines(buf, 0, -1, false)
+function M.read(buf, keep)
+  local mine = keep and vim.bo[buf].modified and api.nvim_buf_get_lines(buf, 0, -1, false)
   local shortmess = vim.o.shortmess
   -- A swap file found on the read: no ATTENTION question, read anyway.
   vim.opt.shortmess:append('A')
   local ok, err = pcall(api.nvim_buf_call, buf, function()
     vim.cmd('let &l:undolevels = &l:undolevels')
-    vim.cmd(mine and 'silent keepalt keepjumps edit!' or 'silent keepalt keepjumps edit')
+    vim.cmd(vim.bo.modified and 'silent keepalt keepjumps edit!' or 'silent keepalt keepjumps edit')
   end)
   vim.o.shortmess = shortmess
   if mine and api.nvim_buf_is_loaded(buf) then
@@ -161,16 +171,13 @@ function M.read(buf)
   return true
 end
 
---- The inode in a stat key of acp.editor.sync (`mtime:size:ino:ctime`).
-local function ino_of(key)
-  return key and tonumber(key:match('^[^:]*:[^:]*:(%d+):'))
-end
-
---- Where the file whose last stat key was `key` went when `path` is gone:
---- the regular file of the same directory with its inode (a rename), or
---- nil. At most `limit` entries are looked at.
+--- Where the file whose last stat key (acp.editor.sync:
+--- `mtime.sec.nsec:size:ino:ctime`) was `key` went when `path` is gone: the
+--- regular file of the same directory with its inode, size and time (a
+--- rename keeps them; a new file that reuses the inode has its own time),
+--- or nil. At most `limit` entries are looked at.
 function M.renamed_to(path, key, limit)
-  local ino = ino_of(key)
+  local sec, nsec, size, ino = (key or ''):match('^(%d+)%.(%d+):(%d+):(%d+):')
   local dir = vim.fs.dirname(path)
   local handle = ino and uv.fs_scandir(dir)
   if not handle then
@@ -185,7 +192,8 @@ function M.renamed_to(path, key, limit)
     if kind == 'file' then
       local full = dir .. '/' .. name
       local st = uv.fs_lstat(full)
-      if st and st.ino == ino and full ~= path then
+      if st and full ~= path and st.ino == tonumber(ino) and st.size == tonumber(size)
+        and st.mtime.sec == tonumber(sec) and st.mtime.nsec == tonumber(nsec) then
         return full
       end
     end

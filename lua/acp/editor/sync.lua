@@ -431,8 +431,10 @@ end
 --- otherwise wait for (acp.editor.presence). Unsaved text stays in the
 --- buffer, and the chat shows the conflict.
 local function appeared(buf, view)
-  local modified = vim.bo[buf].modified
-  local ok, err = require('acp.editor.presence').read(buf)
+  -- Unsaved text the file does not hold already is kept.
+  local text = vim.bo[buf].modified and read_file(M.records[buf].path)
+  local modified = text ~= false and text ~= M.buffer_text(buf)
+  local ok, err = require('acp.editor.presence').read(buf, modified)
   if not M.records[buf] then
     -- Read by Neovim: BufReadPost recorded it, unless it is not tracked.
     M.record(buf)
