@@ -42,7 +42,7 @@ local function notes(child)
 end
 
 return {
-  { 'follow = true: a term:// location, a FIFO and a file outside the roots are not opened; the user is told', function()
+  { 'follow = true: a term:// location, a FIFO and a file outside the roots are not opened; the chat says so', function()
     local dir, fifo, marker, outside = hostile_project({ ['g.txt'] = 'g\n' })
     local child = H.start({ cwd = dir, config = { follow = true, follow_debounce_ms = 20 }, turns = { { match = 'go', steps = {
       tc({ toolCallId = 't', title = 'Read', kind = 'read', status = 'in_progress', locations = { { path = 'term://touch ' .. marker, line = 1 } } }),
@@ -61,22 +61,24 @@ return {
     vim.wait(300)
     responsive(child)
     T.eq(vim.uv.fs_stat(marker), nil, 'the term:// command never ran')
-    local text = notes(child)
-    T.match(text, 'not opening term://touch .*: a URL%-like name')
-    T.match(text, 'not opening ' .. vim.pesc(fifo) .. ': a named pipe %(FIFO%), not a regular file')
-    T.match(text, 'not opening ' .. vim.pesc(outside) .. ": outside the session's roots")
+    -- In the chat, not as messages (a long one would wait for Enter).
+    local text = H.transcript_text(child)
+    T.match(text, 'follow mode: not opening term://touch .*: a URL%-like name')
+    T.match(text, 'follow mode: not opening ' .. vim.pesc(fifo) .. ': a named pipe %(FIFO%), not a regular file')
+    T.match(text, 'follow mode: not opening ' .. vim.pesc(outside) .. ": outside the session's roots")
+    T.no_match(notes(child), 'not opening')
     T.eq(child:lua([[return vim.fn.fnamemodify(vim.api.nvim_buf_get_name(vim.api.nvim_win_get_buf(vim.fn.win_getid(1))), ':t')]]),
       'g.txt', 'the file window still shows the file')
   end },
 
-  { 'follow = true still opens a regular file inside the roots, and one the agent is about to create', function()
+  { 'follow = true still opens a regular file inside the roots, and one the agent is about to create once it exists', function()
     local dir = H.project({ ['f.txt'] = 'a\nb\nc\n', ['g.txt'] = 'g\n' })
     local child = H.start({ cwd = dir, config = { follow = true, follow_debounce_ms = 20 }, turns = { { match = 'go', steps = {
       tc({ toolCallId = 'r', title = 'Read', kind = 'read', status = 'in_progress', locations = { { path = dir .. '/f.txt', line = 2 } } }),
       { sleep_ms = 250 },
     } }, { match = 'new', steps = {
       tc({ toolCallId = 'n', title = 'Create', kind = 'edit', status = 'in_progress', locations = { { path = dir .. '/sub/../new.txt' } } }),
-      { sleep_ms = 250 },
+      { sleep_ms = 1500 },
     } } } })
     child:cmd('edit ' .. dir .. '/g.txt')
     H.open(child)
@@ -89,7 +91,12 @@ return {
       ]])
     end
     T.eq(shown(), { dir .. '/f.txt', 2 })
-    H.turn(child, 'new')
+    child:lua([[assert(require('acp').send('new'))]])
+    -- Not loaded before it exists (Neovim would ask W13 once it is created).
+    child:wait_for([[return require('acp.chat.follow').waiting ~= nil]], 3000)
+    T.eq(child:lua([[return require('acp.chat.follow').waiting.path]]), dir .. '/new.txt')
+    T.eq(shown(), { dir .. '/f.txt', 2 })
+    T.write_file(dir .. '/new.txt', 'new\n')
     child:wait_for([[return require('acp.chat.follow').last.path:find('new.txt') ~= nil]], 3000)
     T.eq(shown(), { dir .. '/new.txt', 1 })
   end },

@@ -161,6 +161,8 @@ function M.after_apply(view, touched)
   if newest then
     require('acp.chat.follow').location(view, newest.path, newest.line)
   end
+  -- A file follow mode waits for may exist now.
+  require('acp.chat.follow').poke(view, turn_ended)
 end
 
 return M

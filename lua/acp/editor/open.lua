@@ -155,19 +155,36 @@ function M.refused(path, why)
 end
 
 --- The buffer of the checked real path `real`, loaded (listed, as `:edit`
---- would make it). No command line and no swap file prompt.
+--- would make it). No command line and no swap file prompt: a swap file
+--- another Neovim left is not asked about (`bufload()` would fail with
+--- E325 and leave the buffer loaded but unshown); the second value is then
+--- true (the caller tells the user).
 function M.buffer(real)
   local buf = vim.fn.bufadd(real)
   vim.bo[buf].buflisted = true
   if not api.nvim_buf_is_loaded(buf) then
-    vim.fn.bufload(buf)
+    local shortmess = vim.o.shortmess
+    vim.opt.shortmess:append('A')
+    local ok, err = pcall(vim.fn.bufload, buf)
+    vim.o.shortmess = shortmess
+    if not ok then
+      error(err, 0)
+    end
+    -- Our swap file took another name: the usual one is another Neovim's.
+    local swap = vim.fn.swapname(buf)
+    return buf, swap ~= '' and swap:match('%.swp$') == nil
+  else
+    -- A "new file" buffer whose file appeared reads it first: a window
+    -- entering it would ask W13.
+    require('acp.editor.presence').settle(buf)
   end
   return buf
 end
 
 --- Shows `path` (checked for `view`) in window `win`. Returns the buffer,
 --- or nil after telling the user why not (when `quiet` is not set; then
---- nil and why).
+--- nil and why). Third value: another Neovim's swap file was found (and
+--- the file opened anyway; said unless `quiet`).
 function M.show(view, win, path, opts)
   opts = opts or {}
   local real, why = M.check_for(view, path, opts.new_ok)
@@ -177,7 +194,7 @@ function M.show(view, win, path, opts)
     end
     return nil, why
   end
-  local ok, buf = pcall(M.buffer, real)
+  local ok, buf, swapped = pcall(M.buffer, real)
   if ok then
     ok, why = pcall(api.nvim_win_set_buf, win, buf)
   else
@@ -190,7 +207,10 @@ function M.show(view, win, path, opts)
     end
     return nil, why
   end
-  return buf
+  if swapped and not opts.quiet then
+    vim.notify(('acp.nvim: %s has a swap file of another Neovim: opened anyway'):format(vim.fn.fnamemodify(real, ':t')), vim.log.levels.WARN)
+  end
+  return buf, nil, swapped
 end
 
 --- Reads a regular file without ever waiting on it: opened non-blocking

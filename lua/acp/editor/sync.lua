@@ -249,11 +249,13 @@ function M.record(buf, text, key)
     text, why, key = read_file(path)
     if why == 'gone' then
       -- A new file: nothing on disk to agree with yet.
-      M.records[buf] = { path = path }
+      M.records[buf] = { path = path, new = true }
       agree(path, nil)
+      M.watch_new(buf)
       return
     end
   end
+  require('acp.editor.presence').unwatch(buf)
   M.records[buf] = { path = path, stat = key }
   agree(path, text)
   M.conflicts[buf] = nil
@@ -363,7 +365,14 @@ end
 --- left unknown, so the next check compares the texts).
 local function adopt(buf)
   local path = real_path(buf)
-  local text, _, key = read_file(path)
+  local text, why, key = read_file(path)
+  if why == 'gone' then
+    -- Neovim's "new file" buffer (see `watch_new`).
+    M.records[buf] = { path = path, new = true }
+    agree(path, vim.bo[buf].modified and nil or M.buffer_text(buf))
+    M.watch_new(buf)
+    return
+  end
   if vim.bo[buf].modified then
     M.records[buf] = { path = path, stat = text and key }
   elseif text and #require('acp.core').file_hunks(lines_text(buf), text, M.format(buf)) == 0 then
@@ -387,7 +396,8 @@ local function report(view, path, before, after)
   end
 end
 
-local function conflict(buf, view, key)
+--- `what`: how the two sides came apart (default: both changed).
+local function conflict(buf, view, key, what)
   local rec = M.records[buf]
   local c = M.conflicts[buf]
   if c and c.key == key then
@@ -396,9 +406,11 @@ local function conflict(buf, view, key)
   M.conflicts[buf] = { path = rec.path, key = key, thread = view and view.thread }
   -- A `:w` now says why it does not write, rather than asking.
   guard(buf)
-  M.notice(view or M.view_for(rec.path), ('%s changed on disk and in your buffer: :AcpConflict %s to compare'):format(
-    vim.fn.fnamemodify(rec.path, ':~:.'),
-    vim.fn.fnamemodify(rec.path, ':~:.')
+  local rel = vim.fn.fnamemodify(rec.path, ':~:.')
+  M.notice(view or M.view_for(rec.path), ('%s %s: :AcpConflict %s to compare'):format(
+    rel,
+    what or 'changed on disk and in your buffer',
+    rel
   ))
 end
 
@@ -412,6 +424,41 @@ local function file_changed(buf, path, how, view)
     thread = view and view.thread,
     agent = view and view.agent,
   })
+end
+
+--- The file of a "new file" buffer appeared (the agent or anyone created
+--- it): the buffer reads it now, which Neovim's W13 question would
+--- otherwise wait for (acp.editor.presence). Unsaved text stays in the
+--- buffer, and the chat shows the conflict.
+local function appeared(buf, view)
+  -- Unsaved text the file does not hold already is kept.
+  local text = vim.bo[buf].modified and read_file(M.records[buf].path)
+  local modified = text ~= false and text ~= M.buffer_text(buf)
+  local ok, err = require('acp.editor.presence').read(buf, modified)
+  if not M.records[buf] then
+    -- Read by Neovim: BufReadPost recorded it, unless it is not tracked.
+    M.record(buf)
+  end
+  local rec = M.records[buf]
+  if not ok then
+    error(err, 0)
+  elseif modified then
+    conflict(buf, view, rec.stat, 'was created on disk while its buffer had unsaved text')
+  else
+    file_changed(buf, rec.path, 'reload', view)
+  end
+  return true
+end
+
+--- Watches the file of a "new file" buffer until it appears.
+function M.watch_new(buf)
+  require('acp.editor.presence').watch(buf, M.records[buf].path, function(b)
+    if M.records[b] and M.records[b].new then
+      M.check(b)
+    else
+      require('acp.editor.presence').unwatch(b)
+    end
+  end)
 end
 
 --- Checks one buffer against its file; syncs it when the file changed.
@@ -429,11 +476,16 @@ function M.check(buf, view)
   if key == nil then
     if rec.stat and not rec.gone then
       rec.gone = true
-      M.notice(view or M.view_for(rec.path), ('%s was deleted on disk; its buffer keeps the text (:w writes it again)'):format(
-        vim.fn.fnamemodify(rec.path, ':~:.')
-      ))
+      local to = require('acp.editor.presence').renamed_to(rec.path, rec.stat)
+      local rel = vim.fn.fnamemodify(rec.path, ':~:.')
+      M.notice(view or M.view_for(rec.path), to and ('%s was renamed to %s on disk; its buffer keeps the text under the old name (:w writes it there again)'):format(
+        rel,
+        vim.fn.fnamemodify(to, ':~:.')
+      ) or ('%s was deleted on disk; its buffer keeps the text (:w writes it again)'):format(rel))
     end
     return false
+  elseif rec.new then
+    return appeared(buf, view or M.view_for(rec.path))
   elseif key == rec.stat then
     return false
   end
@@ -597,6 +649,7 @@ local function setup_autocmds()
     group = group,
     callback = function(ev)
       unguard(ev.buf)
+      require('acp.editor.presence').unwatch(ev.buf)
       local rec = M.records[ev.buf]
       if rec then
         pcall(agree, rec.path, nil)
