@@ -300,6 +300,46 @@ return {
     ]]), { 'a.txt' })
   end },
 
+  { 'restart, claude-agent-acp shape (permission, then the agent edits the disk itself): the reopened chat\'s :AcpReview lists the change', function()
+    local state, dir = T.tmpdir('state'), H.project({ ['q.txt'] = 'one\ntwo\n' })
+    local file = dir .. '/q.txt'
+    local turns = { { match = 'go', steps = {
+      card({ toolCallId = 'e1', title = 'Edit q.txt', kind = 'edit', status = 'pending', locations = { { path = file } } }),
+      H.req('session/request_permission', {
+        toolCall = { toolCallId = 'e1', title = 'Edit q.txt', kind = 'edit' },
+        options = { { optionId = 'ok', name = 'Allow', kind = 'allow_once' }, { optionId = 'no', name = 'Reject', kind = 'reject_once' } },
+      }),
+      H.req('terminal/create', { command = 'sed -i s/^one$/ONE-agent/ ' .. vim.fn.shellescape(file) }),
+      H.req('terminal/wait_for_exit', { terminalId = 'term-1' }),
+      { update = { sessionUpdate = 'tool_call_update', toolCallId = 'e1', status = 'completed' } },
+      { message = 'edited q.txt' },
+    } } }
+    local config = { terminal = { confirm = 'never' }, permissions = { auto_allow = { 'edit' } } }
+    local one = start_kept(state, dir, { turns = turns, config = config })
+    one:cmd('wincmd t')
+    one:cmd('edit ' .. file)
+    H.turn(one, 'go edit')
+    one:wait_for([[return vim.api.nvim_buf_get_lines(vim.fn.bufnr(...), 0, 1, false)[1] == 'ONE-agent']], 3000, { file })
+    T.wait(function()
+      local f = kept_files(state, dir)[1]
+      return f and T.read_file(f):find('q.txt', 1, true) ~= nil and T.read_file(f):find('"review":"', 1, true) ~= nil
+    end, 3000, 'the review record of the disk edit is kept')
+    one:stop()
+    local two = start_kept(state, dir, { turns = turns, config = config })
+    two:lua(STUB_SELECT .. [[ _G.pick = { 'go edit' } ]])
+    two:cmd('AcpSessions')
+    local text = picked_transcript(two)
+    T.match(text, 'edit · Edit q%.txt · completed\n.-\n\nedited q%.txt\n\nℹ End of the kept transcript')
+    T.match(text, 'ℹ The agent cannot open session `sess%-1` again: new messages start a new session')
+    two:cmd('AcpReview')
+    two:wait_for([[return require('acp.editor.review').last ~= nil]], 3000)
+    T.eq(two:lua([[
+      local out = {}
+      for _, f in ipairs(require('acp.editor.review').last.files) do out[#out + 1] = vim.fn.fnamemodify(f.path, ':t') end
+      return out
+    ]]), { 'q.txt' })
+  end },
+
   { 'the caps drop the oldest: records past history.chat_max_bytes, chats past history.project_max_chats', function()
     local state, dir = T.tmpdir('state'), H.project()
     local child = start_kept(state, dir, { config = { history = { chat_max_bytes = 2048, project_max_chats = 2 } } })

@@ -220,6 +220,13 @@ impl ThreadHandle {
             after.map_or(Original::Absent, |a| Original::Text(Arc::new(a))),
             None,
         );
+        // Seen after the turn ended (the sync checks the disk then too):
+        // the kept review records take it now, not only at close.
+        if self.state() != TurnState::Running {
+            if let Some(this) = self.live() {
+                this.save_kept();
+            }
+        }
     }
 
     /// Terminal output (or exit) for the cards and terminal buffers.

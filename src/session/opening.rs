@@ -62,6 +62,17 @@ fn mcp_servers_for(servers: &[McpServer], caps: &Value) -> (Vec<McpServer>, Vec<
     (kept, dropped)
 }
 
+/// Whether the agent can open a stored session (`session/load` or
+/// `session/resume`).
+fn advertised_open(caps: &Value) -> bool {
+    ["/loadSession", "/sessionCapabilities/resume"]
+        .iter()
+        .any(|p| {
+            caps.pointer(p)
+                .is_some_and(|v| !v.is_null() && v != &Value::Bool(false))
+        })
+}
+
 /// Events of a `session/new`, `session/load` or `session/resume` answer:
 /// modes, config options and the legacy models. Config options win over
 /// models in the view; both are passed on.
@@ -159,6 +170,14 @@ impl ThreadHandle {
                 .await
             {
                 Ok(response) => opened = Some((wanted, response)),
+                // A kept transcript is the history: a new session follows it.
+                Err(_) if self.kept_shown.load(Ordering::SeqCst) && !advertised_open(&caps) => self
+                    .with_model(|m| {
+                        m.notice(
+                            NoticeLevel::Info,
+                            format!("The agent cannot open session `{wanted}` again: new messages start a new session"),
+                        )
+                    }),
                 Err(e) => self.with_model(|m| {
                     m.notice(
                         NoticeLevel::Error,
