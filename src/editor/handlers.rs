@@ -429,6 +429,9 @@ async fn write_text(
         };
         let new = Lines::from_text(&content);
         let current = Lines::from_text(&buf.text);
+        // Whether the hunks give the agent's text as it is (no merge): then
+        // review's "after" is that text, not a copy built from the hunks.
+        let mut as_sent = false;
         let hunks = match disk_change(ed, &resolved, &agreed, &disk, &buf, &current, &new) {
             BufferWrite::Merged(hunks) => hunks,
             BufferWrite::Conflict(Against::Disk, first, last) => {
@@ -454,7 +457,10 @@ async fn write_text(
                 let merged: Vec<&str> = merged.iter().map(String::as_str).collect();
                 textdiff::hunks(&current.lines, &merged)
             }
-            None => textdiff::hunks(&current.lines, &new.lines),
+            None => {
+                as_sent = true;
+                textdiff::hunks(&current.lines, &new.lines)
+            }
             },
         };
         let save = ed.policy.save_unmodified && !buf.modified;
@@ -480,17 +486,25 @@ async fn write_text(
         }
         let saved = reply.value.saved;
         // Review's step: the buffer's text before and after the hunks (the
-        // merged text when the user's edits were merged in).
-        let after = textdiff::apply(&current.lines, &hunks_applied);
-        let after = filetext::encode_joined(after.join("\n"), &buf.format);
+        // merged text when the user's edits were merged in). The agent's
+        // own text when it went in as sent and reads back the same (a 5 MB
+        // file is then not built again from its lines for every write).
+        let after = match as_sent && plain_format(&buf.format, &content) {
+            true => content.clone(),
+            false => Arc::new(filetext::encode_joined(
+                textdiff::apply(&current.lines, &hunks_applied).join("\n"),
+                &buf.format,
+            )),
+        };
+        drop((current, new));
         record_write(
             thread,
             path,
             &resolved,
             WriteTarget::Buffer,
             saved,
-            Original::Text(Arc::new(buf.text.clone())),
-            Original::Text(Arc::new(after)),
+            Original::Text(Arc::new(buf.text)),
+            Original::Text(after),
             &content,
         );
         return Ok(json!({}));
@@ -566,6 +580,16 @@ fn refuse_conflict(
             "{path}: not written: lines {first}-{last} were also changed on disk by another program while you worked (your edit is based on the text before that change); read the file again and redo the edit"
         ),
     )
+}
+
+/// True when a buffer of `format` holding `text`'s lines gives back
+/// `text` itself: Unix line breaks, no byte order mark, and a last line
+/// break exactly when the buffer writes one.
+fn plain_format(format: &TextFormat, text: &str) -> bool {
+    format.fileformat == filetext::FileFormat::Unix
+        && !format.bomb
+        && !text.contains('\r')
+        && (text.is_empty() || text.ends_with('\n') == format.writes_eol())
 }
 
 fn record_write(

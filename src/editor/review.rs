@@ -268,7 +268,8 @@ mod tests {
         let now = "a\nB\nmine\nc\nD (user)\n";
         let base = ed.review_base("/p/a", Some(now)).unwrap();
         assert_eq!(base.text.as_deref(), Some("a\nb\nmine\nc\nD (user)\n"));
-        assert_eq!((base.reverted, base.kept, base.steps), (1, 1, 2));
+        // The second write began where the first ended: one step.
+        assert_eq!((base.reverted, base.kept, base.steps), (1, 1, 1));
         assert!(!base.absent);
         assert_eq!(ed.review_base("/p/none", Some(now)), None);
     }

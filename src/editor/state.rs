@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use parking_lot::Mutex;
 
@@ -236,6 +237,42 @@ impl EditorState {
     ) {
         // Texts are kept (and older ones dropped) outside the lock; the
         // original only for a path without a record (the first change's).
+        // A step that starts where the last one ended (no edit of anyone
+        // else's between them) extends it: taking back one step from its
+        // first text to its last is taking back both, and the text between
+        // is not kept (60 writes to a 5 MB file keep 2 texts, not 120).
+        if let Original::Text(b) = &before {
+            let extends = |c: &ChangeRecord| {
+                c.steps.last().is_some_and(|last| {
+                    matches!(last.after.read(), Original::Text(a) if Arc::ptr_eq(&a, b) || a == *b)
+                })
+            };
+            if self
+                .changes
+                .lock()
+                .iter()
+                .any(|c| c.path == path && extends(c))
+            {
+                // Kept outside the lock (older texts may be dropped for it).
+                let after =
+                    KeptOriginal::keep(self.owner, format!("a text of {path}"), after.clone());
+                let mut changes = self.changes.lock();
+                if let Some(c) = changes.iter_mut().find(|c| c.path == path && extends(c)) {
+                    if let Some(last) = c.steps.last_mut() {
+                        last.after = after;
+                    }
+                    c.time = time;
+                    c.target = target;
+                    c.saved = saved;
+                    c.changes += 1;
+                    c.accepted = false;
+                    if tool_call_id.is_some() {
+                        c.tool_call_id = tool_call_id;
+                    }
+                    return;
+                }
+            }
+        }
         let original = (!self.has_change(path)).then(|| {
             KeptOriginal::keep(
                 self.owner,
