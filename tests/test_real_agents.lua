@@ -174,7 +174,9 @@ end
 --- What a codex turn that patched `file` must leave behind, whatever the
 --- buffer held: the agent wrote the disk itself, the sync saw it when the
 --- tool call completed, and review lists it as the agent's change.
-local function check_agent_edit(child, paths, file)
+--- `before`: the text the buffer held right before the agent's change
+--- (review takes the change back to it, keeping the user's unsaved edits).
+local function check_agent_edit(child, paths, file, before)
   T.eq(T.read_file(file), 'one\nTWO (codex)\nthree\nfour\nfive\n', 'codex patched the file on disk')
   local log = T.read_file(paths.log)
   T.match(log, 'request session/request_permission', 'codex asked before patching')
@@ -196,7 +198,7 @@ local function check_agent_edit(child, paths, file)
   end, writes)
   T.eq(#mine, 1, 'one change recorded for the file: ' .. vim.inspect(writes))
   T.eq(mine[1].target, 'agent')
-  T.eq(mine[1].original, ORIGINAL, 'review can restore the text from before the patch')
+  T.eq(mine[1].original, before or ORIGINAL, 'review can restore the text from before the patch')
   -- Nothing tried to leave the machine (the proxy refuses and logs it),
   -- and the model was asked through the Responses API.
   local reqs = mock_requests(paths.mock_log)
@@ -252,8 +254,14 @@ return {
     open_file(child, file)
     child:lua([[vim.api.nvim_buf_set_lines(0, 4, 5, false, { 'FIVE (user)' })]])
     run_patch_turn(child, file)
-    check_agent_edit(child, paths, file)
+    check_agent_edit(child, paths, file, 'one\ntwo\nthree\nfour\nFIVE (user)\n')
     T.eq(lines(child), { 'one', 'TWO (codex)', 'three', 'four', 'FIVE (user)' })
+    -- Review takes back codex's hunk only: the user's unsaved line stays.
+    local base = child:lua([[
+      local v = require('acp').current()
+      return require('acp.core').review_base(v.thread, ..., table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\n') .. '\n')
+    ]], { file })
+    T.eq(base.text, 'one\ntwo\nthree\nfour\nFIVE (user)\n', 'review takes back only the agent hunk')
     T.eq(child:lua('return vim.bo.modified'), true, 'the user edit is still unsaved')
     no_prompt(child)
     child:cmd('checktime')
