@@ -5,9 +5,8 @@
 //! counted as not reverted: a later edit over the change is never undone.
 
 use std::hash::Hash;
-use std::ops::Range;
 
-use crate::model::textdiff::changes;
+use crate::model::textdiff::{edits, splice};
 
 /// The outcome of a revert: the lines, how many regions of the change were
 /// taken back (`reverted`) and how many were left as they are because the
@@ -17,40 +16,6 @@ pub struct Reverted<'a, T> {
     pub lines: Vec<&'a T>,
     pub reverted: usize,
     pub kept: usize,
-}
-
-/// One side's change of the base: base lines `old` become `lines`.
-struct Edit<'a, T> {
-    old: Range<usize>,
-    lines: &'a [T],
-}
-
-impl<T: PartialEq> Edit<'_, T> {
-    fn same(&self, other: &Self) -> bool {
-        self.old == other.old && self.lines == other.lines
-    }
-
-    /// Whether the two touch the same base lines. An insertion right before
-    /// or right after the other's range does not (it goes first, or after).
-    fn overlaps(&self, other: &Self) -> bool {
-        let (a, b) = (&self.old, &other.old);
-        match (a.is_empty(), b.is_empty()) {
-            (true, true) => a.start == b.start,
-            (true, false) => a.start > b.start && a.start < b.end,
-            (false, true) => b.start > a.start && b.start < a.end,
-            (false, false) => a.start < b.end && b.start < a.end,
-        }
-    }
-}
-
-fn edits<'a, T: Hash + Eq + Ord>(base: &[T], side: &'a [T]) -> Vec<Edit<'a, T>> {
-    changes(base, side)
-        .into_iter()
-        .map(|c| Edit {
-            old: c.old,
-            lines: &side[c.new],
-        })
-        .collect()
 }
 
 /// Three-way merge that keeps `ours` wherever both sides changed the same
@@ -74,18 +39,8 @@ pub fn merge_keep_ours<'a, T: Hash + Eq + Ord>(
             all.push(e);
         }
     }
-    // Inserts sort before a change starting at the same line.
-    all.sort_by_key(|e| (e.old.start, e.old.end));
-    let mut lines = Vec::with_capacity(ours.len());
-    let mut pos = 0;
-    for e in &all {
-        lines.extend(&base[pos..e.old.start]);
-        lines.extend(e.lines);
-        pos = e.old.end;
-    }
-    lines.extend(&base[pos..]);
     Reverted {
-        lines,
+        lines: splice(base, all),
         reverted,
         kept,
     }

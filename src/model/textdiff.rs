@@ -162,16 +162,30 @@ pub fn apply<S: AsRef<str>>(old: &[S], hunks: &[Hunk]) -> Vec<String> {
 }
 
 /// One side's change of the base: base lines `old` become `lines`.
-struct Edit<'a, T> {
-    old: Range<usize>,
-    lines: &'a [T],
+pub(crate) struct Edit<'a, T> {
+    pub(crate) old: Range<usize>,
+    pub(crate) lines: &'a [T],
 }
 
 impl<T: PartialEq> Edit<'_, T> {
-    fn same(&self, other: &Self) -> bool {
+    pub(crate) fn same(&self, other: &Self) -> bool {
         self.old == other.old && self.lines == other.lines
     }
 
+    /// Whether the two touch the same base lines. An insertion right before
+    /// or right after the other's range does not (it goes first, or after).
+    pub(crate) fn overlaps(&self, other: &Self) -> bool {
+        let (a, b) = (&self.old, &other.old);
+        match (a.is_empty(), b.is_empty()) {
+            (true, true) => a.start == b.start,
+            (true, false) => a.start > b.start && a.start < b.end,
+            (false, true) => b.start > a.start && b.start < a.end,
+            (false, false) => a.start < b.end && b.start < a.end,
+        }
+    }
+
+    /// Whether the two cannot both apply: stricter than `overlaps`, as an
+    /// insertion at the start of the other's range is ambiguous too.
     fn conflicts(&self, other: &Self) -> bool {
         if self.same(other) {
             return false;
@@ -193,7 +207,8 @@ impl<T: PartialEq> Edit<'_, T> {
     }
 }
 
-fn edits<'a, T: Hash + Eq + Ord>(base: &[T], side: &'a [T]) -> Vec<Edit<'a, T>> {
+/// The edits that turn `base` into `side`, ascending.
+pub(crate) fn edits<'a, T: Hash + Eq + Ord>(base: &[T], side: &'a [T]) -> Vec<Edit<'a, T>> {
     changes(base, side)
         .into_iter()
         .map(|c| Edit {
@@ -201,6 +216,21 @@ fn edits<'a, T: Hash + Eq + Ord>(base: &[T], side: &'a [T]) -> Vec<Edit<'a, T>> 
             lines: &side[c.new],
         })
         .collect()
+}
+
+/// `base` with the given non-overlapping edits (of either side, in any
+/// order) applied; inserts sort before a change starting at the same line.
+pub(crate) fn splice<'a, T>(base: &'a [T], mut all: Vec<Edit<'a, T>>) -> Vec<&'a T> {
+    all.sort_by_key(|e| (e.old.start, e.old.end));
+    let mut out = Vec::with_capacity(base.len());
+    let mut pos = 0;
+    for e in &all {
+        out.extend(&base[pos..e.old.start]);
+        out.extend(e.lines);
+        pos = e.old.end;
+    }
+    out.extend(&base[pos..]);
+    out
 }
 
 /// Three-way merge of any line type: the lines of the merge (borrowed from
@@ -228,17 +258,7 @@ pub fn merge_lines<'a, T: Hash + Eq + Ord>(
             all.push(y);
         }
     }
-    // Inserts sort before a change starting at the same line.
-    all.sort_by_key(|e| (e.old.start, e.old.end));
-    let mut out = Vec::with_capacity(base.len());
-    let mut pos = 0;
-    for e in &all {
-        out.extend(&base[pos..e.old.start]);
-        out.extend(e.lines);
-        pos = e.old.end;
-    }
-    out.extend(&base[pos..]);
-    Ok(out)
+    Ok(splice(base, all))
 }
 
 /// Three-way merge: the agent's change (`base` → `ours`) applied on top of
