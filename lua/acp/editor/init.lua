@@ -4,7 +4,8 @@
 --- terminals as jobs and shows their output; sync.lua keeps buffers in step
 --- with files the agent changes on disk; open.lua opens agent paths only
 --- after checking them; review.lua shows what the session changed;
---- refused.lua keeps the agent writes refused over a disk change.
+--- refused.lua keeps the agent writes refused over a disk change;
+--- compare.lua shows a text beside a file's buffer in diff mode.
 -- May use: util, config, events, core.
 ---
 --- This file registers the services the core calls (`call` events) with

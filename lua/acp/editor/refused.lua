@@ -3,8 +3,6 @@
 --- touch the same lines. Nothing was written, the disk keeps its change;
 --- the chat says so, and `:AcpConflict` compares the agent's text with the
 --- file's buffer (which holds the disk's text): `do`/`dp` move hunks.
-local api = vim.api
-
 local M = {}
 
 --- real path -> { path = real path, thread, text = the agent's text, first, last }
@@ -70,31 +68,16 @@ function M.open(entry)
   local bo = vim.bo[buf]
   local format = { fileformat = bo.fileformat, bomb = bo.bomb, eol = bo.eol, fixeol = bo.fixeol, binary = bo.binary }
   local lines = require('acp.core').decode(entry.text, format)
-  vim.cmd('stopinsert')
-  vim.cmd('tabnew')
-  vim.bo.bufhidden = 'wipe'
-  local tab = api.nvim_get_current_tabpage()
-  local left = api.nvim_create_buf(false, true)
-  pcall(api.nvim_buf_set_name, left, ('acp://conflict/%d/%s (the agent\'s refused write)'):format(buf, entry.path))
-  vim.bo[left].bufhidden = 'wipe'
-  api.nvim_buf_set_lines(left, 0, -1, false, lines)
-  vim.bo[left].modifiable = false
-  vim.bo[left].filetype = vim.bo[buf].filetype
-  api.nvim_win_set_buf(0, left)
-  vim.cmd('diffthis')
-  vim.wo.winbar = ('%%#AcpTitle# The agent\'s write (not made; lines %d-%d clash with the disk) %%* do/dp move hunks · q close'):format(
-    entry.first,
-    entry.last
-  )
-  vim.keymap.set('n', 'q', function()
-    if api.nvim_tabpage_is_valid(tab) and #api.nvim_list_tabpages() > 1 then
-      vim.cmd(('tabclose %d'):format(api.nvim_tabpage_get_number(tab)))
-    end
-  end, { buffer = left, nowait = true, silent = true, desc = 'Close the comparison' })
-  vim.cmd('rightbelow vsplit')
-  api.nvim_win_set_buf(0, buf)
-  vim.cmd('diffthis')
-  vim.wo.winbar = '%#AcpTitle# Your buffer (the file) %*'
+  local tab, left = require('acp.editor.compare').open({
+    buf = buf,
+    name = ('acp://conflict/%d/%s (the agent\'s refused write)'):format(buf, entry.path),
+    lines = lines,
+    left_bar = ('%%#AcpTitle# The agent\'s write (not made; lines %d-%d clash with the disk) %%* do/dp move hunks · q close'):format(
+      entry.first,
+      entry.last
+    ),
+    right_bar = '%#AcpTitle# Your buffer (the file) %*',
+  })
   M.refused[entry.path] = nil
   return tab, left, buf
 end

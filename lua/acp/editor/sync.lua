@@ -851,30 +851,13 @@ function M.open_conflict(arg)
     vim.notify('acp.nvim: cannot read ' .. rec.path, vim.log.levels.WARN)
     return
   end
-  local disk = decode(buf, text)
-  vim.cmd('stopinsert')
-  vim.cmd('tabnew')
-  -- The tab's empty buffer goes once the review's buffers replace it.
-  vim.bo.bufhidden = 'wipe'
-  local tab = api.nvim_get_current_tabpage()
-  local left = api.nvim_create_buf(false, true)
-  pcall(api.nvim_buf_set_name, left, ('acp://conflict/%d/%s (on disk)'):format(buf, rec.path))
-  vim.bo[left].bufhidden = 'wipe'
-  api.nvim_buf_set_lines(left, 0, -1, false, disk)
-  vim.bo[left].modifiable = false
-  vim.bo[left].filetype = vim.bo[buf].filetype
-  api.nvim_win_set_buf(0, left)
-  vim.cmd('diffthis')
-  vim.wo.winbar = '%#AcpTitle# On disk %* do/dp move hunks · :w in the right window saves · q close'
-  vim.keymap.set('n', 'q', function()
-    if api.nvim_tabpage_is_valid(tab) and #api.nvim_list_tabpages() > 1 then
-      vim.cmd(('tabclose %d'):format(api.nvim_tabpage_get_number(tab)))
-    end
-  end, { buffer = left, nowait = true, silent = true, desc = 'Close the comparison' })
-  vim.cmd('rightbelow vsplit')
-  api.nvim_win_set_buf(0, buf)
-  vim.cmd('diffthis')
-  vim.wo.winbar = '%#AcpTitle# Your buffer %*'
+  local tab, left = require('acp.editor.compare').open({
+    buf = buf,
+    name = ('acp://conflict/%d/%s (on disk)'):format(buf, rec.path),
+    lines = decode(buf, text),
+    left_bar = '%#AcpTitle# On disk %* do/dp move hunks · :w in the right window saves · q close',
+    right_bar = '%#AcpTitle# Your buffer %*',
+  })
   -- The user has seen this disk version: it is the new common text.
   M.records[buf] = { path = rec.path, stat = key }
   agree(rec.path, text)
