@@ -101,6 +101,22 @@ impl ChangeRecord {
     pub fn pending(&self) -> bool {
         !self.steps.is_empty()
     }
+
+    /// A record of a change known only from review (a tool card): the
+    /// agent wrote it, saved, with no original kept.
+    fn from_review(path: String, time: f64, steps: Vec<Step>, accepted: bool) -> Self {
+        ChangeRecord {
+            path,
+            time,
+            tool_call_id: None,
+            target: WriteTarget::Agent,
+            saved: true,
+            original: KeptOriginal::Unknown,
+            changes: 1,
+            steps,
+            accepted,
+        }
+    }
 }
 
 impl KeptOriginal {
@@ -331,17 +347,12 @@ impl EditorState {
                 c.steps = vec![step];
                 c.accepted = false;
             }
-            None => changes.push(ChangeRecord {
-                path: path.to_owned(),
+            None => changes.push(ChangeRecord::from_review(
+                path.to_owned(),
                 time,
-                tool_call_id: None,
-                target: WriteTarget::Agent,
-                saved: true,
-                original: KeptOriginal::Unknown,
-                changes: 1,
-                steps: vec![step],
-                accepted: false,
-            }),
+                vec![step],
+                false,
+            )),
         }
     }
 
@@ -361,17 +372,12 @@ impl EditorState {
         }
         for path in also {
             if !changes.iter().any(|c| &c.path == path) {
-                changes.push(ChangeRecord {
-                    path: path.clone(),
+                changes.push(ChangeRecord::from_review(
+                    path.clone(),
                     time,
-                    tool_call_id: None,
-                    target: WriteTarget::Agent,
-                    saved: true,
-                    original: KeptOriginal::Unknown,
-                    changes: 1,
-                    steps: Vec::new(),
-                    accepted: true,
-                });
+                    Vec::new(),
+                    true,
+                ));
             }
         }
     }
