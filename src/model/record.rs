@@ -347,7 +347,7 @@ mod tests {
     #[test]
     fn real_agents_traffic_replays_as_it_rendered() {
         use crate::model::thread::Thread;
-        for name in ["claude-code", "codex", "gemini-cli"] {
+        for name in ["claude-code", "codex", "gemini-cli", "mistral-vibe", "cline"] {
             let path = format!("{}/tests/traces/{name}.jsonl", env!("CARGO_MANIFEST_DIR"));
             let text = std::fs::read_to_string(&path).unwrap();
             let mut live = Thread::new("agent");
@@ -369,8 +369,11 @@ mod tests {
                     }
                     Some("session/update") => {
                         let u = &msg["params"]["update"];
+                        // As the chat does: an echo of the prompt is not kept.
+                        if !live.is_prompt_echo(u) {
+                            rec.update(u);
+                        }
                         live.apply_json(u);
-                        rec.update(u);
                         updates += 1;
                     }
                     _ => {}

@@ -9,6 +9,7 @@
 //! that were never announced, and a strict parse would drop such updates.
 
 mod cards;
+mod echo;
 #[cfg(test)]
 mod tests;
 
@@ -58,6 +59,11 @@ pub struct Thread {
     /// line (see `render::agent_fragment`): a streamed line is never read
     /// again to know whether it shows as the user's turn heading.
     agent_tail: Option<(usize, usize, render::HeadingScan)>,
+    /// The prompts of the running turn, which the agent may echo back.
+    echoes: echo::PromptEchoes,
+    /// The entry of the prompt the user sent last: a user chunk from the
+    /// agent is another message, never appended to it.
+    own_prompt: Option<usize>,
 }
 
 impl Thread {
@@ -79,6 +85,8 @@ impl Thread {
             open_turns: Vec::new(),
             last_message_id: None,
             agent_tail: None,
+            echoes: echo::PromptEchoes::default(),
+            own_prompt: None,
         }
     }
 
@@ -311,18 +319,21 @@ impl Thread {
         let was_running = self.state == TurnState::Running;
         if was_running {
             self.open_turns.push(self.turn);
+        } else {
+            self.echoes.clear();
         }
+        self.echoes.expect(user_text);
         self.turn += 1;
         self.cancelled = false;
         self.cancelling = false;
         self.reply_started = false;
         self.turn_start = self.entries.len();
-        self.push(
+        self.own_prompt = Some(self.push(
             Entry::User {
                 text: user_text.to_owned(),
             },
             &mut out,
-        );
+        ));
         if !was_running {
             self.set_state(TurnState::Running, "", &mut out);
         }
@@ -548,7 +559,14 @@ impl Thread {
         if text.is_empty() {
             return;
         }
-        let text = text.to_owned();
+        // The agent echoing the prompt this turn sent (already shown).
+        let text = match kind {
+            EntryKind::User if self.echo_expected() => match self.echoes.take(text) {
+                Some(shown) => shown,
+                None => return,
+            },
+            _ => text.to_owned(),
+        };
         // Chunks of two messages with distinct ids never merge; without ids,
         // consecutive chunks of one kind are one message.
         let message_id = message_id.map(str::to_owned);
@@ -560,7 +578,9 @@ impl Thread {
             self.last_message_id = message_id;
         }
         let last = self.entries.len().checked_sub(1);
-        if let Some(index) = last.filter(|&i| self.entries[i].kind() == kind && same_message) {
+        let mergeable =
+            |i: usize| self.entries[i].kind() == kind && same_message && Some(i) != self.own_prompt;
+        if let Some(index) = last.filter(|&i| mergeable(i)) {
             if kind == EntryKind::Agent {
                 return self.append_agent(index, &text, out);
             }
@@ -619,6 +639,27 @@ impl Thread {
                 text: fragment,
             });
         }
+    }
+
+    /// Whether a user chunk now may be the echo of a prompt: a turn runs
+    /// and no history is being replayed.
+    fn echo_expected(&self) -> bool {
+        self.state == TurnState::Running && !self.replaying
+    }
+
+    /// Whether `update` is a user chunk this thread will not show because
+    /// it echoes the running turn's prompt (a kept transcript skips it
+    /// too: the prompt is kept as sent).
+    pub fn is_prompt_echo(&self, update: &Value) -> bool {
+        let is_user =
+            update.get("sessionUpdate").and_then(Value::as_str) == Some("user_message_chunk");
+        if !is_user || !self.echo_expected() {
+            return false;
+        }
+        let text = super::update::field(update, "content")
+            .map(super::update::content_block_text)
+            .unwrap_or_default();
+        !text.is_empty() && self.echoes.is_echo(&text)
     }
 
     fn plan(&mut self, items: Vec<PlanItem>, out: &mut Vec<ThreadEvent>) {

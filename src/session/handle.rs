@@ -337,6 +337,10 @@ impl SessionSink for ThreadHandle {
     }
 
     fn record(&self, update: &Value) {
+        // An echo of the prompt is not kept: the prompt is, as sent.
+        if self.model.lock().is_prompt_echo(update) {
+            return;
+        }
         self.record_update(update);
     }
 
