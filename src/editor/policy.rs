@@ -114,6 +114,10 @@ pub struct Subject {
     pub cwd: Option<String>,
     /// The variables shown (`rawInput.env`).
     pub env: BTreeMap<String, String>,
+    /// For a card with no kind: the command line it shows (its raw
+    /// input's command, else the one a shell title names, see
+    /// [`title_command`]), which the user's "allow" lets a terminal run.
+    pub command: Option<String>,
 }
 
 impl Subject {
@@ -123,8 +127,47 @@ impl Subject {
             text: text.into(),
             cwd: None,
             env: BTreeMap::new(),
+            command: None,
         }
     }
+
+    /// The command line allowing this lets a `terminal/create` run: an
+    /// execute card's text, a kind-less card's shown command; None for
+    /// every other kind (a read titled like a command runs nothing).
+    pub fn runs(&self) -> Option<&str> {
+        match self.kind {
+            ToolKind::Execute => Some(&self.text),
+            ToolKind::Other => self.command.as_deref(),
+            _ => None,
+        }
+    }
+}
+
+/// Labels of a title that names the shell line after it (`Shell: LINE`,
+/// as Kimi CLI titles its kind-less shell calls), compared without case.
+const SHELL_LABELS: &[&str] = &[
+    "shell",
+    "bash",
+    "sh",
+    "terminal",
+    "run",
+    "run command",
+    "run_shell_command",
+    "execute",
+    "exec",
+    "command",
+];
+
+/// The shell line a tool title names: `LABEL: LINE` with a shell label
+/// (see [`SHELL_LABELS`]) and a line that is not blank, as written (a
+/// grant compares it with a terminal's command as the shell reads it).
+/// Any other title names no command.
+pub fn title_command(title: &str) -> Option<&str> {
+    let (label, line) = title.split_once(": ")?;
+    let known = SHELL_LABELS
+        .iter()
+        .any(|l| l.eq_ignore_ascii_case(label.trim()));
+    (known && !line.trim().is_empty()).then_some(line)
 }
 
 /// The directory a subject's command runs in: its cwd (relative to the
@@ -365,6 +408,34 @@ mod tests {
         assert!(
             policy_answer(&[], &subject(ToolKind::Read, "a.txt"), &options(), root()).is_none()
         );
+    }
+
+    #[test]
+    fn a_shell_title_names_its_line_and_nothing_else_does() {
+        let line = "cat hello.txt notes.txt | tee result.txt";
+        assert_eq!(title_command(&format!("Shell: {line}")), Some(line));
+        assert_eq!(title_command("bash: make test"), Some("make test"));
+        assert_eq!(title_command("Run command: ls"), Some("ls"));
+        for title in [
+            "ReadFile: hello.txt",
+            "StrReplaceFile: a.txt",
+            "Shell",
+            "Shell: ",
+            "Shell:ls",
+            "make test",
+            "My Shell: ls",
+            "",
+        ] {
+            assert_eq!(title_command(title), None, "{title:?}");
+        }
+        // What a subject lets a terminal run.
+        let mut s = subject(ToolKind::Other, "Shell: ls");
+        assert_eq!(s.runs(), None, "a kind-less card without a command");
+        s.command = Some("ls".into());
+        assert_eq!(s.runs(), Some("ls"));
+        s.kind = ToolKind::Read;
+        assert_eq!(s.runs(), None, "a read runs nothing, whatever it shows");
+        assert_eq!(subject(ToolKind::Execute, "ls").runs(), Some("ls"));
     }
 
     #[test]

@@ -174,7 +174,9 @@ pub struct PermissionAsk {
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Grant {
-    /// An execute request (or the client's question before a terminal):
+    /// An execute request, a request whose card has no kind but shows a
+    /// command (Kimi's `Shell: LINE`), or the client's question before a
+    /// terminal:
     /// this command may run, word for word, in this directory, with these
     /// variables (a `terminal/create` of exactly it runs without asking
     /// again in the same turn).

@@ -11,7 +11,7 @@ use super::permission::{Choice, Pending, ReplyTo};
 use crate::bridge::handoff::bridge;
 use crate::bridge::queue::UiEvent;
 use crate::config::TerminalConfirm;
-use crate::editor::policy::{policy_answer, subject_dir, Run, Subject};
+use crate::editor::policy::{policy_answer, subject_dir, title_command, Run, Subject};
 use crate::log;
 use crate::model::entries::{ClientState, NoticeLevel, ToolContent};
 use crate::model::events::{Grant, PermissionAsk};
@@ -53,15 +53,15 @@ fn shown_request(
         .unwrap_or_else(|| json!({}));
     let summary = tool_call.get("rawInput").and_then(input_summary);
     let subject = &card.subject;
-    let grant = match subject.kind {
-        ToolKind::Execute => Some(Grant::Command {
-            command: subject.text.clone(),
+    let grant = match (subject.runs(), &subject.kind) {
+        (Some(command), _) => Some(Grant::Command {
+            command: command.to_owned(),
             cwd: subject_dir(subject, session_cwd)
                 .to_string_lossy()
                 .into_owned(),
             env: subject.env.clone(),
         }),
-        ToolKind::Edit | ToolKind::Delete | ToolKind::Move => Some(Grant::Files {
+        (None, ToolKind::Edit | ToolKind::Delete | ToolKind::Move) => Some(Grant::Files {
             paths: card.paths.clone(),
         }),
         _ => None,
@@ -103,12 +103,22 @@ impl ThreadHandle {
                         paths.push(path.clone());
                     }
                 }
+                // A card with no kind (Kimi's shell calls) runs the command
+                // it shows: its raw input's, else the one its title names.
+                let command = (tc.kind == ToolKind::Other)
+                    .then(|| {
+                        tc.command
+                            .clone()
+                            .or_else(|| title_command(&tc.title).map(str::to_owned))
+                    })
+                    .flatten();
                 Card {
                     subject: Subject {
                         kind: tc.kind.clone(),
                         text: tc.command.clone().unwrap_or_else(|| tc.title.clone()),
                         cwd: tc.cwd.clone(),
                         env: tc.env.clone(),
+                        command,
                     },
                     title: tc.title.clone(),
                     paths,
@@ -170,8 +180,14 @@ impl ThreadHandle {
         let subject = &card.subject;
         if let Some((option, note)) = policy_answer(rules, subject, &request.options, session_cwd) {
             let choice = Choice::Selected(option);
-            // Recorded before the reply goes out.
-            self.permissions.lock().record(subject, &choice);
+            // Recorded before the reply goes out. A rule over a kind-less
+            // card matched its title, not a command line: only the user's
+            // own answer lets such a card's command run unasked.
+            let judged = Subject {
+                command: None,
+                ..subject.clone()
+            };
+            self.permissions.lock().record(&judged, &choice);
             let _ = responder.respond(choice.outcome());
             self.with_model(|m| m.permission_answered(&tool_id, None, Some(note)));
             return;

@@ -66,8 +66,9 @@ impl Choice {
 pub struct Permissions {
     pending: HashMap<u64, Pending>,
     next: u64,
-    /// Allowed execute requests of this turn not yet used by a terminal:
-    /// each covers one `terminal/create` of the same command.
+    /// Allowed requests of this turn that run a command (`Subject::runs`)
+    /// not yet used by a terminal: each covers one `terminal/create` of
+    /// the same command.
     grants: Vec<Subject>,
     /// "Always" choices the user made this session (shown, never used to
     /// answer: the agent remembers them).
@@ -112,9 +113,10 @@ impl Permissions {
 
     /// Records a decision (the user's or the policy's) before it is sent.
     pub fn record(&mut self, subject: &Subject, choice: &Choice) {
-        // Only an allowed execute request stands for a terminal: a read or
-        // a fetch whose title reads like a command allows no command.
-        if choice.allows() && subject.kind == ToolKind::Execute {
+        // Only an allowed execute request, or a kind-less one whose card
+        // shows a command, stands for a terminal: a read or a fetch whose
+        // title reads like a command allows no command.
+        if choice.allows() && subject.runs().is_some() {
             self.grants.push(subject.clone());
         }
         if let Choice::Selected(o) = choice {
@@ -142,7 +144,7 @@ impl Permissions {
     /// read, not "some command".
     pub fn take_grant(&mut self, run: &Run, session_cwd: &Path) -> bool {
         let covers = |g: &Subject| {
-            Command::of_line(&g.text) == run.command
+            g.runs().is_some_and(|c| Command::of_line(c) == run.command)
                 && without_inert(&g.env, run.inert_env) == without_inert(run.env, run.inert_env)
                 && subject_dir(g, session_cwd) == resolve_lenient(run.cwd)
         };
@@ -403,6 +405,71 @@ mod tests {
             "an inert pair does not cover the others"
         );
         assert!(run(&env(&[]), &mut p), "the grant was not used up");
+    }
+
+    /// A kind-less card that shows `line` (Kimi: title `Shell: LINE`),
+    /// allowed once by the user.
+    fn allow_kindless(p: &mut Permissions, line: &str) {
+        let mut s = subject(ToolKind::Other, &format!("Shell: {line}"));
+        s.command = Some(line.into());
+        p.record(&s, &Choice::Selected(opt("once", "allow_once")));
+    }
+
+    #[test]
+    fn a_kindless_card_that_shows_a_command_covers_one_run_of_exactly_it() {
+        let line = "cat hello.txt notes.txt | tee result.txt";
+        let argv = |v: &[&str]| Command::of_argv(v.iter().map(|s| s.to_string()).collect());
+        let none = env(&[]);
+        let mut p = Permissions::default();
+        allow_kindless(&mut p, line);
+        // Nothing wider: another command, a second one appended, extra
+        // args, another directory, variables.
+        for other in [
+            "cat hello.txt notes.txt",
+            "cat hello.txt notes.txt | tee result.txt; rm -rf ~",
+            "cat hello.txt notes.txt | tee result.txt && rm x",
+            "Shell: cat hello.txt notes.txt | tee result.txt",
+        ] {
+            assert!(!grant(&mut p, other), "{other:?}");
+        }
+        assert!(!p.take_grant(
+            &run_of(argv(&["/bin/sh", "-lc", line, "x"]), root(), &none),
+            root()
+        ));
+        assert!(!p.take_grant(
+            &run_of(argv(&["bash", "-lc", line, "--"]), root(), &none),
+            root()
+        ));
+        assert!(!p.take_grant(
+            &run_of(Command::of_line(line), Path::new("/p/sub"), &none),
+            root()
+        ));
+        let vars = env(&[("PAGER", "x")]);
+        assert!(!p.take_grant(&run_of(Command::of_line(line), root(), &vars), root()));
+        // Bare, or wrapped as fast-agent and others wrap it: once.
+        assert!(grant(&mut p, line));
+        assert!(!grant(&mut p, line), "allow-once covers one terminal");
+        for wrapped in [
+            vec!["/bin/sh", "-lc", line],
+            vec!["sh", "-c", line],
+            vec!["bash", "-lc", line],
+        ] {
+            allow_kindless(&mut p, line);
+            assert!(
+                p.take_grant(&run_of(argv(&wrapped), root(), &none), root()),
+                "{wrapped:?}"
+            );
+        }
+        // An argv command is compared word for word with the line.
+        allow_kindless(&mut p, "echo 'a b'");
+        assert!(!p.take_grant(&run_of(argv(&["echo", "a", "b"]), root(), &none), root()));
+        assert!(p.take_grant(&run_of(argv(&["echo", "a b"]), root(), &none), root()));
+        // Rejected: nothing.
+        let mut s = subject(ToolKind::Other, "Shell: ls");
+        s.command = Some("ls".into());
+        p.record(&s, &Choice::Selected(opt("no", "reject_once")));
+        p.record(&s, &Choice::Cancelled);
+        assert!(!grant(&mut p, "ls"));
     }
 
     #[test]

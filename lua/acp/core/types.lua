@@ -254,7 +254,7 @@
 --- itself when it is no object; as text.
 ---@field summary? string
 ---@field options acp.PermissionOption[] The options the core accepts as an answer (text ids, each once), in the agent's order.
----@field grant? acp.Grant What allowing grants (execute, edit, delete, move).
+---@field grant? acp.Grant What allowing grants (execute, a card with no kind that shows a command, edit, delete, move).
 ---@field tool_call acp.ToolCallUpdate The agent's `toolCall` as sent: shown (content, diffs, locations, raw input), never trusted.
 
 --- What allowing a permission request grants. `command`: exactly this
