@@ -93,6 +93,17 @@ local function ask_then_write(match, file, content, expect)
   }
 end
 
+--- A project holding the one file `name` (`text`), the chat started with a
+--- turn `edit` in which the agent asks and then writes `agent` to it, and
+--- the file open in the window left of the chat.
+local function editing_with_write(name, text, agent)
+  local dir = H.project({ [name] = text })
+  local file = dir .. '/' .. name
+  local child, paths = start(dir, { ask_then_write('edit', file, agent) })
+  child:cmd('edit ' .. file)
+  return child, paths, file
+end
+
 --- Sends `match`; while its permission waits, another program writes
 --- `outside` into `file`; then allows and waits for the turn to end.
 local function outside_change_during(child, match, file, outside)
@@ -379,12 +390,7 @@ return {
     T.eq(child:lua([[return require('acp.core').agreed_get(...) == nil]], { real }), true)
   end },
   { 'a disk change during the turn, then an agent write based on the old text: both changes in the unmodified buffer and on disk, no prompt', function()
-    local dir = H.project({ ['d.txt'] = 'one\ntwo\nthree\nfour\nfive\n' })
-    local file = dir .. '/d.txt'
-    local child, paths = start(dir, {
-      ask_then_write('edit', file, 'ONE (agent)\ntwo\nthree\nfour\nfive\n'),
-    })
-    child:cmd('edit ' .. file)
+    local child, paths, file = editing_with_write('d.txt', 'one\ntwo\nthree\nfour\nfive\n', 'ONE (agent)\ntwo\nthree\nfour\nfive\n')
     outside_change_during(child, 'edit', file, 'one\ntwo\nthree\nfour\nFIVE (outside)\n')
     T.eq(write_answers(paths)[1].result, vim.empty_dict(), 'the write succeeded')
     T.eq(lines(child), { 'ONE (agent)', 'two', 'three', 'four', 'FIVE (outside)' })
@@ -401,12 +407,7 @@ return {
   end },
 
   { 'the same when the agreed text is not known (dropped under the cap): the unmodified buffer as it was is the base', function()
-    local dir = H.project({ ['g.txt'] = 'one\ntwo\nthree\n' })
-    local file = dir .. '/g.txt'
-    local child, paths = start(dir, {
-      ask_then_write('edit', file, 'ONE (agent)\ntwo\nthree\n'),
-    })
-    child:cmd('edit ' .. file)
+    local child, paths, file = editing_with_write('g.txt', 'one\ntwo\nthree\n', 'ONE (agent)\ntwo\nthree\n')
     child:lua([[require('acp.core').agreed_forget(...)]], { file })
     outside_change_during(child, 'edit', file, 'one\ntwo\nTHREE (outside)\n')
     T.eq(write_answers(paths)[1].result, vim.empty_dict())
@@ -417,12 +418,7 @@ return {
   end },
 
   { 'an agent write that overlaps a disk change made during the turn is refused: the agent gets the lines, the chat the conflict, the disk keeps its change', function()
-    local dir = H.project({ ['o.txt'] = 'a\nb\nc\nd\n' })
-    local file = dir .. '/o.txt'
-    local child, paths = start(dir, {
-      ask_then_write('edit', file, 'a\nB (agent)\nc\nd\n'),
-    })
-    child:cmd('edit ' .. file)
+    local child, paths, file = editing_with_write('o.txt', 'a\nb\nc\nd\n', 'a\nB (agent)\nc\nd\n')
     outside_change_during(child, 'edit', file, 'a\nB (outside)\nc\nd\n')
     local answer = write_answers(paths)[1]
     T.eq(answer.result, nil, 'refused')
@@ -457,12 +453,7 @@ return {
   end },
 
   { 'a disk change during the turn, unsaved user edits and the agent write: all three kept in the buffer, nothing lost on :w', function()
-    local dir = H.project({ ['u.txt'] = '1\n2\n3\n4\n5\n' })
-    local file = dir .. '/u.txt'
-    local child, paths = start(dir, {
-      ask_then_write('edit', file, '1 (agent)\n2\n3\n4\n5\n'),
-    })
-    child:cmd('edit ' .. file)
+    local child, paths, file = editing_with_write('u.txt', '1\n2\n3\n4\n5\n', '1 (agent)\n2\n3\n4\n5\n')
     child:lua([[vim.api.nvim_buf_set_lines(0, 2, 3, false, { '3 (user)' })]])
     close_undo_block(child)
     outside_change_during(child, 'edit', file, '1\n2\n3\n4\n5 (outside)\n')
