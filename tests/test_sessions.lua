@@ -58,6 +58,26 @@ local function wait_kept(state, dir, n)
   end, 3000, 'a kept chat file was written')
 end
 
+--- A second child on the kept chats under `state` that opens the kept chat
+--- `title` from :AcpSessions.
+local function reopen_kept(state, dir, opts, title)
+  local child, paths = start_kept(state, dir, opts)
+  child:lua(STUB_SELECT .. [[ _G.pick = { ... } ]], { title })
+  child:cmd('AcpSessions')
+  return child, paths
+end
+
+--- The names of the files :AcpReview lists.
+local function review_names(child)
+  child:cmd('AcpReview')
+  child:wait_for([[return require('acp.editor.review').last ~= nil]], 3000)
+  return child:lua([[
+    local out = {}
+    for _, f in ipairs(require('acp.editor.review').last.files) do out[#out + 1] = vim.fn.fnamemodify(f.path, ':t') end
+    return out
+  ]])
+end
+
 local function write_step(path, content)
   return H.req('fs/write_text_file', { path = path, content = content })
 end
@@ -233,9 +253,7 @@ return {
     local before = H.transcript_text(one)
     wait_kept(state, dir, 1)
     one:stop()
-    local two = start_kept(state, dir, { turns = turns })
-    two:lua(STUB_SELECT .. [[ _G.pick = { 'look at a.txt' } ]])
-    two:cmd('AcpSessions')
+    local two = reopen_kept(state, dir, { turns = turns }, 'look at a.txt')
     T.match(two:lua('return _G.asked[1].items[1]'), '^look at a%.txt  %d%d%d%d%-%d%d%-%d%d %d%d:%d%d  %(kept%)$')
     local text = picked_transcript(two)
     T.eq(text:sub(1, #'ℹ Kept transcript: look at a.txt\n\n' + #before),
@@ -258,9 +276,7 @@ return {
     H.turn(one, 'the question')
     wait_kept(state, dir, 1)
     one:stop()
-    local two, paths = start_kept(state, dir, { turns = turns, agent_info = info })
-    two:lua(STUB_SELECT .. [[ _G.pick = { 'the question' } ]])
-    two:cmd('AcpSessions')
+    local two, paths = reopen_kept(state, dir, { turns = turns, agent_info = info }, 'the question')
     local text = picked_transcript(two)
     T.eq(H.events_of(paths, 'session/load')[1].params.sessionId, H.events_of(paths1, 'prompt')[1].sessionId)
     local _, count = text:gsub('the only answer', '')
@@ -285,19 +301,11 @@ return {
     wait_kept(state, dir, 1)
     pcall(one.cmd, one, 'qall!')
     one:stop()
-    local two = start_kept(state, dir, { turns = turns })
-    two:lua(STUB_SELECT .. [[ _G.pick = { 'edit a.txt please' } ]])
-    two:cmd('AcpSessions')
+    local two = reopen_kept(state, dir, { turns = turns }, 'edit a.txt please')
     local text = picked_transcript(two)
     T.match(text, '## You\n\nedit a%.txt please\n\n## test\n\nedit · Write a%.txt · completed')
     T.match(text, 'Changed a%.txt\n\nℹ End of the kept transcript')
-    two:cmd('AcpReview')
-    two:wait_for([[return require('acp.editor.review').last ~= nil]], 3000)
-    T.eq(two:lua([[
-      local out = {}
-      for _, f in ipairs(require('acp.editor.review').last.files) do out[#out + 1] = vim.fn.fnamemodify(f.path, ':t') end
-      return out
-    ]]), { 'a.txt' })
+    T.eq(review_names(two), { 'a.txt' })
   end },
 
   { 'restart, claude-agent-acp shape (permission, then the agent edits the disk itself): the reopened chat\'s :AcpReview lists the change', function()
@@ -325,19 +333,11 @@ return {
       return f and T.read_file(f):find('q.txt', 1, true) ~= nil and T.read_file(f):find('"review":"', 1, true) ~= nil
     end, 3000, 'the review record of the disk edit is kept')
     one:stop()
-    local two = start_kept(state, dir, { turns = turns, config = config })
-    two:lua(STUB_SELECT .. [[ _G.pick = { 'go edit' } ]])
-    two:cmd('AcpSessions')
+    local two = reopen_kept(state, dir, { turns = turns, config = config }, 'go edit')
     local text = picked_transcript(two)
     T.match(text, 'edit · Edit q%.txt · completed\n.-\n\nedited q%.txt\n\nℹ End of the kept transcript')
     T.match(text, 'ℹ The agent cannot open session `sess%-1` again: new messages start a new session')
-    two:cmd('AcpReview')
-    two:wait_for([[return require('acp.editor.review').last ~= nil]], 3000)
-    T.eq(two:lua([[
-      local out = {}
-      for _, f in ipairs(require('acp.editor.review').last.files) do out[#out + 1] = vim.fn.fnamemodify(f.path, ':t') end
-      return out
-    ]]), { 'q.txt' })
+    T.eq(review_names(two), { 'q.txt' })
   end },
 
   { 'the caps drop the oldest: records past history.chat_max_bytes, chats past history.project_max_chats', function()
