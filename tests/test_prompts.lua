@@ -83,6 +83,28 @@ local function start(dir, turns, config)
   return child, screen, paths
 end
 
+--- With `file` open (holding the unsaved lines `unsaved` when given), the
+--- agent's turn `go` runs `command` in a tool call of `kind` naming
+--- `paths`: no prompt after the turn.
+local function turn_with_open(dir, file, kind, paths, command, unsaved)
+  local child, screen = start(dir, { shell_turn('go', kind, paths, command) })
+  child:cmd('edit ' .. file)
+  if unsaved then
+    child:lua([[vim.api.nvim_buf_set_lines(0, 0, -1, false, ...)]], { unsaved })
+  end
+  H.turn(child, 'go')
+  assert_no_prompt(child, screen, 'after the turn')
+  return child, screen
+end
+
+--- `turn_with_open` of a new project's notes.txt, which the agent creates
+--- (`a`, `b`).
+local function create_open_notes(unsaved)
+  local dir = H.project({ ['hello.txt'] = 'hello\n' })
+  local notes = dir .. '/notes.txt'
+  return turn_with_open(dir, notes, 'edit', { notes }, ('printf "a\\nb\\n" > %s'):format(notes), unsaved)
+end
+
 --- The transcript's lines that mention `pattern`.
 local function said(child, pattern)
   return child:lua([[
@@ -166,12 +188,7 @@ return {
   end, timeout = 90000 },
 
   { 'the agent creates a file open in an unmodified new buffer: no W13, the buffer holds it, unmodified', function()
-    local dir = H.project({ ['hello.txt'] = 'hello\n' })
-    local notes = dir .. '/notes.txt'
-    local child, screen = start(dir, { shell_turn('go', 'edit', { notes }, ('printf "a\\nb\\n" > %s'):format(notes)) })
-    child:cmd('edit ' .. notes)
-    H.turn(child, 'go')
-    assert_no_prompt(child, screen, 'after the turn')
+    local child, screen = create_open_notes()
     child:cmd('checktime')
     assert_no_prompt(child, screen, 'after :checktime')
     T.eq(lines(child), { 'a', 'b' })
@@ -200,13 +217,7 @@ return {
   end },
 
   { 'the agent creates a file open in a modified new buffer: no W13, the buffer keeps its text, the chat says so', function()
-    local dir = H.project({ ['hello.txt'] = 'hello\n' })
-    local notes = dir .. '/notes.txt'
-    local child, screen = start(dir, { shell_turn('go', 'edit', { notes }, ('printf "a\\nb\\n" > %s'):format(notes)) })
-    child:cmd('edit ' .. notes)
-    child:lua([[vim.api.nvim_buf_set_lines(0, 0, -1, false, { 'mine' })]])
-    H.turn(child, 'go')
-    assert_no_prompt(child, screen, 'after the turn')
+    local child, screen = create_open_notes({ 'mine' })
     child:cmd('checktime')
     assert_no_prompt(child, screen, 'after :checktime')
     T.eq(lines(child), { 'mine' })
@@ -215,12 +226,7 @@ return {
   end },
 
   { 'the agent creates a file open in a new buffer that holds the same unsaved text: read, unmodified, no conflict', function()
-    local dir = H.project({ ['hello.txt'] = 'hello\n' })
-    local notes = dir .. '/notes.txt'
-    local child, screen = start(dir, { shell_turn('go', 'edit', { notes }, ('printf "a\\nb\\n" > %s'):format(notes)) })
-    child:cmd('edit ' .. notes)
-    child:lua([[vim.api.nvim_buf_set_lines(0, 0, -1, false, { 'a', 'b' })]])
-    H.turn(child, 'go')
+    local child, screen = create_open_notes({ 'a', 'b' })
     child:cmd('checktime')
     assert_no_prompt(child, screen)
     T.eq(lines(child), { 'a', 'b' })
@@ -232,13 +238,7 @@ return {
     for _, modified in ipairs({ false, true }) do
       local dir = H.project({ ['f.txt'] = 'one\n' })
       local f = dir .. '/f.txt'
-      local child, screen = start(dir, { shell_turn('go', 'delete', { f }, 'rm ' .. f) })
-      child:cmd('edit ' .. f)
-      if modified then
-        child:lua([[vim.api.nvim_buf_set_lines(0, 0, -1, false, { 'mine' })]])
-      end
-      H.turn(child, 'go')
-      assert_no_prompt(child, screen, 'after the turn')
+      local child, screen = turn_with_open(dir, f, 'delete', { f }, 'rm ' .. f, modified and { 'mine' } or nil)
       child:cmd('checktime')
       child:cmd('doautocmd FocusGained')
       assert_no_prompt(child, screen, 'after :checktime')
@@ -253,13 +253,7 @@ return {
     for _, modified in ipairs({ false, true }) do
       local dir = H.project({ ['f.txt'] = 'one\n' })
       local f, g = dir .. '/f.txt', dir .. '/g.txt'
-      local child, screen = start(dir, { shell_turn('go', 'move', { f, g }, ('mv %s %s'):format(f, g)) })
-      child:cmd('edit ' .. f)
-      if modified then
-        child:lua([[vim.api.nvim_buf_set_lines(0, 0, -1, false, { 'mine' })]])
-      end
-      H.turn(child, 'go')
-      assert_no_prompt(child, screen, 'after the turn')
+      local child, screen = turn_with_open(dir, f, 'move', { f, g }, ('mv %s %s'):format(f, g), modified and { 'mine' } or nil)
       child:cmd('checktime')
       assert_no_prompt(child, screen, 'after :checktime')
       T.eq(lines(child), { modified and 'mine' or 'one' })
