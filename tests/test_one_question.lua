@@ -109,4 +109,16 @@ return {
     child:wait_for([[return require('acp').current().turns_ended >= 1]], 5000)
   end },
 
+  { 'a card whose command is an argv list shows it quoted as a shell reads it', function()
+    local child = H.start({ cwd = H.project(FILES), turns = { { match = 'go', steps = {
+      -- As codex-acp sends its commands: an argv list in rawInput.
+      { update = { sessionUpdate = 'tool_call', toolCallId = 'a1', title = 'Run', kind = 'execute',
+        status = 'completed', rawInput = { command = { '/bin/sh', '-lc', CMD } } } },
+    } } } })
+    H.open(child)
+    H.turn(child, 'go')
+    local text = H.transcript_text(child)
+    T.contains(text, "input: `/bin/sh -lc '" .. CMD .. "'`")
+    T.no_match(text, '%-lc cat', 'never the words joined bare')
+  end },
 }

@@ -461,22 +461,43 @@ const INPUT_KEYS: [&str; 7] = [
 /// What a tool's raw input works on, as a permission request shows it:
 /// for an object, the first of [`INPUT_KEYS`] it has (None when it has
 /// none); any other input itself. A string as it is, a list of strings
-/// as its words joined by spaces, anything else as JSON.
+/// as its words (a command's quoted as a shell reads them), anything else
+/// as JSON.
 pub fn input_summary(raw: &Value) -> Option<String> {
-    let v = match raw {
+    let (key, v) = match raw {
         Value::Null => return None,
-        Value::Object(_) => INPUT_KEYS.iter().find_map(|k| field(raw, k))?,
-        other => other,
+        Value::Object(_) => INPUT_KEYS
+            .iter()
+            .find_map(|k| field(raw, k).map(|v| (*k, v)))?,
+        other => ("", other),
     };
     Some(match v {
-        Value::String(s) => s.clone(),
-        Value::Array(a) if a.iter().all(Value::is_string) => a
-            .iter()
-            .filter_map(Value::as_str)
-            .collect::<Vec<_>>()
-            .join(" "),
-        other => other.to_string(),
+        Value::Array(a) if !a.iter().all(Value::is_string) => v.to_string(),
+        v => input_text(key, v),
     })
+}
+
+/// An input value as text: a string as it is; a list of strings under
+/// `command`/`cmd` as the shell line of exactly those words
+/// (`shellwords::join`: `sh -lc 'a | b'`, never `sh -lc a | b`), under
+/// another key joined by spaces; anything else as JSON.
+fn input_text(key: &str, v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Array(a) => {
+            let words: Vec<String> = a
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect();
+            if key == "command" || key == "cmd" {
+                crate::model::shellwords::join(&words)
+            } else {
+                words.join(" ")
+            }
+        }
+        other => other.to_string(),
+    }
 }
 
 /// A one-line summary of a tool's raw input: the command or path when there
@@ -484,16 +505,7 @@ pub fn input_summary(raw: &Value) -> Option<String> {
 pub fn one_line_summary(raw: &Value) -> String {
     let pick = INPUT_KEYS
         .iter()
-        .find_map(|k| field(raw, k))
-        .map(|v| match v {
-            Value::String(s) => s.clone(),
-            Value::Array(a) => a
-                .iter()
-                .filter_map(Value::as_str)
-                .collect::<Vec<_>>()
-                .join(" "),
-            other => other.to_string(),
-        });
+        .find_map(|k| field(raw, k).map(|v| input_text(k, v)));
     let text = pick.unwrap_or_else(|| raw.to_string()).replace('\n', " ");
     if text.chars().count() > 120 {
         let cut: String = text.chars().take(119).collect();
@@ -520,6 +532,23 @@ mod tests {
             120
         );
         assert_eq!(one_line_summary(&json!({"n": 1})), r#"{"n":1}"#);
+    }
+
+    #[test]
+    fn a_command_given_as_argv_shows_quoted_as_a_shell_reads_it() {
+        let raw = json!({"command": ["/bin/sh", "-lc", "cat a b | tee c"]});
+        let line = "/bin/sh -lc 'cat a b | tee c'";
+        assert_eq!(one_line_summary(&raw), line, "the card");
+        assert_eq!(input_summary(&raw).as_deref(), Some(line), "the float");
+        let cmd = json!({"cmd": ["echo", "it's", ""]});
+        assert_eq!(input_summary(&cmd).as_deref(), Some(r#"echo 'it'\''s' ''"#));
+        // Other lists are words, not a command line.
+        let paths = json!({"path": ["a b", "c"]});
+        assert_eq!(input_summary(&paths).as_deref(), Some("a b c"));
+        assert_eq!(one_line_summary(&paths), "a b c");
+        // A plain string is shown as sent.
+        let s = json!({"command": "a | b"});
+        assert_eq!(input_summary(&s).as_deref(), Some("a | b"));
     }
 
     #[test]
