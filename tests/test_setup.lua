@@ -27,12 +27,12 @@ return {
     end
   end },
 
-  { 'works without setup(): the default agent is used and a missing command is explained', function()
+  { 'works without setup(): the default agent is used and a missing command says what to install', function()
     local child = Child.new({ env = { PATH = '/usr/bin:/bin' } })
+    child:lua(RECORD_NOTIFY)
     child:cmd('AcpChat')
-    child:wait_for([[local v = require('acp').current(); return v and v.state == 'disconnected']])
-    local text = table.concat(child:lua([[return require('acp').current():lines()]]), '\n')
-    T.match(text, 'cannot start agent `claude`: `claude%-agent%-acp` was not found in PATH %(set agents.claude.cmd%)')
+    local msg = child:lua('return _G.notes[1].msg')
+    T.match(msg, 'agent `claude` needs `claude%-agent%-acp`, which is not in PATH%. Install it: npm install %-g @agentclientprotocol/claude%-agent%-acp, or set agents%.claude%.cmd')
   end },
 
   { 'setup() validates keys and types with a clear message', function()

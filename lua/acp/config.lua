@@ -13,13 +13,13 @@ M.defaults = {
   -- (`:AcpInstall`); entries given in `setup()` override both, and
   -- `name = false` removes one.
   agents = {
-    claude = { cmd = 'claude-agent-acp', args = {}, env = {}, install = 'npm install -g @agentclientprotocol/claude-agent-acp' },
+    claude = { cmd = 'claude-agent-acp', args = {}, env = {}, registry = 'claude-acp', install = 'npm install -g @agentclientprotocol/claude-agent-acp' },
     gemini = { cmd = 'gemini', args = { '--acp' }, env = {}, install = ':AcpInstall gemini (or npm install -g @google/gemini-cli)' },
     codex = { cmd = 'codex-acp', args = {}, env = {}, install = ':AcpInstall codex-acp (or npm install -g @zed-industries/codex-acp)' },
     goose = { cmd = 'goose', args = { 'acp' }, env = {}, install = 'https://block.github.io/goose/docs/getting-started/installation' },
     opencode = { cmd = 'opencode', args = { 'acp' }, env = {}, install = ':AcpInstall opencode (or npm install -g opencode-ai)' },
     copilot = { cmd = 'copilot', args = { '--acp' }, env = {}, install = 'npm install -g @github/copilot' },
-    kimi = { cmd = 'kimi', args = { '--acp' }, env = {}, install = ':AcpInstall kimi' },
+    kimi = { cmd = 'kimi', args = { 'acp' }, env = {}, install = ':AcpInstall kimi' },
   },
   -- Agents installed by `:AcpInstall` (`:h acp-install-agents`).
   install = {
@@ -28,6 +28,13 @@ M.defaults = {
     -- A registry file to use instead of the shipped snapshot (`false`: the
     -- snapshot, lua/acp/registry.json).
     registry = false,
+    -- Where `:AcpInstall` fetches the registry before it installs or lists
+    -- (curl, in the background; an https://, http:// or file:// URL). The
+    -- copy is kept under stdpath('cache') and replaces the snapshot; when
+    -- the fetch fails the registry in use stays. `false`: never fetch.
+    registry_url = 'https://cdn.agentclientprotocol.com/registry/v1/latest/registry.json',
+    -- How long that fetch may take (ms).
+    registry_timeout_ms = 10000,
     -- Install npm packages from local tarballs or folders instead of the
     -- npm registry (mirrors, offline machines): { [package name] = path,
     -- or a list of paths installed together, e.g. with its dependencies }.
@@ -256,7 +263,7 @@ local function fail(path, msg)
 end
 
 --- Options that also take `false` (turned off).
-local may_be_false = { ['permissions.focus_key'] = true, ['install.registry'] = true }
+local may_be_false = { ['permissions.focus_key'] = true, ['install.registry'] = true, ['install.registry_url'] = true }
 for key in pairs(M.defaults.chat.keys) do
   may_be_false['chat.keys.' .. key] = true
 end
@@ -338,6 +345,17 @@ local function validate(user, defaults, path)
     elseif p == 'install.registry' then
       if value ~= false then
         check_type(p, value, 'string')
+      end
+    elseif p == 'install.registry_url' then
+      if value ~= false then
+        check_type(p, value, 'string')
+        if not (value:match('^https?://[^%s]+$') or value:match('^file:///[^%s]*$')) then
+          fail(p, 'must be an https://, http:// or file:/// URL, or false')
+        end
+      end
+    elseif p == 'install.registry_timeout_ms' then
+      if type(value) ~= 'number' or value ~= math.floor(value) or value < 1 or value > 600000 then
+        fail(p, 'must be a whole number of ms from 1 to 600000')
       end
     elseif p == 'completion' then
       if not vim.tbl_contains({ 'auto', 'builtin', 'none' }, value) then

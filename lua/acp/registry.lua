@@ -1,8 +1,9 @@
 --- The ACP registry (https://github.com/agentclientprotocol/registry) as
 --- this plugin reads it: the snapshot shipped next to this file
---- (registry.json, refreshed with scripts/refresh_registry.lua), or a
---- registry file the user names (`install.registry`). Each file is read
---- once. It requires nothing of the plugin: `acp.config` checks agent names
+--- (registry.json, refreshed with scripts/refresh_registry.lua), the copy
+--- `:AcpInstall` fetched into stdpath('cache') (`install.registry_url`),
+--- which replaces the snapshot once it is there, or a registry file the
+--- user names (`install.registry`). Each file is read once. It requires nothing of the plugin: `acp.config` checks agent names
 --- against it and the agents layer (presets, `:AcpInstall`) reads its
 --- entries, so it sits below both.
 -- May use: nothing.
@@ -24,15 +25,50 @@ end
 
 local cache = {}
 
---- The registry in file `path` (nil or false: the snapshot); an unreadable
---- file reads as a registry without agents.
+--- Where `:AcpInstall` keeps the registry it fetched (`install.registry_url`).
+function M.cached()
+  return vim.fn.stdpath('cache') .. '/acp/registry.json'
+end
+
+--- Why `data` is not a registry this plugin can use, or nil: a table whose
+--- `agents` is a non-empty list of entries, each with a string `id`.
+function M.invalid(data)
+  if type(data) ~= 'table' or type(data.agents) ~= 'table' or not vim.islist(data.agents) or #data.agents == 0 then
+    return 'it holds no list of agents'
+  end
+  for i, e in ipairs(data.agents) do
+    if type(e) ~= 'table' or type(e.id) ~= 'string' or e.id == '' then
+      return ('agent %d has no id'):format(i)
+    end
+  end
+end
+
+--- The registry in file `path`; nil or false: the copy `:AcpInstall`
+--- fetched last when it reads as a registry, else the snapshot. An
+--- unreadable file reads as a registry without agents.
 ---@param path? string|false
 function M.read(path)
-  path = path or M.snapshot
+  if not path then
+    local fetched = M.cached()
+    if cache[fetched] == nil then
+      local data = M.read_json(fetched)
+      cache[fetched] = not M.invalid(data) and data or false
+    end
+    if cache[fetched] then
+      return cache[fetched]
+    end
+    path = M.snapshot
+  end
   if not cache[path] then
     cache[path] = M.read_json(path) or { agents = {} }
   end
   return cache[path]
+end
+
+--- Forgets what was read from `path` (nil: the fetched copy), so that the
+--- next read sees the file again.
+function M.forget(path)
+  cache[path or M.cached()] = nil
 end
 
 --- An entry of the ACP registry (FORMAT.md of the registry).

@@ -57,6 +57,33 @@ function M.registry_id(name)
   return require('acp.agents.install').entry(id) and id or nil
 end
 
+--- What to say when agent `name` (its config `a`) has no command here: its
+--- command is not in PATH and the registry id `id` (if any) is not
+--- installed. Names how to install it, from the registry entry when there
+--- is one (its package), else the preset's own `install` hint.
+function M.not_found(name, a, id)
+  local install = require('acp.agents.install')
+  local hints = {}
+  local entry = id and install.entry(id)
+  if entry then
+    local d = entry.distribution or {}
+    local npm = d.npx and type(d.npx.package) == 'string' and (install.split_package(d.npx.package))
+    local pypi = d.uvx and type(d.uvx.package) == 'string' and d.uvx.package:match('^[^=<>!~%[%s]+')
+    local what = npm and ('npm package ' .. npm) or pypi and ('PyPI package ' .. pypi) or 'its release download'
+    hints[#hints + 1] = (":AcpInstall %s (the ACP registry's %s: %s)"):format(id, entry.name or id, what)
+    if npm then
+      hints[#hints + 1] = 'npm install -g ' .. npm
+    elseif pypi then
+      hints[#hints + 1] = 'uv tool install ' .. pypi
+    end
+  elseif type(a) == 'table' and a.install then
+    hints[#hints + 1] = a.install
+  end
+  hints[#hints + 1] = ('set agents.%s.cmd'):format(name)
+  local cmd = type(a) == 'table' and a.cmd or name
+  return ('acp.nvim: agent `%s` needs `%s`, which is not in PATH. Install it: %s'):format(name, cmd, table.concat(hints, ', or '))
+end
+
 --- The command of agent `name`: { cmd, args, env, install? }, or nil and
 --- a message naming what to do.
 ---@return { cmd: string, args: string[], env: table<string, string>, install?: string }?
@@ -82,9 +109,11 @@ function M.resolve(name)
       end
       return spec
     end
-    if not user_cmd or vim.fn.executable(user_cmd) ~= 1 then
+    if not user_cmd then
       local _, err = require('acp.agents.install').command(id)
       return nil, err
+    elseif vim.fn.executable(user_cmd) ~= 1 then
+      return nil, M.not_found(name, a, id)
     end
   end
   if not user_cmd then
@@ -128,6 +157,12 @@ function M.spec(name, root)
   local a, err = M.resolve(name)
   if not a then
     return nil, err
+  end
+  -- A preset's command (not one the user set) that is not here: say what
+  -- to install rather than fail to start it.
+  local conf = options().agents[name]
+  if type(conf) == 'table' and not conf._user_cmd and conf.cmd == a.cmd and vim.fn.executable(a.cmd) ~= 1 then
+    return nil, M.not_found(name, conf, M.registry_id(name))
   end
   local o = options()
   local roots = {}

@@ -513,17 +513,136 @@ function M.update(id)
   return jobs
 end
 
---- `:AcpInstall [id]`: installs `id`, or picks one from the registry.
+--- What the registry in use is, for notices: the user's file, the fetched
+--- copy or the snapshot, with its date when it has one.
+local function registry_name()
+  if config().registry then
+    return 'the registry file ' .. config().registry
+  end
+  local reg = M.registry()
+  local date = reg.snapshot and (' of ' .. reg.snapshot) or ''
+  return (reg == registry.read(registry.snapshot) and 'the shipped snapshot' or 'the copy fetched before') .. date
+end
+
+local refreshing
+
+--- Fetches the registry at `install.registry_url` (curl in the background,
+--- `install.registry_timeout_ms`) into stdpath('cache'), where it replaces
+--- the snapshot; then `on_done(ok)` on the main loop. Without a URL, or
+--- with a registry file of the user's (`install.registry`), nothing is
+--- fetched. A failure is told and keeps the registry in use.
+---@param on_done? fun(ok: boolean)
+function M.refresh(on_done)
+  on_done = on_done or function() end
+  local url = config().registry_url
+  if config().registry or not url then
+    return on_done(false)
+  end
+  if refreshing then
+    table.insert(refreshing, on_done)
+    return
+  end
+  refreshing = { on_done }
+  local function done(ok, why)
+    if ok then
+      registry.forget()
+      local n = #(M.registry().agents or {})
+      vim.notify(('acp.nvim: the ACP registry is refreshed: %d agents (%s)'):format(n, url))
+    else
+      vim.notify(('acp.nvim: cannot refresh the ACP registry from %s: %s; %s is used'):format(url, why, registry_name()), vim.log.levels.WARN)
+    end
+    local waiting = refreshing
+    refreshing = nil
+    for _, f in ipairs(waiting) do
+      f(ok)
+    end
+  end
+  if vim.fn.executable('curl') ~= 1 then
+    return done(false, 'curl is not in PATH')
+  end
+  local target = registry.cached()
+  vim.fn.mkdir(vim.fs.dirname(target), 'p')
+  local tmp = ('%s.%d.part'):format(target, uv.os_getpid())
+  local timeout = config().registry_timeout_ms
+  local argv = { 'curl', '-fsSL', '--max-time', tostring(math.max(1, math.ceil(timeout / 1000))), '-o', tmp, '--', url }
+  local ok, err = pcall(vim.system, argv, { text = true, stdin = false, timeout = timeout + 1000 }, function(res)
+    vim.schedule(function()
+      if res.code ~= 0 then
+        os.remove(tmp)
+        local msg = vim.trim(res.stderr or ''):gsub('\n.*', '')
+        return done(false, res.code == 124 and 'timed out' or (msg ~= '' and msg or ('curl exit ' .. res.code)))
+      end
+      local bad = registry.invalid(read_json(tmp))
+      if bad then
+        os.remove(tmp)
+        return done(false, 'what it serves is no registry (' .. bad .. ')')
+      end
+      local moved, why = uv.fs_rename(tmp, target)
+      if not moved then
+        os.remove(tmp)
+        return done(false, 'cannot write ' .. target .. ': ' .. tostring(why))
+      end
+      done(true)
+    end)
+  end)
+  if not ok then
+    done(false, tostring(err))
+  end
+end
+
+--- The registry id that `:AcpInstall name` means: `name` itself when the
+--- registry has it, else the `registry` id of the agent preset `name`.
+function M.resolve_id(name)
+  if M.entry(name) then
+    return name
+  end
+  local a = require('acp.config').options.agents[name]
+  if type(a) == 'table' and type(a.registry) == 'string' and M.entry(a.registry) then
+    return a.registry
+  end
+  return name
+end
+
+--- `:AcpInstall [id]`: refreshes the registry (`install.registry_url`),
+--- then installs `id` (a registry id, or an agent preset's name such as
+--- `claude`), or picks one: the presets' agents first.
 function M.command_install(id)
+  M.refresh(function()
+    M.pick_or_install(id)
+  end)
+end
+
+--- The preset names that run registry id `id` (`claude` for `claude-acp`).
+local function presets_of(id)
+  local out = {}
+  for name, a in pairs(require('acp.config').options.agents) do
+    if type(a) == 'table' and (a.registry == id or (name == id and not a.registry)) then
+      out[#out + 1] = name
+    end
+  end
+  table.sort(out)
+  return out
+end
+
+function M.pick_or_install(id)
   if id and id ~= '' then
-    return M.install(id)
+    return M.install(M.resolve_id(id))
   end
   local items = vim.tbl_filter(M.method, M.registry().agents or {})
+  local rank = {}
+  for i, e in ipairs(items) do
+    rank[e] = (#presets_of(e.id) > 0 and 0 or 1e6) + i
+  end
+  table.sort(items, function(a, b)
+    return rank[a] < rank[b]
+  end)
   vim.ui.select(items, {
     prompt = 'Install an agent',
     format_item = function(e)
       local inst = M.installed(e.id)
-      return ('%s %s (%s)%s: %s'):format(e.id, e.version, M.method(e), inst and ' [installed ' .. inst.version .. ']' or '', e.description or '')
+      local names = presets_of(e.id)
+      local preset = #names > 0 and (' [agent ' .. table.concat(names, ', ') .. ']') or ''
+      return ('%s %s (%s)%s%s: %s'):format(e.id, e.version, M.method(e), preset, inst and ' [installed ' .. inst.version .. ']' or '', e.description or '')
     end,
   }, function(e)
     if e then
