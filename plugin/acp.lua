@@ -274,11 +274,11 @@ end, {
 })
 
 cmd('AcpConflict', function(o)
-  require('acp.editor.sync').open_conflict(o.args)
+  require('acp.editor.conflict').open(o.args)
 end, {
   nargs = '?',
   complete = function(lead)
-    return require('acp.editor.sync').complete(lead)
+    return require('acp.editor.conflict').complete(lead)
   end,
   desc = 'Compare a buffer with its file changed on disk (a sync conflict)',
 })

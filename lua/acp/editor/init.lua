@@ -5,7 +5,8 @@
 --- with files the agent changes on disk; open.lua opens agent paths only
 --- after checking them; review.lua shows what the session changed;
 --- refused.lua keeps the agent writes refused over a disk change;
---- compare.lua shows a text beside a file's buffer in diff mode.
+--- conflict.lua is :AcpConflict over both; compare.lua shows a text
+--- beside a file's buffer in diff mode.
 -- May use: util, config, events, core.
 ---
 --- This file registers the services the core calls (`call` events) with

@@ -796,75 +796,18 @@ function M.after_apply(view, turn_over)
   end
 end
 
--- :AcpConflict ---------------------------------------------------------------
+-- :AcpConflict (acp.editor.conflict) ----------------------------------------
 
---- Buffers in conflict whose path (relative or full) starts with `lead`.
-function M.complete(lead)
-  local out = {}
-  for buf, c in pairs(M.conflicts) do
-    if api.nvim_buf_is_valid(buf) and not c.large then
-      local rel = vim.fn.fnamemodify(c.path, ':~:.')
-      if vim.startswith(rel, lead) or vim.startswith(c.path, lead) then
-        out[#out + 1] = rel
-      end
-    end
-  end
-  vim.list_extend(out, require('acp.editor.refused').complete(lead))
-  table.sort(out)
-  return out
-end
-
-local function find_conflict(arg)
-  -- The completion offers the agent's paths: literal but for `%`, `#`
-  -- and `~` (expand() would run backticks).
-  local want = arg ~= '' and (uv.fs_realpath(vim.fn.fnamemodify(require('acp.util.escape').arg_path(arg), ':p')) or arg) or nil
-  local found
-  for buf, c in pairs(M.conflicts) do
-    if api.nvim_buf_is_valid(buf) and not c.large and (not want or c.path == want) then
-      if not found or buf > found then
-        found = buf
-      end
-    end
-  end
-  return found
-end
-
---- `:AcpConflict [path]`: the disk text | the buffer, in diff mode in a new
---- tab page. Opening it acknowledges the disk version: the buffer may then
---- be written over it without Neovim's warning.
-function M.open_conflict(arg)
-  local buf = find_conflict(arg or '')
-  if not buf then
-    -- An agent write refused over a disk change: its text | the file.
-    local refused = require('acp.editor.refused')
-    local want = (arg and arg ~= '') and (uv.fs_realpath(vim.fn.fnamemodify(require('acp.util.escape').arg_path(arg), ':p')) or arg) or nil
-    local entry = refused.find(want)
-    if entry then
-      return refused.open(entry)
-    end
-    vim.notify('acp.nvim: no file in conflict' .. ((arg and arg ~= '') and (' named ' .. arg) or ''))
-    return
-  end
-  local rec = M.records[buf]
-  local text, _, key = read_file(rec.path)
-  if not text then
-    vim.notify('acp.nvim: cannot read ' .. rec.path, vim.log.levels.WARN)
-    return
-  end
-  local tab, left = require('acp.editor.compare').open({
-    buf = buf,
-    name = ('acp://conflict/%d/%s (on disk)'):format(buf, rec.path),
-    lines = decode(buf, text),
-    left_bar = '%#AcpTitle# On disk %* do/dp move hunks · :w in the right window saves · q close',
-    right_bar = '%#AcpTitle# Your buffer %*',
-  })
-  -- The user has seen this disk version: it is the new common text.
-  M.records[buf] = { path = rec.path, stat = key }
-  agree(rec.path, text)
+--- The user has seen the disk text `text` (stat `key`) of the conflicted
+--- buffer's file: it is the new common text, and the buffer may be
+--- written over it without Neovim's warning.
+function M.seen(buf, text, key)
+  local path = M.records[buf].path
+  M.records[buf] = { path = path, stat = key }
+  agree(path, text)
   M.conflicts[buf] = nil
   touch(buf)
   guard(buf)
-  return tab, left, buf
 end
 
 return M
