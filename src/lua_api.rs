@@ -24,6 +24,7 @@ use crate::session::registry::registry;
 use crate::{log, runtime};
 
 mod chats;
+mod review;
 
 fn lua_err(msg: impl Into<String>) -> mlua::Error {
     mlua::Error::runtime(msg.into())
@@ -48,6 +49,7 @@ pub fn module(lua: &Lua) -> LuaResult<Table> {
     register_files(lua, &m)?;
     register_text(lua, &m)?;
     register_editor_calls(lua, &m)?;
+    review::register(lua, &m)?;
     chats::register(lua, &m)?;
     Ok(m)
 }
@@ -369,104 +371,6 @@ fn register_threads(lua: &Lua, m: &Table) -> LuaResult<()> {
             };
             registry().thread(id).map_err(lua_err)?.notice(level, text);
             Ok(())
-        })?,
-    )?;
-
-    m.set(
-        "accept_changes",
-        lua.create_function(|_, (id, also): (u64, Option<Vec<String>>)| {
-            registry()
-                .thread(id)
-                .map_err(lua_err)?
-                .editor
-                .accept_changes(&also.unwrap_or_default(), now_secs());
-            Ok(())
-        })?,
-    )?;
-
-    m.set(
-        "review_base",
-        lua.create_function(|lua, (id, path, now): (u64, String, Option<String>)| {
-            let t = registry().thread(id).map_err(lua_err)?;
-            match t.editor.review_base(&path, now.as_deref()) {
-                Some(b) => to_lua(lua, &b),
-                None => Ok(LuaValue::Nil),
-            }
-        })?,
-    )?;
-
-    m.set(
-        "review_keep",
-        lua.create_function(
-            |_, (id, path, before, after): (u64, String, String, String)| {
-                registry().thread(id).map_err(lua_err)?.editor.keep_changes(
-                    &path,
-                    before,
-                    after,
-                    now_secs(),
-                );
-                Ok(())
-            },
-        )?,
-    )?;
-
-    m.set(
-        "review_export",
-        lua.create_function(|_, id: u64| {
-            Ok(registry()
-                .thread(id)
-                .map_err(lua_err)?
-                .editor
-                .review_export())
-        })?,
-    )?;
-
-    m.set(
-        "review_import",
-        lua.create_function(|_, (id, json): (u64, String)| {
-            registry()
-                .thread(id)
-                .map_err(lua_err)?
-                .editor
-                .review_import(&json)
-                .map_err(lua_err)
-        })?,
-    )?;
-
-    m.set(
-        "disk_edit",
-        lua.create_function(|_, (id, edit): (u64, Table)| {
-            let t = registry().thread(id).map_err(lua_err)?;
-            let path = edit.get::<String>("path")?;
-            // Without `before`: the text the buffer and the file last
-            // agreed on, which the core keeps (nothing when it is unknown).
-            let before = match edit.get::<Option<String>>("before")? {
-                Some(b) => b,
-                None => match crate::editor::agreed::AGREED.get(&path) {
-                    Some(t) => t.as_str().to_owned(),
-                    None => return Ok(()),
-                },
-            };
-            // Nothing changed: nothing to record.
-            let after = edit.get::<Option<mlua::String>>("after")?;
-            if after
-                .as_ref()
-                .is_some_and(|a| *a.as_bytes() == *before.as_bytes())
-            {
-                return Ok(());
-            }
-            let after = after.map(|a| a.to_string_lossy().to_string());
-            t.record_disk_edit(&path, before, after);
-            Ok(())
-        })?,
-    )?;
-
-    m.set(
-        "writes",
-        lua.create_function(|lua, id: u64| {
-            let t = registry().thread(id).map_err(lua_err)?;
-            let writes = t.editor.changes.lock().clone();
-            to_lua(lua, &writes)
         })?,
     )?;
 
@@ -871,12 +775,4 @@ fn register_editor_calls(lua: &Lua, m: &Table) -> LuaResult<()> {
         })?,
     )?;
     Ok(())
-}
-
-/// Seconds since the epoch (the time of a change record).
-fn now_secs() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::SystemTime::UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0)
 }
