@@ -159,14 +159,16 @@ pub struct PermissionAsk {
     pub kind: ToolKind,
     /// The card's title.
     pub title: String,
-    /// What the request's raw input works on (`update::input_summary`).
+    /// What the raw input shown works on (`update::input_summary`).
     pub summary: Option<String>,
     /// The options the core accepts as an answer, in the agent's order.
     pub options: Vec<PermissionOption>,
     /// What allowing grants.
     pub grant: Option<Grant>,
-    /// The agent's `toolCall` as sent (an object), shown and never
-    /// trusted: its content and diffs, locations and raw input.
+    /// What the float shows of the call (an object), never trusted: the
+    /// agent's `toolCall` with the content (diffs) and locations of the
+    /// card it points to, and the card's raw input when it carries none
+    /// (`session::shown`).
     pub tool_call: Value,
 }
 

@@ -171,9 +171,10 @@ impl ThreadHandle {
         // The request may announce the call or add to it, but the kind the
         // card was first given stays (see `thread::merge_tool_call`), and
         // so do the title and command once a request was shown.
-        let card = self.with_model_value(|m| {
+        let (card, view) = self.with_model_value(|m| {
             let ev = m.permission_requested(&request.tool_call, &request.dropped);
-            (ev, Self::card_of(m, &tool_id))
+            let view = m.tool_call(&tool_id).map(super::shown::card_view);
+            (ev, (Self::card_of(m, &tool_id), view))
         });
         let rules = &self.editor.policy.auto_allow;
         let session_cwd = &self.spec.cwd;
@@ -192,7 +193,15 @@ impl ThreadHandle {
             self.with_model(|m| m.permission_answered(&tool_id, None, Some(note)));
             return;
         }
-        let payload = shown_request(&raw, &tool_id, &card, request.options.clone(), session_cwd);
+        // The float shows the card the request points to, merged with it.
+        let shown = super::shown::shown_params(&raw, view.as_ref());
+        let payload = shown_request(
+            &shown,
+            &tool_id,
+            &card,
+            request.options.clone(),
+            session_cwd,
+        );
         let request_id = self.permissions.lock().add(Pending {
             reply: ReplyTo::Agent(responder),
             tool_id,

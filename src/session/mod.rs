@@ -17,4 +17,5 @@ pub mod kept_chats;
 mod opening;
 pub mod permission;
 pub mod registry;
+mod shown;
 mod turns;

@@ -49,8 +49,9 @@ local function options_of(item)
   return item.payload.options
 end
 
---- The agent's tool call as sent: shown (its content, diffs, locations and
---- raw input), never trusted.
+--- The tool call shown: the card the request points to merged with the
+--- request's `toolCall` (its content, diffs, locations and raw input),
+--- never trusted.
 local function tool_of(item)
   return item.payload.tool_call
 end
@@ -155,6 +156,27 @@ M.max_rows = 6
 --- Environment variables listed in the float (`K` shows the rest).
 M.max_env = 16
 
+--- Whether the request says what it is about: a title, a command, an
+--- input, a location or an edit. The tool call shown is the card the
+--- request points to merged with the request (the core's), so a request
+--- that carries only the id of a card it announced says what the card says.
+function M.says_anything(item)
+  local p, tool = item.payload, tool_of(item)
+  local function some(v)
+    return (text.of(v) or ''):match('%S') ~= nil
+  end
+  local term = command_of(item)
+  if some(p.title) or some(p.summary) or (term and some(term.command)) or #diffs(tool) > 0 then
+    return true
+  end
+  for _, loc in ipairs(type(tool.locations) == 'table' and tool.locations or {}) do
+    if type(loc) == 'table' and some(loc.path) then
+      return true
+    end
+  end
+  return false
+end
+
 --- The widest line of the float (its text area).
 local function max_width()
   return math.max(20, vim.o.columns - 4) - 2
@@ -190,7 +212,10 @@ function M.lines(item, width)
   out[#out + 1] = ''
   -- The kind and title are the card's as recorded (the core's), not the
   -- ones the request claimed: they are what a policy judged.
-  local title = text.of(p.title) or text.of(p.tool_call_id) or 'tool call'
+  local title = text.of(p.title)
+  if not (title and title:match('%S')) then
+    title = text.of(p.tool_call_id) or 'tool call'
+  end
   fit(('[%s] '):format(text.fit(p.kind, 20) ~= '' and text.fit(p.kind, 20) or 'other'), title)
   local term = command_of(item)
   local s
@@ -218,6 +243,10 @@ function M.lines(item, width)
     if s then
       rows('  ', s)
     end
+  end
+  if not M.says_anything(item) then
+    out[#out + 1] = '  ⚠ the agent did not say what this does'
+    warn[#warn + 1] = #out - 1
   end
   if type(tool.locations) == 'table' then
     local n = 0
@@ -271,6 +300,9 @@ function M.full_lines(item)
   local out = { ('%s asks for permission'):format(agent_name(item)), '' }
   push(out, 'title: ', p.title)
   push(out, 'kind: ', p.kind)
+  if not M.says_anything(item) then
+    out[#out + 1] = 'the agent did not say what this does'
+  end
   local term = command_of(item)
   if term then
     out[#out + 1] = 'command:'

@@ -255,7 +255,7 @@
 ---@field summary? string
 ---@field options acp.PermissionOption[] The options the core accepts as an answer (text ids, each once), in the agent's order.
 ---@field grant? acp.Grant What allowing grants (execute, a card with no kind that shows a command, edit, delete, move).
----@field tool_call acp.ToolCallUpdate The agent's `toolCall` as sent: shown (content, diffs, locations, raw input), never trusted.
+---@field tool_call acp.ToolCallUpdate What the float shows of the call: the agent's `toolCall` with the content and locations of the card it points to (which holds the request's own, merged) and the card's raw input (a one-line text) when the request carries none; shown, never trusted.
 
 --- What allowing a permission request grants. `command`: exactly this
 --- command (word for word), in `cwd`, with `env` (a `terminal/create` of it
