@@ -20,15 +20,19 @@ local function replay(name)
   return child, paths
 end
 
---- Sends `text` and allows each of the `asks` permission requests.
-local function turn(child, text, asks)
+--- Sends `text` and allows each of the `asks` permission requests (the
+--- replay logs each answer it gets).
+local function turn(child, paths, text, asks)
   local before = child:lua([[return require('acp').current().turns_ended]])
   child:lua([[assert(require('acp').send(...))]], { text })
   for _ = 1, asks do
-    child:wait_for([[return #require('acp.ask.permission').queue == 1]], 5000)
+    local answered = #H.events_of(paths, 'replay_answer')
+    child:wait_for([[return #require('acp.ask.permission').queue >= 1]], 5000)
     H.enter_permission(child)
     child:feed('y')
-    child:wait_for([[return #require('acp.ask.permission').queue == 0]], 3000)
+    T.truthy(vim.wait(5000, function()
+      return #H.events_of(paths, 'replay_answer') > answered
+    end, 20), 'the permission was answered')
   end
   child:wait_for(([[return require('acp').current().turns_ended > %d]]):format(before), 10000)
 end
@@ -47,13 +51,26 @@ end
 return {
   { 'Mistral Vibe echoes each prompt as user_message_chunk: every prompt shows once, in its own block', function()
     local child, paths = replay('mistral-vibe')
-    turn(child, PROMPT1, 1)
-    turn(child, PROMPT2, 0)
+    turn(child, paths, PROMPT1, 1)
+    turn(child, paths, PROMPT2, 0)
     local text = H.transcript_text(child)
     T.eq(count(text, PROMPT1), 1, 'the first prompt shows once, not glued to itself')
     T.eq(count(text, PROMPT2), 1, 'the second prompt shows once')
     T.eq(count(text, '## You'), 2, 'one user block per turn')
     T.contains(text, 'Second turn done: the files are listed above.')
+    no_mismatch(paths)
+  end },
+
+  { "Cline's results only in rawOutput ({query, result, success} lists and objects) show on the read, patch and command cards", function()
+    local child, paths = replay('cline')
+    turn(child, paths, PROMPT1, 4)
+    turn(child, paths, PROMPT2, 1)
+    local text = H.transcript_text(child)
+    T.match(text, 'read_files: [^\n]* · completed\n  input: [^\n]*\n  ```console\n  1 | Hello, world!\n  2 | This file is used by the ACP acceptance tests%.\n  ```')
+    T.eq(count(text, 'Successfully applied patch to the following files:'), 2, 'both patch cards show their result')
+    T.contains(text, '```console\n  Successfully applied patch to the following files:\n  notes.txt\n  ```')
+    T.match(text, 'run_commands: cat hello%.txt notes%.txt | tee result%.txt · completed\n  input: [^\n]*\n  ```console\n  Hello, ACP!\n')
+    T.match(text, 'run_commands: ls · completed\n  input: [^\n]*\n  ```console\n  hello%.txt\n  notes%.txt\n  result%.txt\n  ```')
     no_mismatch(paths)
   end },
 }

@@ -191,11 +191,15 @@ impl ToolCall {
     }
 }
 
-/// Command output found in a tool call's `rawOutput`.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+/// Output found in a tool call's `rawOutput` (see `model::raw_output`).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct RawOutput {
     pub text: String,
     pub exit_code: Option<i64>,
+    /// The agent said the tool failed (`success: false`), with no exit code.
+    pub failed: bool,
+    /// `text` is a shape the client does not read, as pretty JSON.
+    pub json: bool,
 }
 
 /// Lines of terminal output a card shows (`:AcpTerminal` opens the rest).

@@ -5,9 +5,11 @@
 //!
 //! May use: nothing.
 
+pub mod blocks;
 pub mod entries;
 pub mod events;
 pub mod filetext;
+pub mod raw_output;
 pub mod record;
 pub mod render;
 pub mod revert;

@@ -347,7 +347,13 @@ mod tests {
     #[test]
     fn real_agents_traffic_replays_as_it_rendered() {
         use crate::model::thread::Thread;
-        for name in ["claude-code", "codex", "gemini-cli", "mistral-vibe", "cline"] {
+        for name in [
+            "claude-code",
+            "codex",
+            "gemini-cli",
+            "mistral-vibe",
+            "cline",
+        ] {
             let path = format!("{}/tests/traces/{name}.jsonl", env!("CARGO_MANIFEST_DIR"));
             let text = std::fs::read_to_string(&path).unwrap();
             let mut live = Thread::new("agent");

@@ -468,21 +468,33 @@ fn terminal_markdown(
     out.push_str(id);
 }
 
-/// `rawOutput` text: its last lines in a console block, then the exit code.
+/// `rawOutput` text: its last lines in a console block (a shape not read:
+/// the first lines of its JSON), then the exit code or the failure.
 fn raw_output_markdown(out: &mut String, marks: &mut Vec<StatusMark>, raw: &RawOutput) {
     let text = raw.text.trim_end_matches('\n');
     if !text.is_empty() {
         let lines: Vec<&str> = text.split('\n').collect();
-        let skip = lines.len().saturating_sub(TERMINAL_TAIL_LINES);
-        out.push_str("\n  ```console");
-        if skip > 0 {
-            out.push_str(&format!("\n  … {skip} more lines"));
+        let more = lines.len().saturating_sub(TERMINAL_TAIL_LINES);
+        let (shown, lang) = match raw.json {
+            true => (&lines[..lines.len() - more], "json"),
+            false => (&lines[more..], "console"),
+        };
+        out.push_str(&format!("\n  ```{lang}"));
+        if more > 0 && !raw.json {
+            out.push_str(&format!("\n  … {more} more lines"));
         }
-        for line in &lines[skip..] {
+        for line in shown {
             out.push_str("\n  ");
             out.push_str(&line.replace('\r', ""));
         }
+        if more > 0 && raw.json {
+            out.push_str(&format!("\n  … {more} more lines"));
+        }
         out.push_str("\n  ```");
+    }
+    if raw.failed {
+        out.push_str("\n  ");
+        push_status(out, marks, "failed", Tone::Failed);
     }
     if let Some(code) = raw.exit_code {
         out.push_str("\n  ");
@@ -615,6 +627,30 @@ mod tests {
         tc.raw_output = Some(RawOutput {
             text: String::new(),
             exit_code: Some(2),
+            ..RawOutput::default()
+        });
+        assert_eq!(tool_call_markdown(&tc), "run · ls · pending\n  exit code 2");
+        // A shape not read: the start of its JSON; a failure without a code.
+        let json = (0..20)
+            .map(|i| format!("{i}"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        tc.raw_output = Some(RawOutput {
+            text: json,
+            json: true,
+            failed: true,
+            ..RawOutput::default()
+        });
+        let md = tool_call_markdown(&tc);
+        assert!(md.contains("```json\n  0\n  1\n"), "{md}");
+        assert!(
+            md.ends_with("\n  11\n  … 8 more lines\n  ```\n  failed"),
+            "{md}"
+        );
+        tc.raw_output = Some(RawOutput {
+            text: String::new(),
+            exit_code: Some(2),
+            ..RawOutput::default()
         });
         assert_eq!(tool_call_markdown(&tc), "run · ls · pending\n  exit code 2");
         assert!(!md.contains('_') && !md.contains('*'));
@@ -704,6 +740,7 @@ mod tests {
         raw.raw_output = Some(RawOutput {
             text: "exit code 0\n".into(),
             exit_code: Some(2),
+            ..RawOutput::default()
         });
         let (md, layout) = tool_call_rendering(&raw);
         let lines: Vec<&str> = md.split('\n').collect();

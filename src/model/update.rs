@@ -241,15 +241,6 @@ fn parse_plan(update: &Value) -> Vec<PlanItem> {
         .unwrap_or_default()
 }
 
-/// A field that is present and not `null` (agents send `null` for "absent").
-pub fn field<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
-    v.get(key).filter(|x| !x.is_null())
-}
-
-pub fn str_field(v: &Value, key: &str) -> Option<String> {
-    field(v, key).and_then(Value::as_str).map(str::to_owned)
-}
-
 fn tool_content(item: &Value) -> Option<ToolContent> {
     let s = |k: &str| str_field(item, k);
     match s("type")?.as_str() {
@@ -320,131 +311,11 @@ fn env_of(v: &Value) -> BTreeMap<String, String> {
     }
 }
 
-/// Reads the shapes real agents send in `rawOutput`: a string, a list of
-/// content blocks, or an object with `aggregated_output` /
-/// `formatted_output` / `output` / `stdout` (+ `stderr`) and `exit_code`.
-/// Anything else (a structured result the client cannot read) gives None.
-pub fn raw_output(v: &Value) -> Option<RawOutput> {
-    match v {
-        Value::String(s) => Some(RawOutput {
-            text: s.clone(),
-            exit_code: None,
-        }),
-        Value::Array(items) => {
-            let text = items
-                .iter()
-                .map(|b| match str_field(b, "type").as_deref() {
-                    Some("content") => field(b, "content")
-                        .map(content_block_text)
-                        .unwrap_or_default(),
-                    _ => content_block_text(b),
-                })
-                .filter(|t| !t.is_empty())
-                .collect::<Vec<_>>()
-                .join("\n");
-            (!text.is_empty()).then_some(RawOutput {
-                text,
-                exit_code: None,
-            })
-        }
-        Value::Object(_) => {
-            let text = ["aggregated_output", "formatted_output", "output", "stdout"]
-                .iter()
-                .find_map(|k| str_field(v, k))
-                .map(
-                    |out| match str_field(v, "stderr").filter(|e| !e.is_empty()) {
-                        Some(err) if field(v, "stdout").is_some() => format!("{out}{err}"),
-                        _ => out,
-                    },
-                );
-            let exit_code = ["exit_code", "exitCode"]
-                .iter()
-                .find_map(|k| field(v, k).and_then(Value::as_i64));
-            (text.is_some() || exit_code.is_some()).then(|| RawOutput {
-                text: text.unwrap_or_default(),
-                exit_code,
-            })
-        }
-        _ => None,
-    }
-}
+/// `rawOutput` as a card shows it (`model::raw_output`).
+pub use crate::model::raw_output::raw_output;
 
-/// The text a content block contributes to a message.
-pub fn content_block_text(block: &Value) -> String {
-    let s = |k: &str| {
-        field(block, k)
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned()
-    };
-    match field(block, "type").and_then(Value::as_str).unwrap_or("") {
-        "text" => s("text"),
-        "image" => format!("[image {}]", s("mimeType")),
-        "audio" => format!("[audio {}]", s("mimeType")),
-        "resource_link" => format!("[{}]({})", s("name"), s("uri")),
-        "resource" => {
-            let uri = field(block, "resource")
-                .and_then(|r| field(r, "uri"))
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            format!("@{}", uri_label(uri))
-        }
-        _ => String::new(),
-    }
-}
-
-/// A short label for an embedded resource's URI, as the user would mention
-/// it: the file name and the fragment (`file:///p/a.lua#L3-L5` gives
-/// `a.lua#L3-L5`); other schemes keep their name (`untitled:buffer-3`,
-/// `diagnostics:///p/a.lua` gives `diagnostics:a.lua`).
-pub fn uri_label(uri: &str) -> String {
-    if uri.is_empty() {
-        return "resource".to_owned();
-    }
-    let (base, fragment) = match uri.split_once('#') {
-        Some((b, f)) => (b, Some(f)),
-        None => (uri, None),
-    };
-    let scheme = base.split_once(':').map(|(s, _)| s).filter(|s| {
-        !s.is_empty()
-            && s.chars()
-                .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
-    });
-    let mut label = match base.trim_end_matches('/').rsplit_once('/') {
-        Some((_, name)) => {
-            let name = percent_decode(name);
-            match scheme {
-                Some("file") | None => name,
-                Some(s) => format!("{s}:{name}"),
-            }
-        }
-        None => percent_decode(base),
-    };
-    if let Some(f) = fragment {
-        label.push('#');
-        label.push_str(f);
-    }
-    label
-}
-
-fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = |b: u8| (b as char).to_digit(16);
-        if bytes[i] == b'%' && i + 2 < bytes.len() {
-            if let (Some(h), Some(l)) = (hex(bytes[i + 1]), hex(bytes[i + 2])) {
-                out.push((h * 16 + l) as u8);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
+/// Reading values and content blocks (`model::blocks`).
+pub use crate::model::blocks::{content_block_text, field, str_field, uri_label};
 
 /// The keys of a tool's raw input that say what it works on, the first
 /// one present winning.

@@ -548,7 +548,7 @@
 ---@field locations? table[] { path, line? } pairs
 ---@field content? acp.ToolContent[]
 ---@field raw_input? string
----@field raw_output? { text: string, exit_code?: integer }
+---@field raw_output? { text: string, exit_code?: integer, failed: boolean, json: boolean } json: text is a shape not read, as pretty JSON
 ---@field notes? string[]
 ---@field client_state? acp.ClientState
 

@@ -423,14 +423,16 @@ fn raw_output_shapes_of_real_agents() {
         update::raw_output(&codex),
         Some(RawOutput {
             text: "a\nb\n".into(),
-            exit_code: Some(2)
+            exit_code: Some(2),
+            ..RawOutput::default()
         })
     );
     let claude = json!([{"type":"text","text":"one"},{"type":"content","content":{"type":"text","text":"two"}}]);
     assert_eq!(update::raw_output(&claude).unwrap().text, "one\ntwo");
     assert_eq!(update::raw_output(&json!("plain")).unwrap().text, "plain");
-    assert_eq!(update::raw_output(&json!({"files": 3})), None);
-    assert_eq!(update::raw_output(&json!(7)), None);
+    // A shape not read is shown as JSON, never hidden (`model::raw_output`).
+    assert!(update::raw_output(&json!({"files": 3})).unwrap().json);
+    assert_eq!(update::raw_output(&json!(null)), None);
 }
 
 #[test]
