@@ -44,6 +44,10 @@ pub struct AgentSpec {
     /// Messages kept in the protocol trace (config `trace.max_messages`).
     #[serde(default = "default_trace_max")]
     pub trace_max: usize,
+    /// Executable names of the agent's descendants allowed to outlive it
+    /// (config `agents.<name>.keep_daemons`).
+    #[serde(default)]
+    pub keep_daemons: Vec<String>,
 }
 
 fn default_line_max() -> usize {

@@ -5,6 +5,14 @@
 //!   exit hooks. Linux has `prctl(PR_SET_PDEATHSIG)`; macOS has no twin, so
 //!   there a small watcher process polls Neovim's pid and ends the agent's
 //!   process group once Neovim is gone.
+//! - Nothing the agent started may outlive it, even a process that starts
+//!   its own session or double-forks. On Linux each agent runs under a
+//!   supervisor that is the subreaper of its tree (`supervise`): orphans
+//!   stay its descendants, and it ends them all when the agent ends or
+//!   Neovim quits. macOS has no subreaper: there the agent's process group
+//!   is signalled, and before that a `ps` walk finds the processes whose
+//!   parent chain still leads to the agent (`end_descendants`); a process
+//!   that setsid'ed and whose parent already exited is not found there.
 //! - Memory tuning (mmap threshold, trimming freed memory) is glibc-only and
 //!   simply skipped elsewhere.
 //!
@@ -15,19 +23,69 @@
 
 use tokio::process::Command;
 
-/// Arranges for the agent started by `cmd` to end with Neovim. Call before
-/// spawning it (Linux).
-pub fn end_with_parent(cmd: &mut Command) {
+#[cfg(target_os = "linux")]
+mod supervise;
+
+/// Starts the agent of `cmd` under a supervisor (Linux): the spawned
+/// process forks before `exec`, stays behind as the subreaper of the
+/// agent's tree, and when the agent exits or is told to stop (SIGTERM to
+/// its group, or Neovim's death) ends every descendant but those whose
+/// executable is named in `keep`, then exits with the agent's status. The
+/// spawned pid is the supervisor's, the leader of the agent's group.
+pub fn supervise(cmd: &mut Command, keep: &[String]) {
     #[cfg(target_os = "linux")]
-    unsafe {
-        // Runs in the forked child before exec: a single async-signal-safe call.
-        cmd.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
-            Ok(())
-        });
+    {
+        let keep: Vec<Vec<u8>> = keep.iter().map(|k| k.as_bytes().to_vec()).collect();
+        // SAFETY: the hook uses only async-signal-safe calls (see supervise.rs).
+        unsafe {
+            cmd.pre_exec(move || supervise::split(&keep));
+        }
     }
     #[cfg(not(target_os = "linux"))]
-    let _ = cmd;
+    let _ = (cmd, keep);
+}
+
+/// Elsewhere than Linux (no subreaper): sends `signal` to every process
+/// whose parent chain leads to `root`, from a `ps` walk, but those whose
+/// command is named in `keep`. On Linux the supervisor does this.
+pub fn end_descendants(root: u32, signal: i32, keep: &[String]) {
+    #[cfg(not(target_os = "linux"))]
+    {
+        let Ok(out) = std::process::Command::new("ps")
+            .args(["-axo", "pid=,ppid=,comm="])
+            .stderr(std::process::Stdio::null())
+            .output()
+        else {
+            return;
+        };
+        let rows: Vec<(u32, u32, String)> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| {
+                let mut f = l.split_whitespace();
+                let pid = f.next()?.parse().ok()?;
+                let ppid = f.next()?.parse().ok()?;
+                let comm = f.collect::<Vec<_>>().join(" ");
+                Some((pid, ppid, comm))
+            })
+            .collect();
+        let mut tree = vec![root];
+        let mut grew = true;
+        while grew {
+            grew = false;
+            for (pid, ppid, comm) in &rows {
+                let name = comm.rsplit('/').next().unwrap_or(comm);
+                if tree.contains(ppid) && !tree.contains(pid) && !keep.iter().any(|k| k == name) {
+                    tree.push(*pid);
+                    grew = true;
+                }
+            }
+        }
+        for pid in &tree[1..] {
+            unsafe { libc::kill(*pid as libc::pid_t, signal) };
+        }
+    }
+    #[cfg(target_os = "linux")]
+    let _ = (root, signal, keep);
 }
 
 /// Called once the agent runs as the leader of process group `pgid`

@@ -11,7 +11,9 @@ M.defaults = {
   -- environment variables, `install` how to install it (shown by the health
   -- check). The ids of the ACP registry snapshot are presets too
   -- (`:AcpInstall`); entries given in `setup()` override both, and
-  -- `name = false` removes one.
+  -- `name = false` removes one. `keep_daemons` lists the executable names
+  -- of processes the agent starts that may outlive it and Neovim (default
+  -- none: everything the agent started ends with it).
   agents = {
     claude = { cmd = 'claude-agent-acp', args = {}, env = {}, registry = 'claude-acp', install = 'npm install -g @agentclientprotocol/claude-agent-acp' },
     gemini = { cmd = 'gemini', args = { '--acp' }, env = {}, install = ':AcpInstall gemini (or npm install -g @google/gemini-cli)' },
@@ -330,8 +332,16 @@ local function validate(user, defaults, path)
           elseif k == 'mcp_servers' then
             M.check_mcp_servers(ap .. '.mcp_servers', v)
           else
-            fail(ap .. '.' .. tostring(k), 'is not a known agent field (cmd, args, env, install, registry, mcp_servers)')
+            fail(ap .. '.' .. tostring(k), 'is not a known agent field (cmd, args, env, install, registry, mcp_servers, keep_daemons)')
           end
+          elseif k == 'keep_daemons' then
+            check_type(ap .. '.keep_daemons', v, 'table')
+            for i, d in ipairs(v) do
+              check_type(('%s.keep_daemons[%d]'):format(ap, i), d, 'string')
+              if d == '' or d:find('/', 1, true) then
+                fail(('%s.keep_daemons[%d]'):format(ap, i), 'must be an executable name (no path)')
+              end
+            end
         end
       end
     elseif p == 'mcp_servers' then

@@ -152,6 +152,7 @@ impl Connection {
             line_max,
             timeouts: crate::config::Timeouts::default(),
             trace_max: 100,
+            keep_daemons: Vec::new(),
         };
         let conn = Connection::new(spec, 0);
         conn.reaped.store(true, Ordering::SeqCst);
@@ -369,6 +370,10 @@ impl Connection {
     /// Asks the agent's whole process group to stop (SIGTERM).
     pub fn terminate(&self) {
         self.stop.notify_waiters();
+        if self.group_is_ours() {
+            // Without a supervisor (not Linux): what left the group too.
+            crate::platform::end_descendants(self.pid, libc::SIGTERM, &self.spec.keep_daemons);
+        }
         self.signal_group(libc::SIGTERM);
     }
 

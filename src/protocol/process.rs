@@ -1,5 +1,6 @@
-//! The agent process: started in its own process group (ended with Neovim
-//! if Neovim dies first), its stderr kept for the log, the trace and the
+//! The agent process: started in its own process group under a supervisor
+//! (see `platform::supervise`; ended with Neovim if Neovim dies first),
+//! its stderr kept for the log, the trace and the
 //! exit report, and its exit turned into the reason every chat is told.
 
 use std::process::Stdio;
@@ -31,9 +32,10 @@ impl Connection {
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(false);
-        // If Neovim dies without running its exit hooks, the agent gets a
-        // SIGTERM instead of living on as an orphan.
-        platform::end_with_parent(&mut cmd);
+        // Under a supervisor that ends everything the agent started when
+        // the agent ends, when Neovim quits, or if Neovim dies without
+        // running its exit hooks.
+        platform::supervise(&mut cmd, &spec.keep_daemons);
         let mut child = cmd.spawn().map_err(|e| {
             format!(
                 "cannot start agent `{}`: `{}` {} (set agents.{}.cmd)",

@@ -181,6 +181,8 @@ function M.spec(name, root)
     line_max = o.max_message_bytes,
     timeouts = o.timeouts,
     trace_max = o.trace.max_messages,
+    -- Descendants allowed to outlive the agent and Neovim, by executable name.
+    keep_daemons = type(conf) == 'table' and conf.keep_daemons or {},
     policy = {
       roots = roots,
       allow_read_outside = o.fs.allow_outside_roots,

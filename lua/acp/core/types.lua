@@ -480,6 +480,7 @@
 ---@field line_max? integer the longest message (bytes) the agent may send
 ---@field timeouts? { initialize?: integer, session_new?: integer, cancel_grace?: integer } ms
 ---@field trace_max? integer messages kept in the protocol trace
+---@field keep_daemons? string[] executable names of the agent's descendants allowed to outlive it and Neovim
 ---@field policy? acp.Policy
 ---@field resume? string a session to open instead of a new one: `session/load` when advertised (its history replayed), else `session/resume`; after a kept transcript, `session/resume` first (a load's replay is then not shown)
 ---@field kept? string a kept chat (`kept_chats`) to show first and continue: its transcript replayed, its review records imported

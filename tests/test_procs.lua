@@ -1,0 +1,159 @@
+-- Nothing the agent started outlives Neovim: not a daemon that starts its
+-- own session (setsid, as Cline's hub does), not one that double-forks into
+-- its own process group, unless `agents.<name>.keep_daemons` names it.
+-- Processes are found by a marker in their environment (/proc/<pid>/environ).
+local T = require('tests.helpers.expect')
+local H = require('tests.helpers.acp')
+
+--- Pids of running processes whose environment holds `ACP_PROCS_MARK=<mark>`,
+--- each with its command name.
+local function marked(mark)
+  local out = {}
+  local want = 'ACP_PROCS_MARK=' .. mark
+  for name in vim.fs.dir('/proc') do
+    local pid = tonumber(name)
+    local f = pid and io.open('/proc/' .. name .. '/environ', 'rb')
+    if f then
+      local env = f:read('*a') or ''
+      f:close()
+      local st = io.open('/proc/' .. name .. '/stat', 'r')
+      local stat = st and st:read('*a') or ''
+      if st then
+        st:close()
+      end
+      local comm, state = stat:match('%((.*)%)%s+(%S)')
+      if (env .. '\0'):find(want .. '\0', 1, true) and state ~= 'Z' then
+        out[#out + 1] = { pid = pid, comm = comm }
+      end
+    end
+  end
+  table.sort(out, function(a, b)
+    return a.comm < b.comm
+  end)
+  return out
+end
+
+local function comms(list)
+  return vim.tbl_map(function(p)
+    return p.comm
+  end, list)
+end
+
+--- An agent (a shell that then execs the scripted agent) that first starts
+--- a setsid'ed daemon (`sleep`) and a double-forked child (`tail`, orphaned
+--- when the subshell that started it exits, in a session of its own), both
+--- with no stdio of the agent's.
+local function start(mark, config)
+  local script = table.concat({
+    'export ACP_PROCS_MARK=' .. mark,
+    'setsid -f sleep 311 </dev/null >/dev/null 2>&1',
+    '( setsid tail -f /dev/null </dev/null >/dev/null 2>&1 & )',
+    'unset ACP_PROCS_MARK',
+    'exec ' .. H.agent_bin .. ' --scenario ' .. H.scenario('chat'),
+  }, '\n')
+  local agent = { cmd = 'sh', args = { '-c', script } }
+  for k, v in pairs(config or {}) do
+    agent[k] = v
+  end
+  local child = H.start({ agent = agent })
+  H.open(child)
+  local procs = T.wait(function()
+    local m = marked(mark)
+    return #m == 2 and m
+  end, 5000, 'the daemon and the double-forked child run')
+  T.eq(comms(procs), { 'sleep', 'tail' })
+  -- Neither is in the agent's process group any more.
+  local pgid = child:lua([[return require('acp.core').thread_info(require('acp').current().thread).pid]])
+  for _, p in ipairs(procs) do
+    local stat = T.read_file('/proc/' .. p.pid .. '/stat')
+    local pg = tonumber(stat:match('%)%s+%S+%s+%d+%s+(%d+)'))
+    T.neq(pg, pgid, p.comm .. ' left the agent group')
+  end
+  return child, procs
+end
+
+return {
+  { 'after :qa! no process the agent started runs: a setsid daemon and a double-forked child are ended, and quitting stays fast', function()
+    local mark = 'gone-' .. vim.fn.getpid() .. '-' .. vim.uv.hrtime()
+    local child, procs = start(mark)
+    local t0 = T.now_ms()
+    T.eq(child:stop(), 0)
+    local took = T.now_ms() - t0
+    io.write(('  :qa! with a setsid daemon and a double-forked child took %d ms\n'):format(took))
+    T.truthy(took < 1500, ('quit took %d ms'):format(took))
+    local ok = pcall(T.wait, function()
+      return #marked(mark) == 0
+    end, 1000)
+    local left = marked(mark)
+    for _, p in ipairs(left) do
+      vim.uv.kill(p.pid, 'sigkill')
+    end
+    T.truthy(ok, 'nothing left after :qa!: ' .. vim.inspect(comms(left)))
+    T.eq(#procs, 2)
+  end },
+
+  { 'keep_daemons lets the named executable stay after :qa!; the others still end', function()
+    local mark = 'kept-' .. vim.fn.getpid() .. '-' .. vim.uv.hrtime()
+    local child = start(mark, { keep_daemons = { 'tail' } })
+    T.eq(child:stop(), 0)
+    local ok = pcall(T.wait, function()
+      return vim.deep_equal(comms(marked(mark)), { 'tail' })
+    end, 1500)
+    local left = marked(mark)
+    -- Give the kept process time to be ended wrongly, then look again.
+    vim.wait(300)
+    left = marked(mark)
+    for _, p in ipairs(left) do
+      vim.uv.kill(p.pid, 'sigkill')
+    end
+    T.truthy(ok, 'only tail is left: ' .. vim.inspect(comms(left)))
+    T.eq(comms(left), { 'tail' })
+  end },
+
+  { 'an agent that exits ends what it started while Neovim runs', function()
+    local mark = 'exit-' .. vim.fn.getpid() .. '-' .. vim.uv.hrtime()
+    local child = start(mark)
+    local pid = child:lua([[return require('acp.core').thread_info(require('acp').current().thread).pid]])
+    -- The agent itself (the supervisor's child, or the spawned process
+    -- when there is no supervisor) is ended from outside.
+    local agent
+    for name in vim.fs.dir('/proc') do
+      local st = tonumber(name) and io.open('/proc/' .. name .. '/stat', 'r')
+      if st then
+        local s = st:read('*a') or ''
+        st:close()
+        local comm, ppid = s:match('%((.*)%)%s+%S+%s+(%d+)')
+        if (tonumber(ppid) == pid or tonumber(name) == pid) and comm == 'acp-test-agent' then
+          agent = tonumber(name)
+        end
+      end
+    end
+    T.truthy(agent, 'the agent runs')
+    vim.uv.kill(agent, 'sigkill')
+    local ok = pcall(T.wait, function()
+      return #marked(mark) == 0
+    end, 3000)
+    local left = marked(mark)
+    for _, p in ipairs(left) do
+      vim.uv.kill(p.pid, 'sigkill')
+    end
+    T.truthy(ok, 'nothing left after the agent died: ' .. vim.inspect(comms(left)))
+    T.eq(child:lua('return 1'), 1)
+  end },
+
+  { 'keep_daemons is validated: a list of executable names', function()
+    local child = require('tests.helpers.child').new()
+    local errs = child:lua([[
+      local out = {}
+      for _, v in ipairs({ 'tail', { 1 }, { '/usr/bin/tail' }, { 'tail' } }) do
+        local ok, err = pcall(require('acp.config').setup, { agents = { x = { cmd = 'x', keep_daemons = v } } })
+        out[#out + 1] = ok and 'accepted' or err
+      end
+      return out
+    ]])
+    T.eq(errs[1], 'acp.nvim: setup: `agents.x.keep_daemons` must be a table, got string')
+    T.eq(errs[2], 'acp.nvim: setup: `agents.x.keep_daemons[1]` must be a string, got number')
+    T.eq(errs[3], 'acp.nvim: setup: `agents.x.keep_daemons[1]` must be an executable name (no path)')
+    T.eq(errs[4], 'accepted')
+  end },
+}
