@@ -70,6 +70,9 @@ pub struct Timeouts {
     /// After a cancel, how long the agent has to end its turn; past it the
     /// turn ends here and the agent's late output is ignored.
     pub cancel_grace: u64,
+    /// The `authenticate` answer; past it the sign-in is given up with a
+    /// message (an agent that never answers leaves no silent wait).
+    pub authenticate: u64,
 }
 
 impl Default for Timeouts {
@@ -78,6 +81,7 @@ impl Default for Timeouts {
             initialize: 30_000,
             session_new: 30_000,
             cancel_grace: 5_000,
+            authenticate: 60_000,
         }
     }
 }

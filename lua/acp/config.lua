@@ -67,6 +67,9 @@ M.defaults = {
     -- After a cancel, the time the agent has to end its turn; past it the
     -- turn ends here, marked so, and its late output is ignored.
     cancel_grace = 5000,
+    -- The answer to `authenticate` (`:AcpAuth`); past it the sign-in is
+    -- given up with a message.
+    authenticate = 60000,
   },
   -- The protocol trace of each agent (`:AcpTrace`, `:AcpTraceSave`): the
   -- last messages in both directions and the agent's stderr.

@@ -381,19 +381,35 @@ impl ThreadHandle {
             .unwrap_or_default()
     }
 
-    /// `authenticate` with `method_id`, then opens the session again.
+    /// `authenticate` with `method_id`, then opens the session again. The
+    /// chat says it is signing in at once; an agent that does not answer
+    /// within `timeouts.authenticate` (Kimi never answers for a terminal
+    /// method) is given up with a message.
     pub fn authenticate(self: &Arc<Self>, method_id: String) {
         let this = self.clone();
+        let limit = self.spec.timeouts.authenticate;
+        self.with_model(|m| {
+            m.notice(
+                NoticeLevel::Info,
+                format!(
+                    "Signing in with `{method_id}`… (waiting up to {} for the agent)",
+                    human_ms(limit)
+                ),
+            )
+        });
         spawn(async move {
             let result = async {
                 let conn = this.agents.connection(&this.spec)?;
                 let cx = conn.ready().await?;
                 let req =
                     typed_request("authenticate", &AuthenticateRequest::new(method_id.clone()))?;
-                cx.send_request(req)
-                    .block_task()
-                    .await
-                    .map_err(|e| e.to_string())
+                tokio::time::timeout(
+                    Duration::from_millis(limit),
+                    cx.send_request(req).block_task(),
+                )
+                .await
+                .map_err(|_| format!("the agent did not answer within {}", human_ms(limit)))?
+                .map_err(|e| e.to_string())
             }
             .await;
             match result {
@@ -405,10 +421,15 @@ impl ThreadHandle {
                         this.with_model(|m| m.disconnected(e));
                     }
                 }
-                Err(e) => bridge().push(UiEvent::Notify {
-                    level: NoticeLevel::Error,
-                    message: format!("acp.nvim: sign-in with `{method_id}` failed: {e}"),
-                }),
+                Err(e) => {
+                    let message = format!("Sign-in with `{method_id}` failed: {e}");
+                    log::warn(&message);
+                    this.with_model(|m| m.notice(NoticeLevel::Error, message.clone()));
+                    bridge().push(UiEvent::Notify {
+                        level: NoticeLevel::Error,
+                        message: format!("acp.nvim: {message}"),
+                    });
+                }
             }
         });
     }

@@ -4,7 +4,11 @@
 ---   and its `env` added, runs in a terminal window; exit 0 is success,
 ---   after which the chat opens its session again;
 --- - `env_var`: the user is told which variable to set (and where to get
----   its value); the agent reads it when it starts.
+---   its value); the agent reads it when it starts;
+--- - no `type` but `_meta["terminal-auth"] = { command, args, env }` (the
+---   older way, Copilot CLI and Kimi CLI): that command runs in a terminal
+---   window like a `terminal` method (such agents do not answer
+---   `authenticate` for it).
 local config = require('acp.config')
 
 local M = {}
@@ -27,9 +31,35 @@ function M.env_vars(method)
   return out
 end
 
+--- The older terminal sign-in a method describes in
+--- `_meta["terminal-auth"]`: { command, args, env }, or nil when it has a
+--- `type` of its own or describes none.
+function M.legacy_terminal(method)
+  local meta = type(method._meta) == 'table' and method._meta['terminal-auth']
+  if method.type ~= nil or type(meta) ~= 'table' or type(meta.command) ~= 'string' or meta.command == '' then
+    return nil
+  end
+  local args = {}
+  for _, a in ipairs(type(meta.args) == 'table' and meta.args or {}) do
+    args[#args + 1] = tostring(a)
+  end
+  local env = {}
+  for k, v in pairs(type(meta.env) == 'table' and meta.env or {}) do
+    if type(k) == 'string' and (type(v) == 'string' or type(v) == 'number') then
+      env[k] = tostring(v)
+    end
+  end
+  return { command = meta.command, args = args, env = env }
+end
+
 --- The command line of a `terminal` method: the agent's configured
---- command and args, then the method's args.
+--- command and args, then the method's args; for an older
+--- `_meta["terminal-auth"]` method, its command and args.
 function M.terminal_argv(agent, method)
+  local legacy = M.legacy_terminal(method)
+  if legacy then
+    return vim.list_extend({ legacy.command }, legacy.args)
+  end
   local argv = { agent.cmd }
   vim.list_extend(argv, agent.args or {})
   for _, a in ipairs(type(method.args) == 'table' and method.args or {}) do
@@ -42,7 +72,10 @@ end
 function M.terminal(view, method)
   local agent = config.options.agents[view.agent]
   local argv = M.terminal_argv(agent, method)
-  local env = vim.tbl_extend('force', agent.env or {}, type(method.env) == 'table' and method.env or {})
+  local legacy = M.legacy_terminal(method)
+  local method_env = legacy and legacy.env or (type(method.env) == 'table' and method.env or {})
+  local env = vim.tbl_extend('force', agent.env or {}, method_env)
+  notify(('signing in with `%s`: running `%s` in a terminal window'):format(method.id, table.concat(argv, ' ')))
   vim.cmd('botright 15new')
   local buf = vim.api.nvim_get_current_buf()
   vim.bo[buf].bufhidden = 'wipe'
@@ -75,7 +108,7 @@ end
 --- Signs in with `method` (one of the agent's `authMethods`).
 function M.sign_in(view, method)
   local kind = method.type or 'agent'
-  if kind == 'terminal' then
+  if kind == 'terminal' or M.legacy_terminal(method) then
     return M.terminal(view, method)
   elseif kind == 'env_var' then
     local vars = M.env_vars(method)

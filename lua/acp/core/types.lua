@@ -478,7 +478,7 @@
 ---@field mcp_servers? table[]
 ---@field caps? { fs_read?: boolean, fs_write?: boolean, terminal?: boolean }
 ---@field line_max? integer the longest message (bytes) the agent may send
----@field timeouts? { initialize?: integer, session_new?: integer, cancel_grace?: integer } ms
+---@field timeouts? { initialize?: integer, session_new?: integer, cancel_grace?: integer, authenticate?: integer } ms
 ---@field trace_max? integer messages kept in the protocol trace
 ---@field keep_daemons? string[] executable names of the agent's descendants allowed to outlive it and Neovim
 ---@field policy? acp.Policy

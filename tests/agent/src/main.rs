@@ -252,6 +252,10 @@ fn handle_request(
             state
                 .log
                 .event(json!({"event": "authenticate", "params": params}));
+            if state.agent.hang_authenticate {
+                state.held.lock().unwrap().push(responder);
+                return Ok(());
+            }
             let known = state
                 .agent
                 .auth_methods

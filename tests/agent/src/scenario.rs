@@ -84,6 +84,10 @@ pub struct AgentConfig {
     pub hang_initialize: bool,
     #[serde(default)]
     pub hang_session_new: bool,
+    /// Never answer `authenticate` (Kimi CLI, asked with a method it runs
+    /// in a terminal).
+    #[serde(default)]
+    pub hang_authenticate: bool,
     /// With a hang: hang only while this file does not exist (the hang
     /// creates it), so the client's retry gets an answer.
     #[serde(default)]

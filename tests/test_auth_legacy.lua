@@ -1,0 +1,51 @@
+-- Sign-in of the older kind: an auth method with no `type` that describes a
+-- terminal login in `_meta["terminal-auth"]` (the shape kimi-cli 1.51.0
+-- sends in `initialize`, also used by Copilot CLI) runs that login in a
+-- terminal window instead of `authenticate`; an `authenticate` the agent
+-- never answers (Kimi) shows that it is signing in and then fails clearly.
+local T = require('tests.helpers.expect')
+local H = require('tests.helpers.acp')
+
+return {
+  { 'a method with _meta terminal-auth and no type runs its command in a terminal, not authenticate', function()
+    local dir = T.tmpdir('login')
+    local flag = dir .. '/signed-in'
+    -- As kimi-cli 1.51.0 describes `kimi login` (its command replaced by the test agent's login mode).
+    local kimi_login = {
+      _meta = { ['terminal-auth'] = { command = H.agent_bin, args = { '--login' }, label = 'Kimi Code Login',
+        env = { ACP_TEST_LOGIN_FILE = flag }, type = 'terminal' } },
+      description = 'Run `kimi login` command in the terminal, then follow the instructions to finish login.',
+      id = 'login',
+      name = 'Login with Kimi account',
+    }
+    local child, paths = H.start({ agent_info = { auth_methods = { kimi_login }, auth_file = flag },
+      turns = { { match = 'hi', steps = { { message = 'hello after sign-in' } } } } })
+    child:cmd('AcpChat')
+    child:wait_for([[return require('acp').current().state == 'disconnected']])
+    child:cmd('AcpAuth login')
+    child:wait_for([[return require('acp').current().state == 'idle']], 8000)
+    T.eq(vim.fn.filereadable(flag), 1, 'the login ran')
+    T.eq(#H.events_of(paths, 'authenticate'), 0, 'no authenticate for a terminal-auth method')
+    T.eq(child:lua([[return require('acp.ask.auth').last_exit]]), 0)
+    H.turn(child, 'hi')
+    T.match(H.transcript_text(child), 'hello after sign%-in$')
+  end, timeout = 20000 },
+
+  { 'an authenticate the agent never answers says it is signing in, then fails after timeouts.authenticate', function()
+    local child, paths = H.start({
+      agent_info = { auth_methods = { { id = 'oauth', name = 'Browser sign-in' } }, hang_authenticate = true },
+      turns = { { match = 'hi', steps = { { message = 'hello' } } } },
+      config = { timeouts = { authenticate = 400 } },
+    })
+    child:cmd('AcpChat')
+    child:wait_for([[return require('acp').current().state == 'disconnected']])
+    child:cmd('AcpAuth oauth')
+    T.wait(function()
+      return H.transcript_text(child):find('Signing in with `oauth`… %(waiting up to') ~= nil
+    end, 3000, 'a visible signing-in state')
+    T.wait(function()
+      return H.transcript_text(child):find('Sign%-in with `oauth` failed: the agent did not answer within') ~= nil
+    end, 3000, 'a clear failure')
+    T.eq(#H.events_of(paths, 'authenticate'), 1)
+  end, timeout = 10000 },
+}
