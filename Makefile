@@ -2,6 +2,8 @@
 #
 #   make deps        pinned Neovim (PyPI) into .deps/venv, ACP TypeScript SDK (npm) into .deps/npm,
 #                    codex-acp (npm, optional) into .deps/npm-codex
+#   make peer-deps   optional, not part of `make test`: Kimi CLI, Mistral Vibe, fast-agent (PyPI)
+#                    and Cline (npm) into .deps/peers, for tests/test_real_agents.lua
 #   make build       cargo build --release --workspace (libacp_core.so, acp-test-agent), doc/tags
 #   make test        deps + build, Rust unit tests, then the Lua integration tests
 #   make test TEST=pattern    only matching test files/cases (also passed to cargo test)
@@ -48,7 +50,7 @@ CODEX_DIR := $(DEPS)/npm-codex/node_modules/@zed-industries/codex-acp
 LUA_ENV = ACP_ROOT="$(ROOT)" ACP_TEST_AGENT="$(TEST_AGENT)" TEST="$(TEST)" \
 	$$( [ -f "$(SDK_AGENT_JS)" ] && echo ACP_SDK_AGENT_JS="$(SDK_AGENT_JS)" )
 
-.PHONY: deps nvim-deps npm-deps codex-deps build helptags test unit-test lua-test demo bench bench-compare clean nvim-path
+.PHONY: deps nvim-deps npm-deps codex-deps peer-deps build helptags test unit-test lua-test demo bench bench-compare clean nvim-path
 
 # ---------------------------------------------------------------------------------------------
 # Dependencies
@@ -108,6 +110,56 @@ codex-deps:
 	    --fetch-retries=1 "@zed-industries/codex-acp@$(CODEX_ACP_VERSION)" </dev/null >&2 \
 	  && ls "$(CODEX_DIR)"-*/bin/codex-acp >/dev/null 2>&1 \
 	  || echo "deps: npm install failed or has no codex-acp binary for this platform (the real-agent test will be skipped)"; \
+	fi
+
+# Optional real agents (tests/test_real_agents.lua skips each one that is missing), pinned.
+# Not part of `deps`: about 1.2 GB installed. PyPI ones get a venv each from a Python >= 3.12
+# (Kimi CLI needs it): PEER_PYTHON, else the newest pyenv 3.12+, else python3.13/3.12 in PATH.
+PEERS_DIR := $(DEPS)/peers
+KIMI_CLI_VERSION := 1.51.0
+MISTRAL_VIBE_VERSION := 3.0.2
+FAST_AGENT_VERSION := 0.10.48
+CLINE_VERSION := 3.0.65
+PEER_PYTHON ?= $(shell \
+  for p in $$(ls -1d "$$(pyenv root 2>/dev/null || echo $$HOME/.pyenv)"/versions/3.1[2-9]* 2>/dev/null | sort -rV); do \
+    [ -x "$$p/bin/python3" ] && { echo "$$p/bin/python3"; exit 0; }; done; \
+  for n in python3.14 python3.13 python3.12 python3; do \
+    command -v $$n >/dev/null 2>&1 && $$n -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null \
+      && { command -v $$n; exit 0; }; done)
+
+# One PyPI agent: $(1) folder under .deps/peers, $(2) pip requirement, $(3) its console script.
+define peer_pip
+	@if [ -x "$(PEERS_DIR)/$(1)/bin/$(3)" ] && "$(PEERS_DIR)/$(1)/bin/python" -m pip show $(firstword $(subst ==, ,$(2))) 2>/dev/null \
+	    | grep -qx 'Version: $(lastword $(subst ==, ,$(2)))' ; then \
+	  :; \
+	elif [ -z "$(PEER_PYTHON)" ]; then \
+	  echo "peer-deps: no Python >= 3.12 (pyenv install 3.13, or PEER_PYTHON=...): not installing $(2) (its test will be skipped)"; \
+	else \
+	  echo "peer-deps: pip install $(2) into .deps/peers/$(1) ($(PEER_PYTHON))"; \
+	  rm -rf "$(PEERS_DIR)/$(1)"; \
+	  "$(PEER_PYTHON)" -m venv "$(PEERS_DIR)/$(1)" >&2 \
+	  && "$(PEERS_DIR)/$(1)/bin/python" -m pip install --disable-pip-version-check --no-input -q "$(2)" >&2 \
+	  && [ -x "$(PEERS_DIR)/$(1)/bin/$(3)" ] \
+	  || { echo "peer-deps: installing $(2) failed (its test will be skipped)"; rm -rf "$(PEERS_DIR)/$(1)"; }; \
+	fi
+endef
+
+# Never fails: whatever cannot be installed is reported, and its test skips itself.
+peer-deps:
+	@mkdir -p "$(PEERS_DIR)"
+	$(call peer_pip,kimi,kimi-cli==$(KIMI_CLI_VERSION),kimi)
+	$(call peer_pip,vibe,mistral-vibe==$(MISTRAL_VIBE_VERSION),vibe-acp)
+	$(call peer_pip,fastagent,fast-agent-mcp==$(FAST_AGENT_VERSION),fast-agent)
+	@if grep -q '"version": *"$(CLINE_VERSION)"' "$(PEERS_DIR)/cline/node_modules/cline/package.json" 2>/dev/null; then \
+	  :; \
+	elif ! command -v npm >/dev/null 2>&1; then \
+	  echo "peer-deps: npm not found: not installing cline (its test will be skipped)"; \
+	else \
+	  echo "peer-deps: npm install cline@$(CLINE_VERSION) into .deps/peers/cline"; \
+	  mkdir -p "$(PEERS_DIR)/cline"; \
+	  npm install --prefix "$(PEERS_DIR)/cline" --save-exact --no-audit --no-fund --loglevel=error \
+	    --fetch-retries=1 "cline@$(CLINE_VERSION)" </dev/null >&2 \
+	  || echo "peer-deps: npm install cline failed (its test will be skipped)"; \
 	fi
 
 nvim-path: $(NVIM_STAMP)
