@@ -7,8 +7,14 @@
 -- ACP_CODEX_ACP to its binary) applies patches to the disk itself, after
 -- asking for permission: the plugin has to notice, bring the buffer up to
 -- date without a prompt, and record the change for review.
+--
+-- Kimi CLI, Mistral Vibe, fast-agent and Cline (`make peer-deps` installs
+-- them into .deps/peers; tests/helpers/peers.lua has their profiles) each run
+-- both turns of tests/peers/scenarios/read_edit_shell_more.json, the user
+-- answering every float with allow once.
 local T = require('tests.helpers.expect')
 local H = require('tests.helpers.acp')
+local P = require('tests.helpers.peers')
 
 local uv = vim.uv or vim.loop
 
@@ -222,6 +228,226 @@ local function open_file(child, file)
   child:lua([[vim.g.watched_file = ...]], { file })
 end
 
+-- The read-edit-shell task of read_edit_shell_more.json.
+local TASK = {
+  prompt1 = "Please read hello.txt, change 'world' to 'ACP', write a notes.txt saying what you did, then run `cat hello.txt notes.txt | tee result.txt` to show the result.",
+  prompt2 = 'Thanks. Now list the files here with ls.',
+  command1 = 'cat hello.txt notes.txt | tee result.txt',
+  command2 = 'ls',
+  done1 = 'Done. hello.txt now greets ACP, and notes.txt records the change.',
+  done2 = 'Second turn done: the files are listed above.',
+  hello = 'Hello, world!\nThis file is used by the ACP acceptance tests.\n',
+  hello_after = 'Hello, ACP!\nThis file is used by the ACP acceptance tests.\n',
+  notes = "Replaced 'world' with 'ACP' in hello.txt.\n",
+}
+
+--- Installs in the child `_G.real_shown(seen)`: the float on screen, as
+--- rendered, when it shows a request not in `seen`; false otherwise.
+local function install_shown(child)
+  child:lua([[
+    _G.real_shown = function(seen)
+      local p = require('acp.ask.permission')
+      local item = p.shown
+      if not (item and p.win and vim.api.nvim_win_is_valid(p.win) and p.buf) then
+        return false
+      end
+      if seen[tostring(item.request)] then
+        return false
+      end
+      return {
+        request = tostring(item.request),
+        lines = vim.api.nvim_buf_get_lines(p.buf, 0, -1, false),
+        kinds = vim.tbl_map(function(o) return o.kind end, item.payload.options or {}),
+      }
+    end
+  ]])
+end
+
+--- Sends `text` and, until turn `n` has ended, answers each float like a
+--- user: moves into it and presses `y` (allow once). Returns the floats as
+--- they were shown ({ request, lines, text, kinds }).
+local function drive_turn(child, text, n)
+  child:lua([[assert(require('acp').send(...))]], { text })
+  local floats, seen = {}, {}
+  while true do
+    child:wait_for(([[
+      local seen = ...
+      return require('acp').current().turns_ended >= %d or _G.real_shown(seen) ~= false
+    ]]):format(n), 90000, { seen })
+    local f = child:lua([[return _G.real_shown(...)]], { seen })
+    if not f then
+      break
+    end
+    f.text = table.concat(f.lines, '\n')
+    floats[#floats + 1] = f
+    T.truthy(#floats <= 12, 'asked more than 12 times in one turn: ' .. vim.inspect(floats))
+    seen[f.request] = true
+    T.contains(f.kinds, 'allow_once', 'an allow-once option in: ' .. f.text)
+    H.enter_permission(child)
+    child:feed('y')
+    child:wait_for([[
+      local r = ...
+      for _, it in ipairs(require('acp.ask.permission').queue) do
+        if tostring(it.request) == r then return false end
+      end
+      return true
+    ]], 10000, { f.request })
+  end
+  T.eq(child:lua([[return require('acp').current().turns_ended]]), n, 'turn ' .. n .. ' ended')
+  return floats
+end
+
+--- The floats whose rendered text holds `s` (plainly).
+local function naming(floats, s)
+  return vim.tbl_filter(function(f)
+    return f.text:find(s, 1, true) ~= nil
+  end, floats)
+end
+
+local function texts(floats)
+  return table.concat(vim.tbl_map(function(f)
+    return f.text
+  end, floats), '\n----\n')
+end
+
+--- What every float of a turn must show: each names what it asks (a file
+--- of the task or the turn's command), an edit names its file, none says
+--- the agent did not say what it does; the turn's shell step is asked
+--- about once, with its command line shown (`unasked`: the agent runs it
+--- without asking, by its own policy).
+local function check_floats(floats, command, turn, unasked)
+  local all = texts(floats)
+  for _, f in ipairs(floats) do
+    T.no_match(f.text, 'did not say what this does', 'turn ' .. turn .. ': a float that names nothing')
+    T.truthy(f.text:find('hello.txt', 1, true) or f.text:find('notes.txt', 1, true) or f.text:find(command, 1, true),
+      'turn ' .. turn .. ': the float names what it asks:\n' .. f.text)
+    if f.lines[3] and f.lines[3]:match('^%[edit%]') then
+      T.truthy(f.text:find('hello.txt', 1, true) or f.text:find('notes.txt', 1, true), 'an edit float names its file:\n' .. f.text)
+    end
+  end
+  local shell = vim.tbl_filter(function(f)
+    return f.text:find('$ ' .. command, 1, true) ~= nil or f.text:find(': ' .. command, 1, true) ~= nil
+      or f.text:find('"' .. command .. '"', 1, true) ~= nil
+  end, floats)
+  T.eq(#shell, unasked and 0 or 1, ('turn %d: %s float shows the command `%s`:\n%s'):format(turn, unasked and 'no' or 'one', command, all))
+end
+
+--- Stops the child with :qa! and fails, naming them, if processes of the
+--- agent's run remain (they are killed first): those seen just before the
+--- quit (see P.tracked) and any carrying the mark afterwards.
+local function check_nothing_left(child, mark, dirs)
+  local before = P.tracked(mark, dirs, child:pid())
+  T.truthy(#vim.tbl_filter(function(p)
+    return p.pid ~= child:pid()
+  end, before) > 0, 'the agent runs')
+  child:stop(5000)
+  local function left()
+    local out = P.still_running(before)
+    local pids = {}
+    for _, p in ipairs(out) do
+      pids[p.pid] = true
+    end
+    for _, p in ipairs(P.tracked(mark, dirs, nil)) do
+      if not pids[p.pid] then
+        out[#out + 1] = p
+      end
+    end
+    return out
+  end
+  local ok = pcall(T.wait, function()
+    return #left() == 0
+  end, 3000)
+  local rest = left()
+  for _, p in ipairs(rest) do
+    uv.kill(p.pid, 'sigkill')
+  end
+  io.write(('  %d processes ran (%s); %d left after :qa!\n'):format(#before, table.concat(vim.tbl_map(function(p)
+    return p.comm
+  end, before), ' '), #rest))
+  T.truthy(ok and #rest == 0, ('%d of %d processes left after :qa!: %s'):format(#rest, #before, vim.inspect(rest)))
+end
+
+--- Runs both turns of the task with the real agent `name`, checks floats,
+--- files, the open buffer, the transcript, and that nothing runs after :qa!.
+local function real_task(name)
+  local prof = P.profile(name)
+  local dir = H.project({ ['hello.txt'] = TASK.hello })
+  local url, mock_log = start_mock('read_edit_shell_more', dir)
+  local mark = ('%s-%d-%d'):format(name, vim.fn.getpid(), uv.hrtime())
+  local agent, unset, state = P.agent(prof, url, mark)
+  local child, paths = H.start({ cwd = dir, agent = agent, env = unset })
+  child:cmd('AcpChat')
+  child:wait_for([[local v = require('acp').current(); return v and v.state == 'idle']], 90000)
+  child:cmd('stopinsert')
+  install_shown(child)
+  local hello = dir .. '/hello.txt'
+  open_file(child, hello)
+  local buf = child:lua([[return vim.api.nvim_get_current_buf()]])
+  -- Each check runs even when an earlier one failed (a real agent's run
+  -- is slow to repeat): the case fails with all of them at the end.
+  local problems = {}
+  local function check(fn, ...)
+    local ok, err = pcall(fn, ...)
+    if not ok then
+      problems[#problems + 1] = tostring(err)
+    end
+  end
+  local ok, err = pcall(function()
+    local floats1 = drive_turn(child, TASK.prompt1, 1)
+    check(check_floats, floats1, TASK.command1, 1)
+    check(function()
+      T.eq(T.read_file(hello), TASK.hello_after, 'hello.txt on disk')
+      local notes = prof.no_final_newline and TASK.notes:gsub('\n$', '') or TASK.notes
+      T.eq(T.read_file(dir .. '/notes.txt'), notes, 'notes.txt on disk')
+      T.eq(T.read_file(dir .. '/result.txt'), TASK.hello_after .. notes, 'result.txt on disk')
+    end)
+    check(function()
+      local want = vim.split(TASK.hello_after, '\n', { trimempty = true })
+      local synced = pcall(child.wait_for, child, [[
+        local buf, want = ...
+        return vim.deep_equal(vim.api.nvim_buf_get_lines(buf, 0, -1, false), want)
+      ]], 5000, { buf, want })
+      T.eq(child:buf_lines(buf), want, 'the open buffer of hello.txt follows the disk' .. (synced and '' or ' (not within 5 s)'))
+      T.eq(child:lua([[return vim.bo[...].modified]], { buf }), false, 'the buffer still matches its file')
+      no_prompt(child)
+    end)
+
+    local floats2 = drive_turn(child, TASK.prompt2, 2)
+    check(check_floats, floats2, TASK.command2, 2, vim.tbl_contains(prof.unasked or {}, TASK.command2))
+
+    check(function()
+      local text = H.transcript_text(child)
+      for _, s in ipairs({ TASK.prompt1, TASK.prompt2 }) do
+        local _, count = text:gsub(vim.pesc(s), '')
+        T.eq(count, 1, 'the prompt shows once in the transcript: ' .. s)
+      end
+      T.match(text, vim.pesc(TASK.done1), 'turn 1 answered')
+      T.match(text, vim.pesc(TASK.done2), 'turn 2 answered')
+      T.no_match(text, 'Stopped:')
+      -- The ls output, wherever the agent put it (terminal, content or rawOutput).
+      T.match(text, '\n[^\n]-%f[%w]result%.txt%s*\n', 'the ls output shows in the chat')
+    end)
+    local refused = vim.tbl_filter(function(r)
+      return r.choice == 'proxy-refused'
+    end, mock_requests(mock_log))
+    io.write(('  %s: %d + %d floats; %d requests to other hosts refused\n'):format(prof.version, #floats1, #floats2, #refused))
+  end)
+  if not ok then
+    problems[#problems + 1] = tostring(err)
+  end
+  local transcript = select(2, pcall(H.transcript_text, child))
+  check(check_nothing_left, child, mark, { dir, state })
+  if #problems > 0 then
+    -- What the agent and the core said, to tell a real agent's trouble from ours.
+    local log = vim.fn.filereadable(paths.log) == 1 and vim.fn.readfile(paths.log) or {}
+    log = vim.tbl_filter(function(l)
+      return not l:find(' AGENT ', 1, true)
+    end, log)
+    local tail = table.concat(vim.list_slice(log, math.max(1, #log - 20)), '\n')
+    error(table.concat(problems, '\n----\n') .. '\n--- transcript:\n' .. tostring(transcript) .. '\n--- core log tail:\n' .. tail, 0)
+  end
+end
+
 return {
   after_each = function()
     for _, proc in ipairs(mocks) do
@@ -270,4 +496,20 @@ return {
     no_prompt(child)
     T.eq(T.read_file(file), 'one\nTWO (codex)\nthree\nfour\nFIVE (user)\n', 'both edits written')
   end, timeout = 60000 },
+
+  { 'Kimi CLI runs both turns of the read-edit-shell task: floats name what they ask, files and the open buffer right, nothing left after :qa!', function()
+    real_task('kimi')
+  end, timeout = 240000 },
+
+  { 'Mistral Vibe runs both turns of the read-edit-shell task: floats name what they ask, files and the open buffer right, nothing left after :qa!', function()
+    real_task('vibe')
+  end, timeout = 240000 },
+
+  { 'fast-agent runs both turns of the read-edit-shell task: floats name what they ask, files and the open buffer right, nothing left after :qa!', function()
+    real_task('fast-agent')
+  end, timeout = 240000 },
+
+  { 'Cline runs both turns of the read-edit-shell task: floats name what they ask, files and the open buffer right, nothing left after :qa!', function()
+    real_task('cline')
+  end, timeout = 240000 },
 }
