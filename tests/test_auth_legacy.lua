@@ -31,6 +31,33 @@ return {
     T.match(H.transcript_text(child), 'hello after sign%-in$')
   end, timeout = 20000 },
 
+  { 'methods only in the data.authMethods of the auth-required error are offered; a terminal-auth one runs its login', function()
+    local dir = T.tmpdir('login')
+    local flag = dir .. '/signed-in'
+    -- As kimi-cli 1.51.0 lists its methods in the -32000 error's data (no
+    -- methods in `initialize` here), its login replaced by the test agent's.
+    local kimi_login = {
+      _meta = { ['terminal-auth'] = { command = H.agent_bin, args = { '--login' }, label = 'Kimi Code Login',
+        env = { ACP_TEST_LOGIN_FILE = flag }, type = 'terminal' } },
+      description = 'Run `kimi login` command in the terminal, then follow the instructions to finish login.',
+      id = 'login',
+      name = 'Login with Kimi account',
+    }
+    local child, paths = H.start({ agent_info = { auth_error_methods = { kimi_login }, auth_file = flag },
+      turns = { { match = 'hi', steps = { { message = 'hello after sign-in' } } } } })
+    child:cmd('AcpChat')
+    child:wait_for([[return require('acp').current().state == 'disconnected']])
+    T.match(H.transcript_text(child), 'run :AcpAuth')
+    T.eq(child:lua([[return vim.tbl_map(function(m) return m.id end,
+      require('acp.core').auth_methods(require('acp').current().thread))]]), { 'login' })
+    child:cmd('AcpAuth login')
+    child:wait_for([[return require('acp').current().state == 'idle']], 8000)
+    T.eq(vim.fn.filereadable(flag), 1, 'the login ran')
+    T.eq(#H.events_of(paths, 'authenticate'), 0, 'no authenticate for a terminal-auth method')
+    H.turn(child, 'hi')
+    T.match(H.transcript_text(child), 'hello after sign%-in$')
+  end, timeout = 20000 },
+
   { 'an authenticate the agent never answers says it is signing in, then fails after timeouts.authenticate', function()
     local child, paths = H.start({
       agent_info = { auth_methods = { { id = 'oauth', name = 'Browser sign-in' } }, hang_authenticate = true },

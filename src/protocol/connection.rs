@@ -67,6 +67,9 @@ pub struct Connection {
     pub(super) state: watch::Sender<ConnState>,
     pub(super) cx: Mutex<Option<ConnectionTo<Agent>>>,
     pub(super) init: Mutex<Option<Value>>,
+    /// Sign-in methods named only in the `data.authMethods` of an
+    /// "authentication required" error (Kimi CLI), beside `initialize`'s.
+    pub(super) error_auth: Mutex<Vec<Value>>,
     pub(super) routes: Mutex<HashMap<String, Weak<dyn SessionSink>>>,
     /// Updates for a session id nobody routes yet. Agents send updates in the
     /// same write as the `session/new` answer, and the fast path sees them
@@ -129,6 +132,7 @@ impl Connection {
             state,
             cx: Mutex::new(None),
             init: Mutex::new(None),
+            error_auth: Mutex::new(Vec::new()),
             routes: Mutex::new(HashMap::new()),
             early: Mutex::new(EarlyUpdates::default()),
             apply: tokio::sync::Mutex::new(()),
@@ -186,6 +190,45 @@ impl Connection {
     /// The initialize response, once the handshake is done.
     pub fn init_response(&self) -> Option<Value> {
         self.init.lock().clone()
+    }
+
+    /// The agent's sign-in methods: `initialize`'s `authMethods`, then
+    /// those only an "authentication required" error named (first seen wins
+    /// for an id).
+    pub fn auth_methods(&self) -> Vec<Value> {
+        let mut out: Vec<Value> = self
+            .init_response()
+            .and_then(|v| v.get("authMethods").and_then(Value::as_array).cloned())
+            .unwrap_or_default();
+        for m in self.error_auth.lock().iter() {
+            if !out.iter().any(|o| o.get("id") == m.get("id")) {
+                out.push(m.clone());
+            }
+        }
+        out
+    }
+
+    /// Keeps the sign-in methods an error's `data.authMethods` lists (the
+    /// error of `session/new` or a prompt: JSON-RPC -32000). Methods with
+    /// no string id are ignored.
+    pub fn keep_error_auth_methods(&self, error: &Value) {
+        if error.get("code").and_then(Value::as_i64) != Some(-32000) {
+            return;
+        }
+        let Some(list) = error.pointer("/data/authMethods").and_then(Value::as_array) else {
+            return;
+        };
+        let mut kept = self.error_auth.lock();
+        for m in list {
+            let Some(id) = m.get("id").and_then(Value::as_str) else {
+                continue;
+            };
+            if let Some(old) = kept.iter_mut().find(|o| o["id"] == id) {
+                *old = m.clone();
+            } else {
+                kept.push(m.clone());
+            }
+        }
     }
 
     /// Waits for the handshake; errors with the reason if the agent died.
@@ -438,5 +481,42 @@ mod tests {
         assert!(!early.push("d", u(0)), "the bound holds across sessions");
         assert_eq!(early.take("b").len(), 1);
         assert!(early.push("d", u(0)), "taking frees room");
+    }
+
+    #[test]
+    fn sign_in_methods_of_an_auth_required_error_join_initialize_s() {
+        use serde_json::json;
+        let conn = Connection::for_test(1024, &[]);
+        *conn.init.lock() = Some(json!({"authMethods": [{"id": "login", "name": "init's"}]}));
+        // Kimi CLI 1.51.0's session/new error.
+        let kimi = json!({"code": -32000, "message": "Authentication required", "data": {
+        "authMethods": [
+            {"id": "login", "name": "error's", "type": "terminal", "args": ["login"], "env": {}},
+            {"id": "browser", "name": "Browser", "_meta": {"terminal-auth": {"command": "kimi"}}},
+            {"name": "no id"}
+        ]}});
+        conn.keep_error_auth_methods(
+            &json!({"code": -32603, "data": {"authMethods": [{"id": "x"}]}}),
+        );
+        assert_eq!(
+            conn.auth_methods().len(),
+            1,
+            "only an auth-required error counts"
+        );
+        conn.keep_error_auth_methods(&kimi);
+        conn.keep_error_auth_methods(&kimi);
+        let ids: Vec<_> = conn
+            .auth_methods()
+            .iter()
+            .map(|m| m["id"].clone())
+            .collect();
+        assert_eq!(ids, vec![json!("login"), json!("browser")]);
+        assert_eq!(
+            conn.auth_methods()[0]["name"],
+            "init's",
+            "initialize's method wins"
+        );
+        *conn.init.lock() = Some(json!({"authMethods": []}));
+        assert_eq!(conn.auth_methods()[0]["name"], "error's");
     }
 }

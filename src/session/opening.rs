@@ -373,11 +373,12 @@ impl ThreadHandle {
         });
     }
 
-    /// The agent's sign-in methods (from `initialize`), once it started.
+    /// The agent's sign-in methods (from `initialize`, and those only an
+    /// "authentication required" error named), once it started.
     pub fn auth_methods(&self) -> Vec<Value> {
         self.agents
             .live_connection(&self.spec)
-            .map(|c| auth_methods(&c))
+            .map(|c| c.auth_methods())
             .unwrap_or_default()
     }
 
@@ -438,13 +439,13 @@ impl ThreadHandle {
 /// A failed `session/new`; ACP's "auth required" (-32000) becomes a hint
 /// naming the agent's sign-in methods and `:AcpAuth`.
 fn session_new_error(conn: &Connection, agent: &str, e: agent_client_protocol::Error) -> String {
-    let code = serde_json::to_value(&e)
-        .ok()
-        .and_then(|v| v.get("code").and_then(Value::as_i64));
+    let value = serde_json::to_value(&e).unwrap_or(Value::Null);
+    conn.keep_error_auth_methods(&value);
+    let code = value.get("code").and_then(Value::as_i64);
     if code != Some(-32000) {
         return format!("session/new failed: {e}");
     }
-    let methods = auth_methods(conn);
+    let methods = conn.auth_methods();
     if methods.is_empty() {
         return format!(
             "Agent `{agent}` needs authentication ({e}); sign in with its own CLI first."
@@ -465,12 +466,6 @@ fn session_new_error(conn: &Connection, agent: &str, e: agent_client_protocol::E
         "Agent `{agent}` needs you to sign in: run :AcpAuth {{method}}. Methods:\n{}",
         list.join("\n")
     )
-}
-
-fn auth_methods(conn: &Connection) -> Vec<Value> {
-    conn.init_response()
-        .and_then(|v| v.get("authMethods").and_then(Value::as_array).cloned())
-        .unwrap_or_default()
 }
 
 #[cfg(test)]

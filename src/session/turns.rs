@@ -168,6 +168,11 @@ impl ThreadHandle {
                 match answer {
                     Ok(v) => Ok(Some(v)),
                     Err(e) => {
+                        // A sign-in the prompt asks for (Kimi names its
+                        // methods only there): `:AcpAuth` offers them.
+                        conn.keep_error_auth_methods(
+                            &serde_json::to_value(&e).unwrap_or(Value::Null),
+                        );
                         // If the agent died, its exit report explains more
                         // than "response never received": let that speak.
                         let died =

@@ -116,7 +116,7 @@ impl State {
     }
 
     fn signed_in(&self) -> bool {
-        self.agent.auth_methods.is_empty()
+        (self.agent.auth_methods.is_empty() && self.agent.auth_error_methods.is_empty())
             || self.authenticated.load(Ordering::SeqCst)
             || self
                 .agent
@@ -233,7 +233,11 @@ fn handle_request(
                 return Ok(());
             }
             if !state.signed_in() {
-                let error = agent_client_protocol::Error::new(-32000, "Authentication required");
+                let mut error =
+                    agent_client_protocol::Error::new(-32000, "Authentication required");
+                if !state.agent.auth_error_methods.is_empty() {
+                    error = error.data(json!({"authMethods": state.agent.auth_error_methods}));
+                }
                 send.respond(responder, Err(error));
                 return Ok(());
             }

@@ -33,6 +33,11 @@ pub struct AgentConfig {
     /// -32000 (auth required) until `authenticate` names one of them.
     #[serde(default)]
     pub auth_methods: Vec<Value>,
+    /// Sign-in methods sent only in the `data.authMethods` of the -32000
+    /// error (Kimi CLI's shape), not in `initialize`; when non-empty,
+    /// `session/new` fails with them until a sign-in.
+    #[serde(default)]
+    pub auth_error_methods: Vec<Value>,
     /// `update` objects sent right after the `session/new` answer, with no
     /// delay (real agents send commands, mode and config options this way,
     /// often in the same write as the answer).
