@@ -75,6 +75,11 @@ impl ThreadHandle {
         if !kept_chats::enabled() || self.kept.lock().recorder.len() == 0 {
             return;
         }
+        // One write at a time, text taken inside: two saves of a chat (a
+        // turn's end and a disk edit) would share its temporary file, and
+        // the older text could be renamed in last.
+        static WRITING: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
+        let _writing = WRITING.lock();
         // Read before the kept lock: nothing else takes them under it.
         let title = self.model.lock().title.clone();
         let session_id = self.session_id();

@@ -199,7 +199,10 @@ pub fn write(cwd: &Path, id: &str, text: &str) -> Result<(), String> {
     }
     create_private_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let path = dir.join(format!("{id}.{EXT}"));
-    let tmp = dir.join(format!(".{id}.tmp"));
+    // Its own temporary name: saves of one chat may run at once.
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = dir.join(format!(".{id}.{}-{n}.tmp", std::process::id()));
     write_private(&tmp, text.as_bytes()).map_err(|e| format!("{}: {e}", tmp.display()))?;
     std::fs::rename(&tmp, &path).map_err(|e| format!("{}: {e}", path.display()))?;
     prune(&dir, id, limits());
@@ -426,6 +429,29 @@ mod tests {
         assert!(read(cwd, "7-7")
             .unwrap_err()
             .contains("more than a kept chat can be"));
+        // Saves of one chat at once (a turn's end and a disk edit): each
+        // has its own temporary file, none fails, the file is one of them.
+        let h = Header::new(ids[4].clone(), "test".into(), cwd);
+        let writers: Vec<_> = (0..4)
+            .map(|t| {
+                let (h, id) = (h.clone(), ids[4].clone());
+                std::thread::spawn(move || {
+                    for i in 0..25 {
+                        let text = file_text(&h, &json!({"files": t * 100 + i}), [].iter());
+                        write(cwd, &id, &text).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for w in writers {
+            w.join().unwrap();
+        }
+        assert!(read(cwd, &ids[4]).is_ok());
+        assert!(!std::fs::read_dir(&dir).unwrap().any(|e| e
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .ends_with(".tmp")));
         configure(None, Limits::default());
         let _ = std::fs::remove_dir_all(root);
     }
