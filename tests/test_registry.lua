@@ -69,6 +69,32 @@ return {
     T.match(r.snapshot, '^%d%d%d%d%-%d%d%-%d%d$')
   end },
 
+  { 'the shipped snapshot holds claude-acp among 100 or more agents; the claude preset resolves to its npm package', function()
+    local child = Child.new({ env = { PATH = '/usr/bin:/bin' } })
+    child:lua(RECORD_NOTIFY)
+    local r = child:lua([[
+      local reg = require('acp.registry')
+      local install = require('acp.agents.install')
+      local data = reg.read_json(reg.snapshot)
+      local e = reg.entry('claude-acp', reg.snapshot)
+      local id = install.resolve_id('claude')
+      local pkg = e and e.distribution.npx and e.distribution.npx.package
+      return { n = #data.agents, has = e ~= nil, id = id, method = e and install.method(e), pkg = pkg, name = e and e.name,
+               preset = require('acp.config').options.agents.claude.registry }
+    ]])
+    T.truthy(r.n >= 100, 'agents in the snapshot: ' .. r.n)
+    T.eq(r.has, true)
+    T.eq(r.preset, 'claude-acp')
+    T.eq(r.id, 'claude-acp')
+    T.eq(r.method, 'npx')
+    T.match(r.pkg, '^@agentclientprotocol/claude%-agent%-acp@%d+%.%d+%.%d+$')
+    -- Missing, the preset says to install the snapshot's entry and its package.
+    child:cmd('AcpChat')
+    local name = r.pkg:match('^(.+)@')
+    T.match(notes(child), vim.pesc((":AcpInstall claude-acp (the ACP registry's %s: npm package %s), or npm install -g %s"):format(r.name, name, name)))
+    T.eq(child:lua([[return require('acp').current() == nil]]), true)
+  end },
+
   { 'the kimi preset runs `kimi acp`, as its registry entry does', function()
     local bin = T.tmpdir('bin')
     T.write_file(bin .. '/kimi', '#!/bin/sh\nexit 0\n')
@@ -88,9 +114,14 @@ return {
   { 'the claude preset, when missing, names its registry entry and npm package; :AcpInstall claude installs claude-acp, offered first', function()
     local reg = T.tmpdir('reg') .. '/registry.json'
     T.write_file(reg, vim.json.encode(fixture()))
+    local without = fixture()
+    table.remove(without.agents, 1)
+    local noclaude = T.tmpdir('reg') .. '/noclaude.json'
+    T.write_file(noclaude, vim.json.encode(without))
     local child = Child.new({ env = { PATH = '/usr/bin:/bin' } })
     child:lua(RECORD_NOTIFY)
-    -- The shipped snapshot (no claude-acp): the preset's own hint.
+    -- A registry without claude-acp: the preset's own hint.
+    child:lua([[require('acp').setup({ install = { registry = ... } })]], { noclaude })
     child:cmd('AcpChat')
     T.match(notes(child), 'agent `claude` needs `claude%-agent%-acp`, which is not in PATH%. Install it: npm install %-g @agentclientprotocol/claude%-agent%-acp, or set agents%.claude%.cmd')
     T.eq(child:lua([[return require('acp').current() == nil]]), true)
@@ -113,7 +144,11 @@ return {
     local child = Child.new()
     child:lua(RECORD_NOTIFY)
     child:lua([[require('acp').setup({ install = { registry_url = ... } })]], { ('http://127.0.0.1:%d/registry.json'):format(port) })
-    T.eq(child:lua([[return require('acp.agents.install').entry('claude-acp') == nil]]), true)
+    -- Before the refresh the shipped snapshot is in use.
+    T.eq(child:lua([[
+      local reg = require('acp.registry')
+      return vim.deep_equal(require('acp.agents.install').entry('claude-acp'), reg.entry('claude-acp', reg.snapshot))
+    ]]), true)
     local ms = child:lua([[local t = vim.uv.hrtime(); vim.cmd('AcpInstall'); return (vim.uv.hrtime() - t) / 1e6]])
     T.truthy(ms < 100, ':AcpInstall returned after ' .. ms .. ' ms')
     child:wait_for('return _G.picked ~= nil', 10000)
@@ -122,7 +157,7 @@ return {
     T.eq(#child:lua('return _G.picked'), 3)
     local r = child:lua([[
       local path = vim.fn.stdpath('cache') .. '/acp/registry.json'
-      return { cached = vim.uv.fs_stat(path) ~= nil, claude = require('acp.agents.install').entry('claude-acp') ~= nil,
+      return { cached = vim.uv.fs_stat(path) ~= nil, claude = require('acp.agents.install').entry('claude-acp').version == '0.20.0',
                names = vim.tbl_contains(require('acp.agents').names(), 'fast-agent') }
     ]])
     T.eq(r, { cached = true, claude = true, names = true })
@@ -143,7 +178,12 @@ return {
     child:cmd('AcpInstall')
     child:wait_for('return _G.picked ~= nil', 10000)
     T.match(notes(child), 'cannot refresh the ACP registry from http://127%.0%.0%.1:9/registry%.json: .*; the shipped snapshot of %d+%-%d+%-%d+ is used')
-    local n = child:lua([[return #require('acp.registry').read(require('acp.registry').snapshot).agents]])
+    -- The picker offers the snapshot's agents that install on this platform.
+    local n = child:lua([[
+      local install = require('acp.agents.install')
+      return #vim.tbl_filter(install.method, require('acp.registry').read(require('acp.registry').snapshot).agents)
+    ]])
+    T.truthy(n > 3, 'installable agents in the snapshot: ' .. n)
     T.eq(#child:lua('return _G.picked'), n)
     -- A file.
     child:lua([[_G.notes, _G.picked = {}, nil; require('acp').setup({ install = { registry_url = 'file://' .. ... } })]], { good })

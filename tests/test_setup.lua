@@ -32,7 +32,8 @@ return {
     child:lua(RECORD_NOTIFY)
     child:cmd('AcpChat')
     local msg = child:lua('return _G.notes[1].msg')
-    T.match(msg, 'agent `claude` needs `claude%-agent%-acp`, which is not in PATH%. Install it: npm install %-g @agentclientprotocol/claude%-agent%-acp, or set agents%.claude%.cmd')
+    -- The shipped registry snapshot has claude-acp: its entry comes first.
+    T.match(msg, "agent `claude` needs `claude%-agent%-acp`, which is not in PATH%. Install it: :AcpInstall claude%-acp %(the ACP registry's [^:]+: npm package @agentclientprotocol/claude%-agent%-acp%), or npm install %-g @agentclientprotocol/claude%-agent%-acp, or set agents%.claude%.cmd")
   end },
 
   { 'setup() validates keys and types with a clear message', function()
