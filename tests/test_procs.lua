@@ -72,7 +72,84 @@ local function start(mark, config)
   return child, procs
 end
 
+--- A sign-in run by `:AcpAuth` (a `terminal` method: the agent's command
+--- with the method's args, as Qoder runs `qodercli --acp login`) that
+--- starts a setsid'ed daemon (`sleep 311`) and a double-forked child
+--- (`tail`), then runs `sleep <last>` and exits 3. Returns the child once
+--- all of them run.
+local function login(mark, last, keep)
+  local dir = T.tmpdir('login')
+  local method = { id = 'login', name = 'Login', type = 'terminal', args = { 'login' }, env = { ACP_PROCS_MARK = mark } }
+  local scenario = dir .. '/scenario.json'
+  T.write_file(scenario, vim.json.encode({ agent = { auth_methods = { method } }, turns = {} }))
+  -- `sh -c SCRIPT login`: $0 is the method's argument.
+  local script = table.concat({
+    'if [ "$0" != login ]; then exec ' .. H.agent_bin .. ' --scenario ' .. scenario .. '; fi',
+    'setsid -f sleep 311 </dev/null >/dev/null 2>&1',
+    '( setsid tail -f /dev/null </dev/null >/dev/null 2>&1 & )',
+    'sleep ' .. last,
+    'exit 3',
+  }, '\n')
+  local child = H.start({ agent = { cmd = 'sh', args = { '-c', script }, keep_daemons = keep } })
+  child:cmd('AcpChat')
+  child:wait_for([[return require('acp').current().state == 'disconnected']])
+  child:cmd('AcpAuth login')
+  T.wait(function()
+    local c = vim.tbl_filter(function(n)
+      return n == 'sleep' or n == 'tail'
+    end, comms(marked(mark)))
+    return vim.deep_equal(c, { 'sleep', 'sleep', 'tail' })
+  end, 5000, 'the login, its daemon and its double-forked child run')
+  return child
+end
+
+local function none_left(mark, ms, what)
+  local ok = pcall(T.wait, function()
+    return #marked(mark) == 0
+  end, ms)
+  local left = marked(mark)
+  for _, p in ipairs(left) do
+    vim.uv.kill(p.pid, 'sigkill')
+  end
+  T.truthy(ok, 'nothing left ' .. what .. ': ' .. vim.inspect(comms(left)))
+end
+
 return {
+  { 'a login :AcpAuth runs is ended at :qa! with the setsid daemon and the double-forked child it started; quitting stays fast', function()
+    local mark = 'login-' .. vim.fn.getpid() .. '-' .. vim.uv.hrtime()
+    local child = login(mark, 312)
+    local t0 = T.now_ms()
+    T.eq(child:stop(), 0)
+    local took = T.now_ms() - t0
+    io.write(('  :qa! with a running login, its setsid daemon and double-forked child took %d ms\n'):format(took))
+    T.truthy(took < 1500, ('quit took %d ms'):format(took))
+    none_left(mark, 1000, 'after :qa!')
+  end, timeout = 15000 },
+
+  { 'a login that exits ends what it started while Neovim runs, and its exit status is the job\'s', function()
+    local mark = 'login-exit-' .. vim.fn.getpid() .. '-' .. vim.uv.hrtime()
+    local child = login(mark, 1)
+    none_left(mark, 3000, 'after the login exited')
+    child:wait_for([[return require('acp.ask.auth').last_exit ~= nil]])
+    T.eq(child:lua([[return require('acp.ask.auth').last_exit]]), 3)
+  end, timeout = 15000 },
+
+  { 'keep_daemons applies to the agent\'s logins: the named executable stays after :qa!', function()
+    local mark = 'login-kept-' .. vim.fn.getpid() .. '-' .. vim.uv.hrtime()
+    local child = login(mark, 312, { 'tail' })
+    T.eq(child:stop(), 0)
+    local ok = pcall(T.wait, function()
+      return vim.deep_equal(comms(marked(mark)), { 'tail' })
+    end, 1500)
+    vim.wait(300)
+    local left = marked(mark)
+    for _, p in ipairs(left) do
+      vim.uv.kill(p.pid, 'sigkill')
+    end
+    T.truthy(ok, 'only tail is left: ' .. vim.inspect(comms(left)))
+    T.eq(comms(left), { 'tail' })
+  end, timeout = 15000 },
+
   { 'after :qa! no process the agent started runs: a setsid daemon and a double-forked child are ended, and quitting stays fast', function()
     local mark = 'gone-' .. vim.fn.getpid() .. '-' .. vim.uv.hrtime()
     local child, procs = start(mark)

@@ -68,7 +68,28 @@ function M.terminal_argv(agent, method)
   return argv
 end
 
---- Runs a `terminal` sign-in in a terminal window below the current one.
+--- The supervisor a login runs under (supervise_login.lua, beside this
+--- file): the running Neovim runs it as a script on the job's terminal.
+local supervisor = debug.getinfo(1, 'S').source:gsub('^@', ''):gsub('auth%.lua$', 'supervise_login.lua')
+
+--- `argv` run under the login supervisor, so that nothing the login
+--- starts (a daemon in its own session, a double-forked child) outlives
+--- it or Neovim, but the executables named in `keep` (the agent's
+--- `keep_daemons`). Elsewhere than Linux and macOS, `argv` itself.
+function M.supervised(argv, keep)
+  if (jit.os ~= 'Linux' and jit.os ~= 'OSX') or vim.fn.filereadable(supervisor) == 0 then
+    return argv
+  end
+  local out = { vim.v.progpath, '--clean', '-l', supervisor, '--parent', tostring(vim.fn.getpid()) }
+  for _, k in ipairs(keep or {}) do
+    vim.list_extend(out, { '--keep', k })
+  end
+  out[#out + 1] = '--'
+  return vim.list_extend(out, argv)
+end
+
+--- Runs a `terminal` sign-in in a terminal window below the current one,
+--- under the login supervisor (`M.supervised`).
 function M.terminal(view, method)
   local agent = config.options.agents[view.agent]
   local argv = M.terminal_argv(agent, method)
@@ -79,7 +100,7 @@ function M.terminal(view, method)
   vim.cmd('botright 15new')
   local buf = vim.api.nvim_get_current_buf()
   vim.bo[buf].bufhidden = 'wipe'
-  local ok, job = pcall(vim.fn.jobstart, argv, {
+  local ok, job = pcall(vim.fn.jobstart, M.supervised(argv, agent.keep_daemons), {
     term = true,
     cwd = view.root,
     -- Without Neovim's own variables: the login command cannot drive the editor.
