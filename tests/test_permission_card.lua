@@ -68,6 +68,15 @@ return {
       return false]]), true, 'd reviews')
   end },
 
+  { 'cline: a read request whose title was cut names the file its raw input reads', function()
+    local child = start()
+    local float = asked(child, 'cline-read')
+    T.match(float, '%[read%] read_files: ', 'the title as Cline cut it')
+    T.no_match(float, '%[read%] [^\n]*hello%.txt', 'the cut title does not name the file')
+    T.match(float, '\n  file: /home/user/projects/a%-rather%-long%-client%-project%-name/packages/core/src/hello%.txt\n', 'the file')
+    T.no_match(float, 'did not say')
+  end },
+
   { 'a request about a call never announced that carries nothing says the agent did not say what it does', function()
     local child = start()
     local float = asked(child, 'ghost')

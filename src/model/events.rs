@@ -161,6 +161,12 @@ pub struct PermissionAsk {
     pub title: String,
     /// What the raw input shown works on (`update::input_summary`).
     pub summary: Option<String>,
+    /// The files the raw input shown names (`update::input_paths`) when
+    /// the call has no locations or diffs, relative to the session's
+    /// directory when inside it: the first `update::MAX_INPUT_FILES`.
+    pub files: Vec<String>,
+    /// How many more files it names.
+    pub files_more: usize,
     /// The options the core accepts as an answer, in the agent's order.
     pub options: Vec<PermissionOption>,
     /// What allowing grants.

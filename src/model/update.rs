@@ -371,13 +371,87 @@ fn input_text(key: &str, v: &Value) -> String {
     }
 }
 
+/// The most files a permission float or a card names from a raw input.
+pub const MAX_INPUT_FILES: usize = 8;
+
+/// The keys of a raw input (or of an entry of its `files`/`paths` list)
+/// that hold a file path.
+const PATH_KEYS: [&str; 3] = ["path", "filePath", "file_path"];
+
+/// The files a tool's raw input names (Cline's `read_files` sends
+/// `{"files": [{"path": ...}]}` and no locations): under `path`,
+/// `filePath`, `file_path`, `paths` or `files`, each a string, a list of
+/// strings or a list of objects with one of [`PATH_KEYS`]. Each once, in
+/// order: the first `limit`, and how many more there are. None of an
+/// input that is no object.
+pub fn input_paths(raw: &Value, limit: usize) -> (Vec<String>, usize) {
+    let mut seen = std::collections::HashSet::new();
+    let mut first = Vec::new();
+    let mut more = 0;
+    let mut add = |p: &str| {
+        if !p.is_empty() && seen.insert(p.to_owned()) {
+            if first.len() < limit {
+                first.push(p.to_owned());
+            } else {
+                more += 1;
+            }
+        }
+    };
+    fn of_entry(v: &Value) -> Option<&str> {
+        match v {
+            Value::String(s) => Some(s.as_str()),
+            Value::Object(_) => PATH_KEYS
+                .iter()
+                .find_map(|k| field(v, k).and_then(Value::as_str)),
+            _ => None,
+        }
+    }
+    if !raw.is_object() {
+        return (first, more);
+    }
+    for key in PATH_KEYS.iter().chain(&["paths", "files"]) {
+        match field(raw, key) {
+            Some(Value::Array(items)) => items.iter().filter_map(of_entry).for_each(&mut add),
+            Some(Value::String(s)) => add(s),
+            _ => {}
+        }
+    }
+    (first, more)
+}
+
+/// `path` relative to `root` when inside it (as the project's files are
+/// named), else as it is.
+pub fn relative_path(path: &str, root: &std::path::Path) -> String {
+    match std::path::Path::new(path).strip_prefix(root) {
+        Ok(rel) if rel.as_os_str().is_empty() => ".".to_owned(),
+        Ok(rel) if !root.as_os_str().is_empty() => rel.to_string_lossy().into_owned(),
+        _ => path.to_owned(),
+    }
+}
+
 /// A one-line summary of a tool's raw input: the command or path when there
-/// is one, else compact JSON, cut to 120 characters.
+/// is one, else the files it names (the first three, the end of each kept),
+/// else compact JSON, cut to 120 characters.
 pub fn one_line_summary(raw: &Value) -> String {
     let pick = INPUT_KEYS
         .iter()
         .find_map(|k| field(raw, k).map(|v| input_text(k, v)));
-    let text = pick.unwrap_or_else(|| raw.to_string()).replace('\n', " ");
+    let files = || {
+        let (first, more) = input_paths(raw, 3);
+        if first.is_empty() {
+            return None;
+        }
+        let shown: Vec<String> = first.iter().map(|p| keep_end(p, 40)).collect();
+        let mut line = shown.join(", ");
+        if more > 0 {
+            line.push_str(&format!(" and {more} more"));
+        }
+        Some(line)
+    };
+    let text = pick
+        .or_else(files)
+        .unwrap_or_else(|| raw.to_string())
+        .replace('\n', " ");
     if text.chars().count() > 120 {
         let cut: String = text.chars().take(119).collect();
         format!("{cut}…")
@@ -386,10 +460,55 @@ pub fn one_line_summary(raw: &Value) -> String {
     }
 }
 
+/// `s` cut to `n` characters by dropping its start ("…" and the end).
+fn keep_end(s: &str, n: usize) -> String {
+    let count = s.chars().count();
+    if count <= n {
+        return s.to_owned();
+    }
+    let tail: String = s.chars().skip(count - (n - 1)).collect();
+    format!("…{tail}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn the_files_a_raw_input_names() {
+        // Cline 3.0.65's read_files: no locations, the files in rawInput.
+        let cline =
+            json!({"files": [{"path": "/p/a.txt"}, {"path": "/p/b.txt"}, {"path": "/p/a.txt"}]});
+        assert_eq!(
+            input_paths(&cline, 8),
+            (vec!["/p/a.txt".into(), "/p/b.txt".into()], 0)
+        );
+        assert_eq!(input_paths(&cline, 1), (vec!["/p/a.txt".into()], 1));
+        let keys = json!({"filePath": "/p/f", "file_path": "/p/g", "path": "/p/h",
+            "paths": ["/p/i", 7, {"filePath": "/p/j"}], "files": ["/p/k"]});
+        let (all, more) = input_paths(&keys, 8);
+        assert_eq!(all, ["/p/h", "/p/f", "/p/g", "/p/i", "/p/j", "/p/k"]);
+        assert_eq!(more, 0);
+        assert_eq!(input_paths(&json!("/p/x"), 8), (vec![], 0));
+        assert_eq!(
+            input_paths(&json!({"files": 7, "path": 3, "paths": [[1]]}), 8),
+            (vec![], 0)
+        );
+        let root = std::path::Path::new("/p");
+        assert_eq!(relative_path("/p/src/a.rs", root), "src/a.rs");
+        assert_eq!(relative_path("/pq/a.rs", root), "/pq/a.rs");
+        assert_eq!(relative_path("/p", root), ".");
+        // The card names the files too, the end of a long one kept.
+        let long = format!("/{}/hello.txt", "deep/".repeat(40));
+        let line = one_line_summary(
+            &json!({"files": [{"path": long}, {"path": "b"}, {"path": "c"}, {"path": "d"}]}),
+        );
+        assert!(
+            line.starts_with('…') && line.ends_with("/hello.txt, b, c and 1 more"),
+            "{line}"
+        );
+    }
 
     #[test]
     fn summary_prefers_command_and_cuts_long_text() {

@@ -18,7 +18,8 @@ use crate::model::events::{Grant, PermissionAsk};
 use crate::model::schema::{PermissionOptionKind, ToolKind};
 use crate::model::thread::Thread;
 use crate::model::update::{
-    input_summary, PermissionOption, PermissionRequest, MAX_PERMISSION_OPTIONS,
+    input_paths, input_summary, relative_path, PermissionOption, PermissionRequest,
+    MAX_INPUT_FILES, MAX_PERMISSION_OPTIONS,
 };
 
 /// Requests the view may send through `ThreadHandle::request`.
@@ -52,6 +53,27 @@ fn shown_request(
         .cloned()
         .unwrap_or_else(|| json!({}));
     let summary = tool_call.get("rawInput").and_then(input_summary);
+    // Cline's read_files names its files only in the raw input.
+    let list = |key: &str| {
+        tool_call
+            .get(key)
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
+    };
+    let diff = |c: &Value| c.get("type").and_then(Value::as_str) == Some("diff");
+    let named = !list("locations").is_empty() || list("content").iter().any(diff);
+    let (files, files_more) = match tool_call.get("rawInput") {
+        Some(raw) if !named => {
+            let (first, more) = input_paths(raw, MAX_INPUT_FILES);
+            let rel = first
+                .iter()
+                .map(|p| relative_path(p, session_cwd))
+                .collect();
+            (rel, more)
+        }
+        _ => (Vec::new(), 0),
+    };
     let subject = &card.subject;
     let grant = match (subject.runs(), &subject.kind) {
         (Some(command), _) => Some(Grant::Command {
@@ -71,6 +93,8 @@ fn shown_request(
         kind: subject.kind.clone(),
         title: card.title.clone(),
         summary,
+        files,
+        files_more,
         options,
         grant,
         tool_call,
@@ -272,6 +296,8 @@ impl ThreadHandle {
             kind: ToolKind::Execute,
             title: title.clone(),
             summary: Some(command.to_owned()),
+            files: Vec::new(),
+            files_more: 0,
             options,
             grant: Some(Grant::Command {
                 command: command.to_owned(),
@@ -430,6 +456,8 @@ mod tests {
         assert_eq!(
             keys,
             [
+                "files",
+                "files_more",
                 "grant",
                 "kind",
                 "options",
@@ -463,5 +491,29 @@ mod tests {
             })
         );
         assert_eq!(shown.summary.as_deref(), Some("a b"));
+    }
+
+    #[test]
+    fn the_files_only_the_raw_input_names_are_shown_relative_to_the_project() {
+        // Cline 3.0.65's read_files: a cut title, the files in rawInput, no locations.
+        let raw = json!({"toolCall": {"toolCallId": "t", "kind": "read",
+            "title": "read_files: {\"files\":[{\"path\":\"/home/user/project/src/hel",
+            "rawInput": {"files": [{"path": "/home/user/project/src/hello.txt"}, {"path": "/etc/hosts"}]}},
+            "options": []});
+        let request = crate::model::update::parse_permission_request(&raw);
+        let c = card(
+            Subject::new(ToolKind::Read, "read_files"),
+            "read_files",
+            &[],
+        );
+        let cwd = std::path::Path::new("/home/user/project");
+        let shown = shown_request(&raw, "t", &c, request.options.clone(), cwd);
+        assert_eq!(shown.files, ["src/hello.txt", "/etc/hosts"]);
+        assert_eq!(shown.files_more, 0);
+        // A call with locations shows those instead.
+        let mut located = raw.clone();
+        located["toolCall"]["locations"] = json!([{"path": "/home/user/project/src/hello.txt"}]);
+        let shown = shown_request(&located, "t", &c, request.options, cwd);
+        assert!(shown.files.is_empty());
     }
 }

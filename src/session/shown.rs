@@ -122,7 +122,7 @@ mod tests {
             "rawInput": {"filePath": "/p/hello.txt"}, "sessionUpdate": "tool_call"});
         assert_eq!(
             shown(&[vibe_edit], only_id)["toolCall"],
-            json!({"toolCallId": "t", "rawInput": r#"{"filePath":"/p/hello.txt"}"#,
+            json!({"toolCallId": "t", "rawInput": "/p/hello.txt",
                 "locations": [{"path": "/p/hello.txt", "line": 3}],
                 "content": [{"type": "diff", "path": "/p/hello.txt", "oldText": "Hello, world!", "newText": "Hello, ACP!"}]})
         );

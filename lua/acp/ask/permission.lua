@@ -174,6 +174,11 @@ function M.says_anything(item)
       return true
     end
   end
+  for _, f in ipairs(type(p.files) == 'table' and p.files or {}) do
+    if some(f) then
+      return true
+    end
+  end
   return false
 end
 
@@ -262,6 +267,17 @@ function M.lines(item, width)
         fit('  ', path)
       end
     end
+  end
+  -- The files only its raw input names (Cline's read_files), as the
+  -- core found them: relative to the project when inside it, bounded.
+  for _, f in ipairs(type(p.files) == 'table' and p.files or {}) do
+    if text.of(f) ~= s then
+      fit('  file: ', f)
+    end
+  end
+  if type(p.files_more) == 'number' and p.files_more > 0 then
+    out[#out + 1] = ('  … and %d more (K shows all)'):format(p.files_more)
+    cut = true
   end
   for _, d in ipairs(diffs(tool)) do
     local add, del = count_changes(d)

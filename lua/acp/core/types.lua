@@ -253,6 +253,8 @@
 --- `path`, `pattern`, `query` or `url` (the first present), or the input
 --- itself when it is no object; as text.
 ---@field summary? string
+---@field files string[] The files the raw input names (`path`, `filePath`, `file_path`, `paths`, `files`, `files[].path`) when the call has no locations or diffs, relative to the project when inside it: the first 8.
+---@field files_more integer How many more files the raw input names.
 ---@field options acp.PermissionOption[] The options the core accepts as an answer (text ids, each once), in the agent's order.
 ---@field grant? acp.Grant What allowing grants (execute, a card with no kind that shows a command, edit, delete, move).
 ---@field tool_call acp.ToolCallUpdate What the float shows of the call: the agent's `toolCall` with the content and locations of the card it points to (which holds the request's own, merged) and the card's raw input (a one-line text) when the request carries none; shown, never trusted.
