@@ -187,6 +187,77 @@ return {
     T.eq(comms(left), { 'tail' })
   end },
 
+  { 'after :qa! a daemon whose parent is a zombie with live threads (Cline\'s Bun binary exiting) is ended too, and so is that parent', function()
+    -- The agent's child (python, standing for Cline's Bun binary) starts a
+    -- setsid'ed daemon, then its main thread exits while another thread
+    -- runs: /proc shows it as a zombie (Zl) that still has the daemon as
+    -- its child. Both ignore SIGTERM, as a slow shutdown would.
+    local python = vim.fn.exepath('python3')
+    T.skip_unless(python ~= '', 'needs python3')
+    local mark = 'zl-' .. vim.fn.getpid() .. '-' .. vim.uv.hrtime()
+    local code = table.concat({
+      'import os, signal, threading, time, ctypes',
+      'signal.signal(signal.SIGTERM, signal.SIG_IGN)',
+      'if os.fork() == 0:',
+      '    os.setsid(); os.execvp("sleep", ["sleep", "313"])',
+      'threading.Thread(target=time.sleep, args=(313,)).start()',
+      'ctypes.CDLL(None).pthread_exit(None)',
+    }, '\n')
+    local script = table.concat({
+      'export ACP_PROCS_MARK=' .. mark,
+      vim.fn.shellescape(python) .. ' -c ' .. vim.fn.shellescape(code) .. ' </dev/null >/dev/null 2>&1 &',
+      'unset ACP_PROCS_MARK',
+      'exec ' .. H.agent_bin .. ' --scenario ' .. H.scenario('chat'),
+    }, '\n')
+    local child = H.start({ agent = { cmd = 'sh', args = { '-c', script } } })
+    H.open(child)
+    -- A zombie's environment cannot be read: the parent is found as the
+    -- daemon's, by pid and start time.
+    local function stat(pid)
+      local f = io.open('/proc/' .. pid .. '/stat', 'r')
+      local text = f and f:read('*a') or ''
+      if f then
+        f:close()
+      end
+      local state, ppid = text:match('%)%s+(%S)%s+(%d+)')
+      local start = text:match('%)' .. ('%s+%S+'):rep(19) .. '%s+(%d+)')
+      return state, tonumber(ppid), start
+    end
+    local parent
+    T.wait(function()
+      local m = marked(mark)
+      if #m ~= 1 or m[1].comm ~= 'sleep' then
+        return false
+      end
+      local _, ppid = stat(m[1].pid)
+      if not ppid or stat(ppid) ~= 'Z' then
+        return false
+      end
+      parent = { pid = ppid, start = select(3, stat(ppid)) }
+      return true
+    end, 5000, 'the zombie with a live thread and its setsid daemon run')
+    local function parent_runs()
+      return select(3, stat(parent.pid)) == parent.start
+    end
+    local t0 = T.now_ms()
+    T.eq(child:stop(), 0)
+    local took = T.now_ms() - t0
+    io.write(('  :qa! with a daemon below a zombie took %d ms\n'):format(took))
+    T.truthy(took < 1500, ('quit took %d ms'):format(took))
+    local ok = pcall(T.wait, function()
+      return #marked(mark) == 0 and not parent_runs()
+    end, 1000)
+    local left = comms(marked(mark))
+    if parent_runs() then
+      left[#left + 1] = 'the zombie parent'
+      vim.uv.kill(parent.pid, 'sigkill')
+    end
+    for _, p in ipairs(marked(mark)) do
+      vim.uv.kill(p.pid, 'sigkill')
+    end
+    T.truthy(ok, 'nothing left after :qa!: ' .. vim.inspect(left))
+  end },
+
   { 'an agent that exits ends what it started while Neovim runs', function()
     local mark = 'exit-' .. vim.fn.getpid() .. '-' .. vim.uv.hrtime()
     local child = start(mark)

@@ -19,9 +19,12 @@
 
 use std::io;
 
-/// How long descendants get between SIGTERM and SIGKILL. Below the core's
-/// own grace at Neovim's exit (400 ms), so the supervisor finishes first.
+/// How long descendants get between SIGTERM and SIGKILL, and how long
+/// SIGKILLed ones are waited for. Together below the core's own grace at
+/// Neovim's exit (400 ms): the core SIGKILLs the group, the supervisor
+/// with it, only after that, so the supervisor finishes first.
 pub const GRACE_MS: i64 = 200;
+const KILL_WAIT_MS: i64 = 100;
 
 /// Most processes read in one walk of `/proc` and most descendants known.
 const MAX_PROCS: usize = 16384;
@@ -165,7 +168,7 @@ unsafe fn end_tree(me: i32, agent: i32, keep: &[Vec<u8>], status: &mut Option<i3
             let pid = (*std::ptr::addr_of!(TREE))[i];
             libc::kill(pid, if kill { libc::SIGKILL } else { libc::SIGTERM });
         }
-        if kill && now_ms() >= deadline + GRACE_MS {
+        if kill && now_ms() >= deadline + KILL_WAIT_MS {
             // Unkillable (uninterruptible sleep): not waited for longer.
             return;
         }
@@ -211,8 +214,10 @@ fn proc_path(pid: i32, leaf: &[u8], out: &mut [u8; 64]) -> usize {
     len
 }
 
-/// The parent of `pid` from `/proc/<pid>/stat`; None for a zombie or a
-/// process gone.
+/// The parent of `pid` from `/proc/<pid>/stat`; None for a process gone.
+/// A zombie counts: one whose main thread exited while others run (Bun
+/// exiting, shown `Zl`) still has its children, and they are reached only
+/// through it.
 unsafe fn parent_of(pid: i32) -> Option<i32> {
     let mut path = [0u8; 64];
     proc_path(pid, b"stat", &mut path);
@@ -223,8 +228,7 @@ unsafe fn parent_of(pid: i32) -> Option<i32> {
     // ") S 1234 ..." : state, then the parent.
     let rest = &text[close + 1..];
     let mut fields = rest.split(|&b| b == b' ').filter(|f| !f.is_empty());
-    let state = fields.next()?;
-    if matches!(state, b"Z" | b"X") {
+    if fields.next()? == b"X" {
         return None;
     }
     let mut ppid = 0i32;
@@ -276,8 +280,8 @@ unsafe fn kept(pid: i32, keep: &[Vec<u8>]) -> bool {
             .any(|k| !k.is_empty() && &k[..k.len().min(15)] == comm)
 }
 
-/// Fills `TREE` with the running descendants of `me` (kept ones and
-/// theirs left out); their count.
+/// Fills `TREE` with the descendants of `me`, zombies not reaped yet too
+/// (kept ones and theirs left out); their count.
 unsafe fn descendants(me: i32, keep: &[Vec<u8>]) -> usize {
     let all = &mut *std::ptr::addr_of_mut!(ALL);
     let tree = &mut *std::ptr::addr_of_mut!(TREE);
