@@ -334,9 +334,6 @@ local function validate(user, defaults, path)
             end
           elseif k == 'mcp_servers' then
             M.check_mcp_servers(ap .. '.mcp_servers', v)
-          else
-            fail(ap .. '.' .. tostring(k), 'is not a known agent field (cmd, args, env, install, registry, mcp_servers, keep_daemons)')
-          end
           elseif k == 'keep_daemons' then
             check_type(ap .. '.keep_daemons', v, 'table')
             for i, d in ipairs(v) do
@@ -345,6 +342,9 @@ local function validate(user, defaults, path)
                 fail(('%s.keep_daemons[%d]'):format(ap, i), 'must be an executable name (no path)')
               end
             end
+          else
+            fail(ap .. '.' .. tostring(k), 'is not a known agent field (cmd, args, env, install, registry, mcp_servers, keep_daemons)')
+          end
         end
       end
     elseif p == 'mcp_servers' then
