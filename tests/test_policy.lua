@@ -338,10 +338,12 @@ return {
     local p = queued_payload(child)
     T.eq(p.grant, { type = 'command', command = 'touch ' .. marker, cwd = dir, env = {} })
     T.eq(p.tool_call_id, 'c1')
-    T.eq(p.summary, nil, 'no raw input, no summary')
+    -- The summary is the card's raw input (the float is built from the
+    -- card), never the `summary` the request sent.
+    T.eq(p.summary, 'touch ' .. marker, "the card's raw input, not the request's summary")
     local keys = vim.tbl_keys(p)
     table.sort(keys)
-    T.eq(keys, { 'grant', 'kind', 'options', 'title', 'tool_call', 'tool_call_id' }, 'nothing else of the params')
+    T.eq(keys, { 'files', 'files_more', 'grant', 'kind', 'options', 'summary', 'title', 'tool_call', 'tool_call_id' }, 'nothing else of the params')
     local text = table.concat(float_lines(child), '\n')
     T.contains(text, '$ touch ' .. marker, 'the float shows what allowing grants')
     T.no_match(text, '%$ npm test')

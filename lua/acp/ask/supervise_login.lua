@@ -25,6 +25,12 @@
 --- Signals are blocked and taken synchronously (sigtimedwait on Linux,
 --- sigpending polling on macOS), so Neovim's own handlers never run; the
 --- process ends with `_exit`, without Neovim's teardown.
+-- Required as a module (a plugin manager or a test loading every file):
+-- nothing runs; only `nvim -l` runs it.
+if (...) == 'acp.ask.supervise_login' then
+  return {}
+end
+
 local ffi = require('ffi')
 local uv = vim.uv or vim.loop
 
