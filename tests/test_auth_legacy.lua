@@ -6,18 +6,23 @@
 local T = require('tests.helpers.expect')
 local H = require('tests.helpers.acp')
 
+--- The sign-in method as kimi-cli 1.51.0 describes `kimi login`, its
+--- command replaced by the test agent's login mode (which writes `flag`).
+local function kimi_method(flag)
+  return {
+    _meta = { ['terminal-auth'] = { command = H.agent_bin, args = { '--login' }, label = 'Kimi Code Login',
+      env = { ACP_TEST_LOGIN_FILE = flag }, type = 'terminal' } },
+    description = 'Run `kimi login` command in the terminal, then follow the instructions to finish login.',
+    id = 'login',
+    name = 'Login with Kimi account',
+  }
+end
+
 return {
   { 'a method with _meta terminal-auth and no type runs its command in a terminal, not authenticate', function()
     local dir = T.tmpdir('login')
     local flag = dir .. '/signed-in'
-    -- As kimi-cli 1.51.0 describes `kimi login` (its command replaced by the test agent's login mode).
-    local kimi_login = {
-      _meta = { ['terminal-auth'] = { command = H.agent_bin, args = { '--login' }, label = 'Kimi Code Login',
-        env = { ACP_TEST_LOGIN_FILE = flag }, type = 'terminal' } },
-      description = 'Run `kimi login` command in the terminal, then follow the instructions to finish login.',
-      id = 'login',
-      name = 'Login with Kimi account',
-    }
+    local kimi_login = kimi_method(flag)
     local child, paths = H.start({ agent_info = { auth_methods = { kimi_login }, auth_file = flag },
       turns = { { match = 'hi', steps = { { message = 'hello after sign-in' } } } } })
     child:cmd('AcpChat')
@@ -36,13 +41,7 @@ return {
     local flag = dir .. '/signed-in'
     -- As kimi-cli 1.51.0 lists its methods in the -32000 error's data (no
     -- methods in `initialize` here), its login replaced by the test agent's.
-    local kimi_login = {
-      _meta = { ['terminal-auth'] = { command = H.agent_bin, args = { '--login' }, label = 'Kimi Code Login',
-        env = { ACP_TEST_LOGIN_FILE = flag }, type = 'terminal' } },
-      description = 'Run `kimi login` command in the terminal, then follow the instructions to finish login.',
-      id = 'login',
-      name = 'Login with Kimi account',
-    }
+    local kimi_login = kimi_method(flag)
     local child, paths = H.start({ agent_info = { auth_error_methods = { kimi_login }, auth_file = flag },
       turns = { { match = 'hi', steps = { { message = 'hello after sign-in' } } } } })
     child:cmd('AcpChat')
