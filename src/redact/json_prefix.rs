@@ -174,21 +174,11 @@ impl<'a> PrefixRedactor<'a> {
             } else {
                 self.value(member)?;
             }
-            self.set_mark();
-            self.ws();
-            match self.more()? {
-                b',' => {
-                    self.out.push(',');
-                    self.i += 1;
-                }
-                b'}' => break,
-                _ => return Err(Halt::Bad),
+            if !self.another(b'}')? {
+                break;
             }
         }
-        self.out.push('}');
-        self.i += 1;
-        self.depth -= 1;
-        Ok(())
+        self.close('}')
     }
 
     fn array(&mut self, t: Treat) -> Result<(), Halt> {
@@ -225,19 +215,33 @@ impl<'a> PrefixRedactor<'a> {
                     self.value(element)?;
                 }
                 hide_next = flag;
-                self.set_mark();
-                self.ws();
-                match self.more()? {
-                    b',' => {
-                        self.out.push(',');
-                        self.i += 1;
-                    }
-                    b']' => break,
-                    _ => return Err(Halt::Bad),
+                if !self.another(b']')? {
+                    break;
                 }
             }
         }
-        self.out.push(']');
+        self.close(']')
+    }
+
+    /// After a member or element: a `,` (copied; true: another follows) or
+    /// the container's `close` (false); anything else is not JSON.
+    fn another(&mut self, close: u8) -> Result<bool, Halt> {
+        self.set_mark();
+        self.ws();
+        match self.more()? {
+            b',' => {
+                self.out.push(',');
+                self.i += 1;
+                Ok(true)
+            }
+            c if c == close => Ok(false),
+            _ => Err(Halt::Bad),
+        }
+    }
+
+    /// Copies the closing bracket the cursor is on and leaves the container.
+    fn close(&mut self, bracket: char) -> Result<(), Halt> {
+        self.out.push(bracket);
         self.i += 1;
         self.depth -= 1;
         Ok(())
