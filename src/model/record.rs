@@ -43,6 +43,18 @@ fn size_of(v: &Value) -> usize {
     serde_json::to_string(v).map_or(0, |s| s.len()) + 1
 }
 
+/// The length of `text` as a JSON string body (serde_json's escapes),
+/// counted without writing it: every streamed chunk is measured.
+fn escaped_len(text: &str) -> usize {
+    text.chars()
+        .map(|c| match c {
+            '"' | '\\' | '\n' | '\r' | '\t' | '\u{8}' | '\u{c}' => 2,
+            c if (c as u32) < 0x20 => 6,
+            c => c.len_utf8(),
+        })
+        .sum()
+}
+
 #[derive(Debug)]
 pub struct Recorder {
     /// The records with their serialised sizes, oldest first.
@@ -126,7 +138,7 @@ impl Recorder {
         t.push_str(text);
         // JSON escaping of the added text, counted like the text itself
         // (close enough for a cap; the file is measured again when read).
-        let added = serde_json::to_string(text).map_or(text.len(), |s| s.len() - 2);
+        let added = escaped_len(text);
         *size += added;
         self.bytes += added;
         self.dirty = true;
@@ -417,5 +429,21 @@ mod tests {
         );
         assert_eq!(r.dropped(), 3);
         assert!(r.take_dirty());
+    }
+
+    #[test]
+    fn escaped_len_counts_what_serde_json_writes() {
+        for t in [
+            "plain",
+            "q\"b\\n\nr\rt\tbf\u{8}\u{c}",
+            "ctl\u{1}\u{1f}",
+            "é😀/",
+        ] {
+            assert_eq!(
+                escaped_len(t),
+                serde_json::to_string(t).unwrap().len() - 2,
+                "{t:?}"
+            );
+        }
     }
 }
