@@ -14,22 +14,21 @@
 --- module loads on its first call.
 local M = {}
 
+--- The core's calls this layer answers: service name -> module, function.
+local services = {
+  buffer_read = { 'acp.editor.fs', 'buffer_read' },
+  buffer_apply = { 'acp.editor.fs', 'buffer_apply' },
+  terminal_start = { 'acp.editor.terminal', 'start' },
+  terminal_kill = { 'acp.editor.terminal', 'kill' },
+  write_conflict = { 'acp.editor.refused', 'write_conflict' },
+}
+
 ---@param dispatch table acp.core.dispatch
 function M.serve(dispatch)
-  dispatch.services.buffer_read = function(ev)
-    require('acp.editor.fs').buffer_read(ev)
-  end
-  dispatch.services.buffer_apply = function(ev)
-    require('acp.editor.fs').buffer_apply(ev)
-  end
-  dispatch.services.terminal_start = function(ev)
-    require('acp.editor.terminal').start(ev)
-  end
-  dispatch.services.terminal_kill = function(ev)
-    require('acp.editor.terminal').kill(ev)
-  end
-  dispatch.services.write_conflict = function(ev)
-    require('acp.editor.refused').write_conflict(ev)
+  for name, at in pairs(services) do
+    dispatch.services[name] = function(ev)
+      require(at[1])[at[2]](ev)
+    end
   end
 end
 
