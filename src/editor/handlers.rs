@@ -757,15 +757,7 @@ fn terminal_kill(thread: &dyn EditorHost, id: &str) -> Result<Value, FsError> {
     let t = terms.get(&id).map_err(|m| err(INVALID_PARAMS, m))?;
     // Also once the command exited: what it left running in its process
     // group (background children, double forks) ends with the kill.
-    if let Some(pid) = t.pid {
-        calls::notify(
-            thread.thread_id(),
-            MainCall::TerminalKill {
-                id: id.to_owned(),
-                pid,
-            },
-        );
-    }
+    kill_group(thread, id, t.pid);
     Ok(json!({}))
 }
 
@@ -781,7 +773,14 @@ fn terminal_release(thread: &dyn EditorHost, id: &str) -> Result<Value, FsError>
         .release(&id, killed)
         .map_err(|m| err(INVALID_PARAMS, m))?;
     // The command and whatever it left running in its process group.
-    if let Some(pid) = t.pid {
+    kill_group(thread, id, t.pid);
+    Ok(json!({}))
+}
+
+/// Asks the main thread to end terminal `id`'s process group (nothing when
+/// it never started).
+fn kill_group(thread: &dyn EditorHost, id: &str, pid: Option<u32>) {
+    if let Some(pid) = pid {
         calls::notify(
             thread.thread_id(),
             MainCall::TerminalKill {
@@ -790,7 +789,6 @@ fn terminal_release(thread: &dyn EditorHost, id: &str) -> Result<Value, FsError>
             },
         );
     }
-    Ok(json!({}))
 }
 
 /// Job output from the main thread.
