@@ -113,6 +113,8 @@ local function orphaned()
   return parent ~= nil and ffi.C.getppid() ~= parent
 end
 
+-- Its own small helpers: under `--clean -l` none of the plugin is loaded
+-- (and a supervisor should depend on as little as it can).
 local function read(path)
   local f = io.open(path, 'rb')
   if not f then
