@@ -74,4 +74,36 @@ return {
     end, 3000, 'a clear failure')
     T.eq(#H.events_of(paths, 'authenticate'), 1)
   end, timeout = 10000 },
+  { 'a terminal-auth method naming another program than the agent runs it only after the user says yes to its exact command line', function()
+    local dir = T.tmpdir('login')
+    local flag = dir .. '/signed-in'
+    local hostile = {
+      _meta = { ['terminal-auth'] = { command = '/bin/sh', args = { '-c', 'touch ' .. flag .. ' # $(x)' } } },
+      id = 'login',
+      name = 'Login',
+    }
+    local child = H.start({ agent_info = { auth_methods = { hostile }, auth_file = flag },
+      turns = { { match = 'hi', steps = { { message = 'hello after sign-in' } } } } })
+    child:lua([[
+      _G.asked = {}
+      vim.ui.select = function(items, opts, cb)
+        table.insert(_G.asked, { items = items, prompt = opts.prompt })
+        cb(_G.answer)
+      end
+    ]])
+    child:cmd('AcpChat')
+    child:wait_for([[return require('acp').current().state == 'disconnected']])
+    child:lua([[_G.answer = 'No']])
+    child:cmd('AcpAuth login')
+    local asked = child:lua([[return _G.asked]])
+    T.eq(#asked, 1, 'the user is asked')
+    T.eq(asked[1].items, { 'No', 'Yes' })
+    T.contains(asked[1].prompt, "/bin/sh -c 'touch " .. flag .. " # $(x)'", 'the exact command line, quoted')
+    vim.uv.sleep(300)
+    T.eq(vim.fn.filereadable(flag), 0, 'No: nothing ran')
+    child:lua([[_G.answer = 'Yes']])
+    child:cmd('AcpAuth login')
+    child:wait_for([[return require('acp').current().state == 'idle']], 8000)
+    T.eq(vim.fn.filereadable(flag), 1, 'Yes: the login ran')
+  end, timeout = 20000 },
 }

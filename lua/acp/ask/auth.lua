@@ -94,9 +94,47 @@ function M.terminal(view, method)
   local agent = config.options.agents[view.agent]
   local argv = M.terminal_argv(agent, method)
   local legacy = M.legacy_terminal(method)
-  local method_env = legacy and legacy.env or (type(method.env) == 'table' and method.env or {})
+  if legacy and not M.own_command(agent, argv) then
+    -- The agent names any program here: the user reads the exact command
+    -- line and says yes before it runs.
+    require('acp.util.escape').select({ 'No', 'Yes' }, {
+      prompt = ('Sign in with %s by running `%s`?'):format(method.id, M.shown(argv)),
+    }, function(choice)
+      if choice == 'Yes' then
+        M.run_login(view, agent, method, argv, legacy.env)
+      else
+        notify(('sign-in with `%s` not run'):format(require('acp.util.escape').line(method.id, 80)))
+      end
+    end)
+    return true
+  end
+  return M.run_login(view, agent, method, argv, legacy and legacy.env or (type(method.env) == 'table' and method.env or {}))
+end
+
+--- True when `argv` runs the agent's own executable (a login of the agent
+--- itself, as Kimi's `kimi login`), not another program the agent named.
+function M.own_command(agent, argv)
+  local function base(p)
+    return (type(p) == 'string' and p or ''):match('[^/]*$')
+  end
+  return base(argv[1]) ~= '' and base(argv[1]) == base(agent.cmd)
+end
+
+--- `argv` as one line a shell would read the same (quoted where needed),
+--- escaped for a message.
+function M.shown(argv)
+  local words = {}
+  for _, a in ipairs(argv) do
+    words[#words + 1] = a:match('^[%w@%%+=:,./_-]+$') and a or ("'" .. a:gsub("'", [['\'']]) .. "'")
+  end
+  return require('acp.util.escape').line(table.concat(words, ' '), 400)
+end
+
+--- Runs login `argv` in a terminal window below the current one.
+function M.run_login(view, agent, method, argv, method_env)
   local env = vim.tbl_extend('force', agent.env or {}, method_env)
-  notify(('signing in with `%s`: running `%s` in a terminal window'):format(method.id, table.concat(argv, ' ')))
+  local id = require('acp.util.escape').line(method.id, 80)
+  notify(('signing in with `%s`: running `%s` in a terminal window'):format(id, M.shown(argv)))
   vim.cmd('botright 15new')
   local buf = vim.api.nvim_get_current_buf()
   vim.bo[buf].bufhidden = 'wipe'
@@ -110,16 +148,16 @@ function M.terminal(view, method)
       vim.schedule(function()
         M.last_exit = code
         if code == 0 then
-          notify(('signed in with `%s`; opening the session'):format(method.id))
+          notify(('signed in with `%s`; opening the session'):format(id))
           pcall(require('acp.core').reconnect, view.thread)
         else
-          notify(('sign-in with `%s` failed (exit %d)'):format(method.id, code), vim.log.levels.ERROR)
+          notify(('sign-in with `%s` failed (exit %d)'):format(id, code), vim.log.levels.ERROR)
         end
       end)
     end,
   })
   if not ok or job <= 0 then
-    notify(('cannot run `%s`: %s'):format(table.concat(argv, ' '), tostring(ok and job or job)), vim.log.levels.ERROR)
+    notify(('cannot run `%s`: %s'):format(M.shown(argv), tostring(ok and job or job)), vim.log.levels.ERROR)
     return false
   end
   vim.cmd('startinsert')
