@@ -48,8 +48,14 @@ function M.complete(buf, row, line, col)
   return { start = at - 1, items = items }
 end
 
---- LSP CompletionItemKind values (File, Reference, Function, Keyword).
-local LSP_KIND = { file = 17, buffer = 18, command = 3, special = 14 }
+--- LSP CompletionItemKind values (File, Reference, Keyword). Never Function
+--- or Method: completion plugins append brackets to those (blink.cmp's
+--- auto_brackets, nvim-autopairs' cmp recipe), and `/review` would be
+--- sent as `/review ()`.
+local LSP_KIND = { file = 17, buffer = 18, command = 14, special = 14 }
+
+--- LSP InsertTextFormat.PlainText: the text is inserted as it is.
+local PLAIN_TEXT = 1
 
 --- The items of `complete()`'s result as LSP completion items (both plugin
 --- sources use these), each replacing `res.start`..`col` on line `row`.
@@ -63,6 +69,7 @@ function M.lsp_items(res, row, col)
       labelDetails = it.detail and { description = it.detail } or nil,
       detail = it.detail,
       documentation = it.doc,
+      insertTextFormat = PLAIN_TEXT,
       textEdit = {
         newText = it.word,
         range = {
@@ -75,15 +82,67 @@ function M.lsp_items(res, row, col)
   return items
 end
 
---- Registers the nvim-cmp source when nvim-cmp is loaded (once).
+--- Whether nvim-cmp has a source named `acp` registered (nil when it
+--- cannot tell: an nvim-cmp without `get_registered_sources`).
+---@return boolean?
+function M.cmp_has_source()
+  local cmp = package.loaded.cmp
+  if type(cmp) ~= 'table' or type(cmp.get_registered_sources) ~= 'function' then
+    return nil
+  end
+  local ok, sources = pcall(cmp.get_registered_sources)
+  for _, s in pairs(ok and type(sources) == 'table' and sources or {}) do
+    if type(s) == 'table' and s.name == 'acp' then
+      return true
+    end
+  end
+  return false
+end
+
+--- Registers the nvim-cmp source once nvim-cmp is loaded, unless a source
+--- named `acp` is registered already (by hand, or by an earlier call). A
+--- second registration would still be harmless: only one `acp` source
+--- answers (cmp_acp's `is_available`).
 function M.register_cmp()
-  if M.cmp_registered or not package.loaded.cmp then
+  if not package.loaded.cmp then
+    return
+  end
+  local has = M.cmp_has_source()
+  if has or (has == nil and M.cmp_registered) then
     return
   end
   local ok, cmp = pcall(require, 'cmp')
-  if ok and type(cmp.register_source) == 'function' then
+  if ok and type(cmp) == 'table' and type(cmp.register_source) == 'function' then
     M.cmp_registered = pcall(cmp.register_source, 'acp', require('cmp_acp').new())
   end
+end
+
+--- Registers the nvim-cmp source now if nvim-cmp is loaded, and whenever
+--- it loads later: lazy.nvim's usual recipe loads nvim-cmp on InsertEnter,
+--- after the first chat opened. Hooks: nvim-cmp's own `User CmpReady`
+--- (its plugin file fires it once loaded), lazy.nvim's `User LazyLoad`,
+--- and InsertEnter in the chat input `buf` (after lazy's handler for the
+--- same event loaded the plugin).
+---@param buf integer
+function M.attach(buf)
+  M.register_cmp()
+  if not M.watching then
+    M.watching = true
+    vim.api.nvim_create_autocmd('User', {
+      group = vim.api.nvim_create_augroup('acp_completion_cmp', { clear = true }),
+      pattern = { 'CmpReady', 'LazyLoad' },
+      callback = function()
+        M.register_cmp()
+      end,
+    })
+  end
+  vim.api.nvim_create_autocmd('InsertEnter', {
+    group = vim.api.nvim_create_augroup('acp_completion_' .. buf, { clear = true }),
+    buffer = buf,
+    callback = function()
+      M.register_cmp()
+    end,
+  })
 end
 
 return M

@@ -1,12 +1,17 @@
 --- nvim-cmp source for acp.nvim's chat input: `@` mentions (files,
 --- buffers, @diagnostics, @selection) and the agent's `/` commands.
 ---
----   require('cmp').register_source('acp', require('cmp_acp').new())
+--- acp.nvim registers it by itself whenever nvim-cmp loads, before or
+--- after the first chat (lazy-loaded on InsertEnter included): only name it
+--- in the input's sources:
+---
 ---   require('cmp').setup.filetype('acpchat_input', { sources = { { name = 'acp' } } })
 ---
---- (acp.nvim registers it by itself when nvim-cmp is loaded before a chat
---- opens.) Loaded only by nvim-cmp; with the source enabled acp.nvim's own
---- popup steps aside (`completion = 'auto'`).
+--- Registering it by hand as well (`cmp.register_source('acp',
+--- require('cmp_acp').new())`) is harmless: of several `acp` sources only
+--- the first registered answers, so no item shows twice. Loaded only by
+--- nvim-cmp; with the source enabled acp.nvim's own popup steps aside
+--- (`completion = 'auto'`).
 local Source = {}
 Source.__index = Source
 
@@ -14,8 +19,34 @@ function Source.new()
   return setmetatable({}, Source)
 end
 
+--- The first registered of nvim-cmp's sources named `acp` that are this
+--- source's instances (nil when nvim-cmp cannot list them).
+local function first_registered()
+  local cmp = package.loaded.cmp
+  if type(cmp) ~= 'table' or type(cmp.get_registered_sources) ~= 'function' then
+    return nil
+  end
+  local ok, sources = pcall(cmp.get_registered_sources)
+  local first, first_id
+  for id, s in pairs(ok and type(sources) == 'table' and sources or {}) do
+    if type(s) == 'table' and s.name == 'acp' and getmetatable(s.source) == Source then
+      local n = tonumber(s.id or id) or math.huge
+      if not first or n < first_id then
+        first, first_id = s.source, n
+      end
+    end
+  end
+  return first
+end
+
+--- In the chat input only, and only one `acp` source answers when it was
+--- registered twice (by hand and by acp.nvim).
 function Source:is_available()
-  return vim.bo.filetype == 'acpchat_input'
+  if vim.bo.filetype ~= 'acpchat_input' then
+    return false
+  end
+  local first = first_registered()
+  return first == nil or first == self
 end
 
 function Source:get_debug_name()

@@ -133,7 +133,7 @@ function ChatView.new(opts)
   vim.bo[self.input].filetype = 'acpchat_input'
   -- The input: pending context (shown above its text), `@` mentions, `/` commands.
   require('acp.prompt').attach(self)
-  require('acp.completion').register_cmp()
+  require('acp.completion').attach(self.input)
   require('acp.chat.activity').attach(self)
   -- Buffers of the session's files follow the disk.
   require('acp.editor.sync').attach(self)

@@ -211,6 +211,7 @@ function M.attach(view)
   pcall(function()
     vim.bo[buf].completeopt = 'menuone,noselect'
   end)
+  require('acp.prompt.popup').keys(buf)
   local group = api.nvim_create_augroup('acp_mention_' .. buf, { clear = true })
   local typed = false
   api.nvim_create_autocmd('InsertCharPre', {

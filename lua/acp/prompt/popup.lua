@@ -29,14 +29,37 @@ local function blink_enabled()
   return type(list) == 'table' and vim.tbl_contains(list, id)
 end
 
---- Whether nvim-cmp's config for the current buffer lists the `acp` source.
+--- Whether nvim-cmp serves the current buffer with the `acp` source: a
+--- source of that name is registered (when nvim-cmp can list them), the
+--- config for the buffer lists it, and completion is not disabled there
+--- (`enabled`). A config naming `acp` before the source is registered
+--- (nvim-cmp loaded after the first chat) leaves the built-in popup on.
 local function cmp_enabled()
   local ok, cmp = pcall(require, 'cmp')
   if not ok or type(cmp) ~= 'table' or type(cmp.get_config) ~= 'function' then
     return false
   end
+  if type(cmp.get_registered_sources) == 'function' then
+    local rok, sources = pcall(cmp.get_registered_sources)
+    local found = false
+    for _, s in pairs(rok and type(sources) == 'table' and sources or {}) do
+      found = found or (type(s) == 'table' and s.name == 'acp')
+    end
+    if not found then
+      return false
+    end
+  end
   local cok, cfg = pcall(cmp.get_config)
-  for _, s in ipairs(cok and type(cfg) == 'table' and cfg.sources or {}) do
+  cfg = cok and type(cfg) == 'table' and cfg or {}
+  local enabled = cfg.enabled
+  if type(enabled) == 'function' then
+    local eok, res = pcall(enabled)
+    enabled = not eok or (res and true or false)
+  end
+  if enabled == false then
+    return false
+  end
+  for _, s in ipairs(type(cfg.sources) == 'table' and cfg.sources or {}) do
     if type(s) == 'table' and s.name == 'acp' then
       return true
     end
@@ -60,6 +83,31 @@ function M.builtin_popup()
     return false
   end
   return not M.plugin_source_enabled()
+end
+
+--- `<C-y>` and `<Tab>` in the input `buf` while the built-in popup shows:
+--- accept the selected entry, or the first one when none is selected (the
+--- menu opens with nothing selected, so a single match is taken at once).
+--- Without a popup both keep their meaning (`<Tab>` inserts a tab).
+--- Completion plugins that map these keys wrap these mappings as their
+--- fallback, so their menus behave as configured.
+---@param buf integer
+function M.keys(buf)
+  local function accept(key)
+    return function()
+      if vim.fn.pumvisible() == 0 then
+        return key
+      end
+      local info = vim.fn.complete_info({ 'selected', 'items' })
+      if info.selected ~= -1 then
+        return '<C-y>'
+      end
+      return #(info.items or {}) > 0 and '<C-n><C-y>' or key
+    end
+  end
+  local opts = { buffer = buf, expr = true }
+  vim.keymap.set('i', '<C-y>', accept('<C-y>'), vim.tbl_extend('force', opts, { desc = 'Accept the completion (the first entry when none is selected)' }))
+  vim.keymap.set('i', '<Tab>', accept('<Tab>'), vim.tbl_extend('force', opts, { desc = 'Accept the completion, or insert a tab' }))
 end
 
 return M
