@@ -16,6 +16,7 @@ local uv = vim.uv or vim.loop
 ---@field message? string The end message shown to the user.
 ---@field log string Path of the build log.
 ---@field crates integer Crates compiled so far.
+---@field outcome? string A successful cargo run's end message, short.
 ---@field callbacks fun(ok: boolean)[]
 ---@field started integer uv.now() at the start.
 local Handle = {}
@@ -39,12 +40,45 @@ end
 
 local current ---@type acp.BuildHandle?
 
-local NOTE = { id = 'acp.build', title = 'acp.nvim' }
+local NOTE = { id = 'acp.build', key = 'acp.build', title = 'acp.nvim' }
 
---- Shows `msg` as the build's one notification line: notifiers that know
---- `id` (snacks, fidget, mini.notify) or `replace` (nvim-notify) update it
---- in place.
+--- Whether `vim.notify` is Neovim's own (an echo kept in `:messages`)
+--- rather than a notifier plugin's.
+local function plain_notify()
+  local info = debug.getinfo(vim.notify, 'S')
+  return info ~= nil and info.source:find('vim/_editor.lua', 1, true) ~= nil
+end
+
+--- `msg` on one line that fits the echo area.
+local function one_line(msg)
+  msg = msg:gsub('[%c]', ' ')
+  local room = math.max(vim.v.echospace, 10)
+  if vim.fn.strdisplaywidth(msg) <= room then
+    return msg
+  end
+  local n = room - 1
+  repeat
+    local cut = vim.fn.strcharpart(msg, 0, n)
+    if vim.fn.strdisplaywidth(cut) < room then
+      return cut .. '…'
+    end
+    n = n - 1
+  until n <= 0
+  return ''
+end
+
+--- Shows `msg` as the build's one progress line. Notifiers that know `id`
+--- (snacks, noice, mini.notify), `key` (fidget) or `replace` (nvim-notify)
+--- update one notification in place. Without a notifier the line goes to
+--- the echo area, cut to fit and kept out of `:messages`: fifty progress
+--- notes never pile up into a hit-enter prompt that stops an install.
 local function note(h, msg, level)
+  if plain_notify() then
+    pcall(vim.api.nvim_echo, { { one_line(msg) } }, false, {})
+    -- Shown at once, also while a plugin manager waits on the build.
+    pcall(vim.api.nvim__redraw, { flush = true })
+    return
+  end
   local opts = vim.tbl_extend('force', NOTE, { replace = h._note })
   local ok, rec = pcall(vim.notify, msg, level or vim.log.levels.INFO, opts)
   if ok and (type(rec) == 'table' or type(rec) == 'number') then
@@ -54,13 +88,50 @@ end
 
 local function finish(h, ok, code, message)
   h.done, h.ok, h.code, h.message = true, ok, code, message
-  note(h, message, ok and vim.log.levels.INFO or vim.log.levels.ERROR)
+  if plain_notify() then
+    -- The end message alone goes to `:messages`. A success stays on one
+    -- line (a longer one would stop at a hit-enter prompt): its outcome,
+    -- with the details in the build log.
+    if ok and vim.fn.strdisplaywidth(message) > math.max(vim.v.echospace, 10) then
+      message = one_line((h.outcome or message) .. ' (:AcpLog build)')
+    end
+    vim.notify(message, ok and vim.log.levels.INFO or vim.log.levels.ERROR)
+  else
+    note(h, message, ok and vim.log.levels.INFO or vim.log.levels.ERROR)
+  end
   for _, fn in ipairs(h.callbacks) do
     local cok, err = pcall(fn, ok)
     if not cok then
       vim.notify('acp.nvim: ' .. tostring(err), vim.log.levels.ERROR)
     end
   end
+end
+
+local function same_file(a, b)
+  return a ~= nil
+    and b ~= nil
+    and a.ino == b.ino
+    and a.size == b.size
+    and a.mtime.sec == b.mtime.sec
+    and a.mtime.nsec == b.mtime.nsec
+end
+
+--- The end message of a cargo run that succeeded after compiling `crates`
+--- crates in `secs` s: "already built" when there was nothing to rebuild;
+--- a restart only when the library on disk is not the one loaded.
+local function built_message(core, crates, secs)
+  local replaced = false
+  if core.is_loaded() then
+    local lib = core.candidates()[1]
+    replaced = crates > 0
+      or (lib ~= core.path and uv.fs_stat(lib) ~= nil)
+      or not same_file(uv.fs_stat(core.path), core.loaded_stat)
+  end
+  local restart = replaced and '; restart Neovim to use it' or ''
+  if crates == 0 then
+    return ('acp.nvim: the core is already built%s'):format(replaced and restart or ' (nothing to rebuild)')
+  end
+  return ('acp.nvim: core built in %d s%s'):format(secs, restart)
 end
 
 --- The last `error...` line of cargo's output (the reason, for the message).
@@ -156,8 +227,8 @@ function M.run(on_done)
     local secs = math.floor((uv.now() - h.started) / 1000 + 0.5)
     vim.schedule(function()
       if res.code == 0 then
-        local restart = core.is_loaded() and '; restart Neovim to use it' or ''
-        finish(h, true, 0, ('acp.nvim: core built in %d s%s'):format(secs, restart))
+        h.outcome = built_message(core, h.crates, secs)
+        finish(h, true, 0, h.outcome)
       else
         local why = last_error(tail)
         finish(

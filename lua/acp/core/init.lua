@@ -268,6 +268,8 @@ function M.load()
     return nil, load_error
   end
   M.path = path
+  -- What the loaded file was: a build that replaces it needs a restart.
+  M.loaded_stat = uv.fs_stat(path)
   loaded = core
   return core
 end
