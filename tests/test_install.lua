@@ -277,4 +277,18 @@ return {
     T.eq(#errors, 1, vim.inspect(errors))
     T.match(errors[1].msg, 'build failed %(exit 101%)')
   end, timeout = 40000 },
+
+  { '`make build` says when it skips doc/tags (no Neovim on PATH, no pinned one)', function()
+    -- A PATH with the tools the Makefile's recipe needs and no nvim.
+    local bin = T.tmpdir('bin')
+    for _, tool in ipairs({ 'make', 'sh', 'cat', 'true' }) do
+      local path = vim.fn.exepath(tool)
+      T.truthy(path ~= '', tool .. ' is installed')
+      uv.fs_symlink(path, bin .. '/' .. tool)
+    end
+    local res = vim.system({ 'make', '--no-print-directory', '-C', H.root, 'build', 'CARGO=true',
+      'NVIM_STAMP=' .. T.tmpdir('nostamp') .. '/nvim.path' }, { env = { PATH = bin }, clear_env = true, text = true }):wait(30000)
+    T.eq(res.code, 0, res.stderr)
+    T.match(res.stderr, 'helptags: skipped doc/tags: no Neovim on PATH and no pinned one')
+  end },
 }
