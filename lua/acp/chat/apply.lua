@@ -303,6 +303,8 @@ local function catch_up(d, events, follow)
   end
   -- User autocmds (acp.events): read now, fired after this drain.
   view:_guard(nil, require('acp.chat.announce').observe, view, events)
+  -- Markdown renderers re-render the transcript (throttled).
+  view:_guard(nil, require('acp.chat.renderers').after_apply, view)
 end
 
 --- Applies a run of events for the view's thread (one drain's worth).

@@ -2,8 +2,9 @@
 --- transcript and input of one chat (view.lua) and how a drained batch of
 --- events edits them (apply.lua); their windows (layout.lua), the live
 --- status area (status.lua), card colours (decor.lua), highlighting
---- (markdown.lua), what happens around tool cards (activity.lua, follow.lua,
---- quickfix.lua), the User autocmds a drain means (announce.lua); opening,
+--- (markdown.lua), markdown renderers kept live (renderers.lua), what
+--- happens around tool cards (activity.lua, follow.lua, quickfix.lua), the
+--- User autocmds a drain means (announce.lua); opening,
 --- replacing and closing chats (lifecycle.lua) and the commands that act on
 --- the tab's chat from anywhere (commands.lua).
 -- May use: util, config, events, core, editor, ask, agents, prompt, completion.
