@@ -298,6 +298,9 @@ return {
     T.truthy(#bar < 1200, 'the winbar is capped: ' .. #bar .. ' bytes')
     T.falsy(bar:find('\n', 1, true), 'one line')
     child:lua([[vim.api.nvim_set_current_win(require('acp').current().win)]])
+    -- The header fits the title to the window: a wide one shows its start.
+    child:lua([[vim.api.nvim_win_set_width(0, 150)]])
+    child:wait_for([[return vim.wo.winbar:find('ttt', 1, true) ~= nil]])
     T.match(winbar_shown(child), HOSTILE:gsub('%p', '%%%0') .. '⏎ttt')
     T.falsy(exists(dir .. '/PWNED'), 'no statusline ran a command')
   end },

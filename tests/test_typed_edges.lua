@@ -56,8 +56,9 @@ return {
     T.eq(i.config_options[1].currentValue, 'fast')
     T.eq(i.usage.used, 1200)
     T.no_match(T.read_file(paths.log), 'unknown session')
-    -- What the user sees: the title in the winbar, the command at `/`.
-    T.match(child:lua([[return vim.wo[require('acp').current().win].winbar]]), 'Early title')
+    -- What the user sees: the title in the winbar (last, cut to the
+    -- window's width), the command at `/`.
+    T.match(child:lua([[return vim.wo[require('acp').current().win].winbar]]), 'Early tit')
   end },
 
   { 'tool-call locations are 1-based (line 1 is the top; a legacy 0 is read as 1)', function()

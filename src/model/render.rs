@@ -378,7 +378,7 @@ pub fn tool_call_rendering(tc: &ToolCall) -> (String, CardLayout) {
                 id,
                 tail,
                 *more_lines,
-                exit.as_ref(),
+                exit.as_ref().map_or_else(|| unended(tc), Ended::Exit),
             ),
         }
     }
@@ -437,6 +437,23 @@ fn diff_markdown(out: &mut String, path: &str, new_file: bool, body: &DiffBody) 
     out.push_str("\n  ```");
 }
 
+/// Where a card's terminal is: exited, or not (yet) with the words and
+/// tone that say so.
+enum Ended<'a> {
+    Exit(&'a TermExit),
+    Not(&'static str, Tone),
+}
+
+/// A terminal with no exit: it runs, unless its call waits for the user
+/// (agents show their display terminal before they ask to run it) or was
+/// turned down or cancelled, then the card's state says why.
+fn unended(tc: &ToolCall) -> Ended<'static> {
+    match tc.client_state {
+        Some(state) => Ended::Not(state.label(), Tone::of_card(tc).unwrap_or(Tone::Waiting)),
+        None => Ended::Not("running…", Tone::Running),
+    }
+}
+
 /// A card's terminal: its last lines (`:AcpTerminal` opens the rest), then
 /// whether it runs or how it exited.
 fn terminal_markdown(
@@ -445,7 +462,7 @@ fn terminal_markdown(
     id: &str,
     tail: &str,
     more_lines: usize,
-    exit: Option<&TermExit>,
+    ended: Ended<'_>,
 ) {
     out.push_str("\n  ```console");
     if more_lines > 0 {
@@ -460,9 +477,9 @@ fn terminal_markdown(
         }
     }
     out.push_str("\n  ```\n  ");
-    match exit {
-        Some(x) => push_status(out, marks, &x.describe(), Tone::of_exit(x)),
-        None => push_status(out, marks, "running…", Tone::Running),
+    match ended {
+        Ended::Exit(x) => push_status(out, marks, &x.describe(), Tone::of_exit(x)),
+        Ended::Not(words, tone) => push_status(out, marks, words, tone),
     }
     out.push_str(HEADER_SEP);
     out.push_str(id);
@@ -619,7 +636,7 @@ mod tests {
             code: Some(0),
             signal: None,
         };
-        terminal_markdown(&mut out, &mut vec![], "term-1", "ok", 0, Some(&exit));
+        terminal_markdown(&mut out, &mut vec![], "term-1", "ok", 0, Ended::Exit(&exit));
         assert!(out.ends_with("\n  ```\n  exit code 0 · term-1"), "{out}");
         let mut tc = crate::model::entries::ToolCall::new("x");
         tc.title = "ls".into();

@@ -105,12 +105,16 @@ function M.lines(view)
     out[#out + 1] = l
     groups[#groups + 1] = g
   end
+  -- The state's word is the header's (acp.chat.header): both say
+  -- `cancelling…` once the user cancels. A running tool names itself.
+  local word = require('acp.chat.header').state_word(view)
   local index, card = running_card(view, a)
   if card then
     local title = text.line(card.title ~= '' and card.title or card.id, 'tool')
-    add(('running · %s · %s'):format(title, elapsed(now - (a.seen[index] or now))), 'AcpStatusRunning')
+    word = word == 'working…' and 'running' or word
+    add(('%s · %s · %s'):format(word, title, elapsed(now - (a.seen[index] or now))), 'AcpStatusRunning')
   else
-    add(('working… · %s'):format(elapsed(now - (a.started or now))), 'AcpStatusRunning')
+    add(('%s · %s'):format(word, elapsed(now - (a.started or now))), 'AcpStatusRunning')
   end
   local plan = plan_line(view, a)
   if plan then

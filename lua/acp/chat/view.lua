@@ -564,49 +564,16 @@ function ChatView:keep_end_visible(win)
   require('acp.chat.status').keep_end_visible(self, win)
 end
 
-local state_label = {
-  connecting = 'connecting…',
-  idle = 'ready',
-  running = 'working…',
-  disconnected = 'disconnected',
-}
-
 --- The session's current mode: its name (or id), or nil without modes
 --- (the `mode` config option wins over the legacy modes).
 function ChatView:mode_name()
   return require('acp.agents.controls').mode_name(self)
 end
 
---- ` ACP  agent · state · [mode] · model · effort · usage · title`.
+--- The header, ` ACP  agent · state · [mode] · model · effort · usage ·
+--- title`, fitted to the window (acp.chat.header).
 function ChatView:_update_winbar()
-  if not self:is_visible() then
-    return
-  end
-  local controls = require('acp.agents.controls')
-  local parts = { self.agent, state_label[self.state] or self.state }
-  if self.state == 'connecting' and self.status_detail == 'loading session' then
-    parts[2] = 'loading session… (<C-c> gives up)'
-  elseif self.state == 'running' and self.status_detail == 'cancelling' then
-    parts[2] = 'cancelling…'
-  end
-  -- Names and the title come from the agent: each is one line, capped,
-  -- with `%` doubled (a `%{…}` would run when the bar is drawn).
-  local esc = require('acp.util.escape')
-  for i, p in ipairs(parts) do
-    parts[i] = esc.statusline(p, 60)
-  end
-  local mode = controls.mode_name(self)
-  if mode then
-    parts[#parts + 1] = '[' .. esc.statusline(mode, 60) .. ']'
-  end
-  local extra = { controls.model_name(self), controls.effort_name(self), controls.usage_text(self), self.info.title }
-  local max = { 60, 60, 60, esc.max }
-  for i = 1, 4 do
-    if extra[i] then
-      parts[#parts + 1] = esc.statusline(extra[i], max[i])
-    end
-  end
-  vim.wo[self.win].winbar = '%#AcpTitle# ACP %* ' .. table.concat(parts, ' · ')
+  require('acp.chat.header').update(self)
 end
 
 --- The transcript text (for tests and export).

@@ -21,7 +21,9 @@ function M.open(o)
   vim.bo[left].filetype = vim.bo[o.buf].filetype
   api.nvim_win_set_buf(0, left)
   vim.cmd('diffthis')
-  vim.wo.winbar = o.left_bar
+  -- Both panes have a bar (their rows line up), cut at the right when the
+  -- window is narrow: the label first is never hidden.
+  vim.wo.winbar = o.left_bar .. '%<'
   vim.keymap.set('n', 'q', function()
     if api.nvim_tabpage_is_valid(tab) and #api.nvim_list_tabpages() > 1 then
       vim.cmd(('tabclose %d'):format(api.nvim_tabpage_get_number(tab)))
@@ -30,7 +32,7 @@ function M.open(o)
   vim.cmd('rightbelow vsplit')
   api.nvim_win_set_buf(0, o.buf)
   vim.cmd('diffthis')
-  vim.wo.winbar = o.right_bar
+  vim.wo.winbar = o.right_bar .. '%<'
   return tab, left
 end
 

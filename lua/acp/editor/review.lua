@@ -31,6 +31,24 @@ end
 
 local counter = 0
 
+--- A review pane's winbar, built for the window's width (acp.util.winbar):
+--- ` label  path after · rest`. The label, the file name and `after` are
+--- never cut: a long path is shortened from its left (its directories),
+--- and what does not fit of `rest` (the keys) is cut at the right.
+local function pane_bar(win, label, path, after, rest)
+  local esc = require('acp.util.escape')
+  local width = api.nvim_strwidth
+  -- Relative to the current directory (or `~`) when it is under it.
+  local shown = vim.fn.fnamemodify(path, ':~:.')
+  local name = vim.fn.fnamemodify(path, ':t')
+  require('acp.util.winbar').set(win, function(cols)
+    -- One cell more when keys follow: Neovim marks their cut with ">".
+    local room = cols - width(' ' .. label .. '  ') - width(esc.line(after)) - (rest ~= '' and 1 or 0)
+    room = math.max(room, width(esc.line(name)) + 1)
+    return ('%%#AcpTitle# %s %%* %s%s%s%%<'):format(label, esc.statusline(shown, room, true), esc.statusline(after), rest)
+  end)
+end
+
 --- Puts the cursor on the first hunk (line 1 may already be one).
 local function first_hunk()
   vim.cmd('diffupdate')
@@ -56,6 +74,8 @@ function M.open_diff(path, old_text, new_text, opts)
   local right = scratch(('acp://review/%d/%s (proposed)'):format(counter, path), new_text, ft)
   api.nvim_win_set_buf(0, left)
   vim.cmd('diffthis')
+  -- Both panes have a bar, so their rows line up.
+  pane_bar(api.nvim_get_current_win(), label == 'new file' and 'New file' or 'Before', path, '', '')
   vim.cmd('rightbelow vsplit')
   api.nvim_win_set_buf(0, right)
   vim.cmd('diffthis')
@@ -68,7 +88,7 @@ function M.open_diff(path, old_text, new_text, opts)
   end
   -- The path is the agent's: escaped, or a `%{…}` in it would run.
   local esc = require('acp.util.escape')
-  vim.wo.winbar = ('%%#AcpTitle# Review %%* %s · ]c/[c hunks · q close%s'):format(esc.statusline(path, nil, true), esc.statusline(opts.hint or ''))
+  pane_bar(api.nvim_get_current_win(), 'Review', path, ' (proposed)', ' · ]c/[c hunks · q close' .. esc.statusline(opts.hint or ''))
   first_hunk()
   return tab, left, right
 end
@@ -264,6 +284,7 @@ function M.show_file(state, idx)
   local left_win = api.nvim_get_current_win()
   vim.cmd('rightbelow vsplit')
   local file_buf = file_window(state, f)
+  local file_win = api.nvim_get_current_win()
   vim.cmd('diffthis')
   api.nvim_set_current_win(left_win)
   local name = vim.fn.fnamemodify(f.path, ':t')
@@ -367,11 +388,14 @@ function M.show_file(state, idx)
   map(left, 'q', function()
     M.close(state.tab)
   end, 'Close the review')
-  vim.wo[left_win].winbar = ('%%#AcpTitle# Review %d/%d %%* %s · ]c/[c hunks · r revert / k keep hunk · R revert file · A accept all · ]f/[f files · q'):format(
-    idx,
-    #state.files,
-    require('acp.util.escape').statusline(f.new_file and (f.path .. ' (new)') or f.unknown and (f.path .. ' (before unknown)') or f.path, nil, true)
-  )
+  -- Both panes have a bar, so their rows line up; "Review i/n <file>"
+  -- shows whatever the width.
+  pane_bar(left_win, ('Review %d/%d'):format(idx, #state.files), f.path,
+    f.new_file and ' (new)' or f.unknown and ' (before unknown)' or '',
+    ' · ]c/[c hunks · r revert / k keep hunk · R revert file · A accept all · ]f/[f files · q')
+  if api.nvim_win_is_valid(file_win) then
+    pane_bar(file_win, 'File', f.path, f.refused and ' (not opened)' or '', '')
+  end
   first_hunk()
   if (f.kept or 0) > 0 then
     vim.notify(('acp.nvim: %s: %s of the agent\'s changes you edited since; kept as you left them'):format(name, plural(f.kept, 'hunk')))

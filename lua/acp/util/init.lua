@@ -2,6 +2,7 @@
 --- of chats, agents or the core. text.lua makes any value an agent sends
 --- into buffer text (one line, visible characters, cut to a width);
 --- escape.lua makes it safe where Neovim would interpret it (statuslines,
---- command arguments, `vim.ui.select` items, paths with `~`).
+--- command arguments, `vim.ui.select` items, paths with `~`); winbar.lua
+--- keeps a window bar fitted to its window's width.
 -- May use: nothing.
 return {}

@@ -646,6 +646,44 @@ fn a_restarted_session_never_reaches_the_cards_of_the_old_one() {
 }
 
 #[test]
+fn a_command_waiting_for_the_user_reads_so_until_allowed_then_runs() {
+    // claude-agent-acp shows its display terminal before it asks to run it.
+    let mut t = Thread::new("demo");
+    t.begin_turn("q");
+    t.apply_json(
+        &json!({"sessionUpdate":"tool_call","toolCallId":"b","title":"Terminal",
+        "kind":"execute","status":"pending","content":[{"type":"terminal","terminalId":"b"}],
+        "_meta":{"terminal_info":{"terminal_id":"b"}}}),
+    );
+    let p = patch(
+        json!({"toolCallId":"b","title":"rm -rf build","rawInput":{"command":"rm -rf build"}}),
+    );
+    t.permission_requested(&p, &[]);
+    let card = |t: &Thread| {
+        let mut e = t.entries().iter().rev();
+        e.find(|e| matches!(e, Entry::ToolCall(tc) if tc.id == "b"))
+            .unwrap()
+            .to_markdown()
+    };
+    let md = card(&t);
+    assert!(md.ends_with("\n  waiting for you · b"), "{md}");
+    assert!(
+        !md.contains("running") && !md.contains("in progress"),
+        "{md}"
+    );
+    let tc = t.tool_call("b").unwrap();
+    let (_, layout) = render::tool_call_rendering(tc);
+    assert_eq!(layout.status_lines[0].tone, render::Tone::Waiting);
+    // Allowed: it runs.
+    t.permission_answered("b", None, None);
+    assert!(card(&t).ends_with("\n  running… · b"), "{}", card(&t));
+    // Rejected: it never ran.
+    t.permission_requested(&p, &[]);
+    t.permission_answered("b", Some(ClientState::Rejected), None);
+    assert!(card(&t).ends_with("\n  rejected · b"), "{}", card(&t));
+}
+
+#[test]
 fn a_permission_request_never_sets_the_kind_of_an_existing_card() {
     let mut t = Thread::new("demo");
     let (_turn, _) = t.begin_turn("go");
