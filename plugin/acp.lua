@@ -7,17 +7,27 @@ vim.g.loaded_acp = true
 
 local cmd = vim.api.nvim_create_user_command
 
+local function complete_agent(lead)
+  local names = require('acp.agents').names()
+  return vim.tbl_filter(function(n)
+    return n:find(lead, 1, true) == 1
+  end, names)
+end
+
 cmd('AcpChat', function(o)
+  require('acp.chat.commands').chat(o.args)
+end, {
+  nargs = '?',
+  desc = 'Open or focus the agent chat of this tab; hide it from inside (with an agent: open a chat with it)',
+  complete = complete_agent,
+})
+
+cmd('AcpToggle', function(o)
   require('acp.chat.commands').toggle(o.args)
 end, {
   nargs = '?',
-  desc = 'Toggle the agent chat of this tab (with an agent: open a chat with it)',
-  complete = function(lead)
-    local names = require('acp.agents').names()
-    return vim.tbl_filter(function(n)
-      return n:find(lead, 1, true) == 1
-    end, names)
-  end,
+  desc = 'Show or hide the agent chat of this tab',
+  complete = complete_agent,
 })
 
 cmd('AcpChats', function(o)
@@ -293,17 +303,9 @@ local function run(ex)
     vim.cmd(ex)
   end
 end
-plug('n', 'AcpChat', run('AcpChat'), 'Toggle the agent chat of this tab')
+plug('n', 'AcpChat', run('AcpChat'), 'Open or focus the agent chat of this tab; hide it from inside')
 plug('n', 'AcpChats', run('AcpChats'), 'List the chats and show one in this tab')
-plug('n', 'AcpToggle', function()
-  local acp = require('acp')
-  local view = acp.current()
-  if view and view:is_visible() then
-    view:hide()
-  else
-    acp.open()
-  end
-end, 'Show or hide the agent chat of this tab')
+plug('n', 'AcpToggle', run('AcpToggle'), 'Show or hide the agent chat of this tab')
 plug('n', 'AcpSend', ':AcpSend ', 'Type a message for the chat')
 plug('x', 'AcpSend', ":<C-u>'<,'>AcpSend ", 'Type a message sent with the selection attached')
 plug('x', 'AcpAddSelection', function()

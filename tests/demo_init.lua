@@ -29,21 +29,49 @@ require('acp.core').helptags()
 
 local HINT = {
   'acp.nvim demo (offline). Type hello, then <C-s> (or <Esc> and <CR>).',
-  'Also try: edit, run, permission, slow, crash, or / for the commands;',
-  ':AcpMode switches modes, :help acp has the rest.',
+  'Also try: edit, run, permission, slow, crash, or / for the commands; :AcpMode switches modes, :help acp has the rest.',
 }
 
---- The hint, inside the chat until the first prompt.
+--- `text` cut into lines of at most `width` cells, at spaces.
+local function wrap(text, width)
+  local lines, line = {}, ''
+  for word in text:gmatch('%S+') do
+    if line ~= '' and vim.fn.strdisplaywidth(line .. ' ' .. word) > width then
+      lines[#lines + 1] = line
+      line = word
+    else
+      line = line == '' and word or (line .. ' ' .. word)
+    end
+  end
+  lines[#lines + 1] = line
+  return lines
+end
+
+--- The hint, inside the chat until the first prompt, wrapped to the chat's
+--- width (again when the chat is resized).
 local function show_hint(view)
   local ns = vim.api.nvim_create_namespace('acp_demo_hint')
-  local virt = {}
-  for _, l in ipairs(HINT) do
-    virt[#virt + 1] = { { l, 'Comment' } }
+  local group = vim.api.nvim_create_augroup('acp_demo_hint', { clear = true })
+  local function draw()
+    local win = view.win
+    if not (win and vim.api.nvim_win_is_valid(win)) then
+      return
+    end
+    local virt = {}
+    for _, paragraph in ipairs(HINT) do
+      for _, l in ipairs(wrap(paragraph, vim.api.nvim_win_get_width(win) - 1)) do
+        virt[#virt + 1] = { { l, 'Comment' } }
+      end
+    end
+    vim.api.nvim_buf_clear_namespace(view.buf, ns, 0, -1)
+    vim.api.nvim_buf_set_extmark(view.buf, ns, 0, 0, { virt_lines = virt })
   end
-  vim.api.nvim_buf_set_extmark(view.buf, ns, 0, 0, { virt_lines = virt })
+  draw()
+  vim.api.nvim_create_autocmd({ 'WinResized', 'BufWinEnter' }, { group = group, callback = draw })
   vim.api.nvim_buf_attach(view.buf, false, {
     on_lines = function(_, buf)
       vim.schedule(function()
+        pcall(vim.api.nvim_del_augroup_by_id, group)
         pcall(vim.api.nvim_buf_clear_namespace, buf, ns, 0, -1)
       end)
       return true

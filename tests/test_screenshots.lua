@@ -11,7 +11,7 @@ local W, HEIGHT = 80, 30
 --- A child with a W x HEIGHT screen, the chat 52 columns wide, time frozen (the status
 --- area's elapsed times read 0s), the chat open and ready.
 local function start(turns, config)
-  local cfg = { chat = { width = 52 } }
+  local cfg = { chat = { width = 52, min_code_width = 20 } }
   for k, v in pairs(config or {}) do
     cfg[k] = v
   end
@@ -131,7 +131,7 @@ return {
   end },
 
   { 'a replayed history (session/load)', function()
-    local child = H.start({ config = { chat = { width = 52 } }, turns = {}, agent_info = {
+    local child = H.start({ config = { chat = { width = 52, min_code_width = 20 } }, turns = {}, agent_info = {
       load_session = true,
       load = { replay = {
         { sessionUpdate = 'user_message_chunk', content = { type = 'text', text = 'Why does the parser drop the last token?' } },

@@ -171,7 +171,21 @@ M.defaults = {
     -- 'right', 'left', 'bottom' or 'tab'.
     position = 'right',
     -- Width of a side chat: columns if > 1, fraction of the screen if <= 1.
+    -- A fraction is kept between `min_width` and `max_width` columns. The
+    -- width follows the screen: it is worked out again when the screen is
+    -- resized and when the chat opens (a width you gave the chat by hand is
+    -- kept until the screen is resized).
     width = 0.4,
+    min_width = 50,
+    max_width = 100,
+    -- Columns the other windows keep beside a side chat: when the screen is
+    -- too narrow for both minimums, the chat gets what is left (at least 20).
+    min_code_width = 30,
+    -- Height of a 'bottom' chat (its transcript and input): lines if > 1,
+    -- fraction of the screen if <= 1; the windows above keep
+    -- `min_code_height` lines. Follows the screen like the width.
+    height = 0.4,
+    min_code_height = 8,
     -- Height of the input area in lines.
     input_height = 6,
     -- Fold agent thoughts (reopen with `zo`).
@@ -396,6 +410,16 @@ local function validate(user, defaults, path)
       if not vim.tbl_contains({ 'unrequested', 'always', 'never' }, value) then
         fail(p, "must be 'unrequested', 'always' or 'never'")
       end
+    elseif p == 'chat.width' or p == 'chat.height' then
+      check_type(p, value, 'number')
+      if value <= 0 or (value > 1 and value ~= math.floor(value)) then
+        fail(p, 'must be a fraction of the screen (more than 0, up to 1) or a whole number of cells')
+      end
+    elseif p == 'chat.min_width' or p == 'chat.max_width' or p == 'chat.min_code_width' or p == 'chat.min_code_height' then
+      check_type(p, value, 'number')
+      if value ~= math.floor(value) or value < 1 or value > 10000 then
+        fail(p, 'must be a whole number of cells, 1 or more')
+      end
     elseif p == 'chat.markdown' then
       if value ~= 'acp_markdown' and value ~= 'markdown' then
         fail(p, "must be 'acp_markdown' or 'markdown'")
@@ -484,6 +508,9 @@ function M.setup(opts)
     and (default == false or (default == nil and not in_registry(merged.default_agent, registry)))
   then
     error(('acp.nvim: setup: `default_agent` is %q, which is not in `agents`'):format(merged.default_agent), 0)
+  end
+  if merged.chat.min_width > merged.chat.max_width then
+    error(('acp.nvim: setup: `chat.min_width` (%d) is more than `chat.max_width` (%d)'):format(merged.chat.min_width, merged.chat.max_width), 0)
   end
   M.options = merged
   return merged

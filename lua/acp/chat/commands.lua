@@ -1,5 +1,6 @@
 --- The commands typed anywhere that act on the tab's chat, opening it
---- (without moving the cursor) when they need one: `:AcpChat` toggles it,
+--- (without moving the cursor) when they need one: `:AcpChat` shows or
+--- focuses it (and hides it from inside), `:AcpToggle` toggles it,
 --- `:AcpAdd`, `<Plug>(AcpAddSelection)`, `:AcpImage` and `:AcpPasteImage`
 --- attach to its next prompt, `:'<,'>AcpSend` sends with the selection,
 --- `:AcpContext` lists or edits what is attached. What they attach is
@@ -14,11 +15,34 @@ local function notify(msg, level)
   vim.notify('acp.nvim: ' .. msg, level or vim.log.levels.WARN)
 end
 
---- `:AcpChat [agent]`: toggles the tab's chat; another agent opens a new
---- chat and keeps the old one (`:AcpChats`).
-function M.toggle(agent)
+--- Whether the cursor is in one of `view`'s windows.
+local function inside(view)
+  local win = vim.api.nvim_get_current_win()
+  return win == view.win or win == view.input_win
+end
+
+--- `:AcpChat [agent]`: from a code window, shows the tab's chat or moves
+--- into it when it is visible; from inside the chat, hides it. Another
+--- agent opens a new chat and keeps the old one (`:AcpChats`).
+function M.chat(agent)
   local view = chats.current()
   agent = agent ~= '' and agent or nil
+  if view and (agent == nil or agent == view.agent) and view:is_visible() then
+    if inside(view) then
+      view:hide()
+    else
+      view:focus_input(require('acp.config').options.chat.start_insert)
+    end
+    return view
+  end
+  return lifecycle.open(agent)
+end
+
+--- `:AcpToggle [agent]`: shows the tab's chat when it is hidden, hides it
+--- when it is visible, wherever the cursor is.
+function M.toggle(agent)
+  local view = chats.current()
+  agent = (agent and agent ~= '') and agent or nil
   if view and (agent == nil or agent == view.agent) and view:is_visible() then
     view:hide()
     return view

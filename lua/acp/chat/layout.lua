@@ -17,17 +17,157 @@ local function valid(win)
   return win ~= nil and api.nvim_win_is_valid(win)
 end
 
---- Keeps the user's sizes of the pair (read before a window goes).
+--- Keeps the user's sizes of the pair (read before a window goes), with
+--- the screen size they were taken at: they are used again only on a
+--- screen of that size.
 function M.remember(view)
   local size = view.size
   if valid(view.win) then
     size.width = api.nvim_win_get_width(view.win)
+    -- A 'bottom' chat's height is its transcript, the line between and its
+    -- input: what its window is split from when it opens again.
     size.height = api.nvim_win_get_height(view.win)
+      + (valid(view.input_win) and (api.nvim_win_get_height(view.input_win) + 1) or 0)
+    size.screen = M.screen()
   end
   if valid(view.input_win) then
     size.input = api.nvim_win_get_height(view.input_win)
   end
 end
+
+-- Sizes that follow the screen ----------------------------------------------
+
+--- Narrowest chat, whatever the screen.
+M.MIN_CHAT_WIDTH = 20
+
+--- The screen's size as a key (sizes remembered on another screen size
+--- are not used again).
+function M.screen()
+  return vim.o.columns .. 'x' .. vim.o.lines
+end
+
+--- Width of a side chat on a screen `cols` wide: `chat.width` (a fraction
+--- kept between `chat.min_width` and `chat.max_width`); the other windows
+--- keep `chat.min_code_width` and a separator, the chat at least
+--- MIN_CHAT_WIDTH.
+function M.chat_width(cols)
+  local o = require('acp.config').options.chat
+  local w = o.width
+  if w <= 1 then
+    w = math.max(o.min_width, math.min(o.max_width, math.floor(cols * w)))
+  end
+  w = math.min(w, cols - o.min_code_width - 1)
+  return math.max(w, M.MIN_CHAT_WIDTH)
+end
+
+--- Height of a 'bottom' chat (transcript, line between, input) on this
+--- screen: `chat.height`; the windows above keep `chat.min_code_height`
+--- and their status line.
+function M.chat_height()
+  local o = require('acp.config').options.chat
+  local tabline = (vim.o.showtabline == 2 or (vim.o.showtabline == 1 and #api.nvim_list_tabpages() > 1)) and 1 or 0
+  local rows = vim.o.lines - vim.o.cmdheight - tabline
+  local h = o.height <= 1 and math.floor(rows * o.height) or o.height
+  h = math.min(h, rows - o.min_code_height - 1)
+  return math.max(h, o.input_height + 4)
+end
+
+--- Gives a new chat window (`win`, before its input is split from it) the
+--- size the user last gave it on this screen size, else the one the
+--- screen asks for.
+function M.size_new(view, win)
+  local pos = require('acp.config').options.chat.position
+  local size = view.size
+  local same = size.screen == M.screen()
+  if pos == 'bottom' then
+    api.nvim_win_set_height(win, same and size.height or M.chat_height())
+  else
+    api.nvim_win_set_width(win, same and size.width or M.chat_width(vim.o.columns))
+  end
+  size.screen = M.screen()
+end
+
+--- Sizes the visible windows of `view` for the screen (the user's own
+--- width gives way: the screen was resized).
+function M.fit(view)
+  local pos = require('acp.config').options.chat.position
+  if pos == 'tab' or not valid(view.win) then
+    return
+  end
+  if pos == 'bottom' then
+    local input = valid(view.input_win) and (api.nvim_win_get_height(view.input_win) + 1) or 0
+    api.nvim_win_set_height(view.win, math.max(1, M.chat_height() - input))
+  else
+    api.nvim_win_set_width(view.win, M.chat_width(vim.o.columns))
+  end
+  view.size.screen = M.screen()
+end
+
+--- The chats with both windows in tab `tab`.
+local function shown_in(tab)
+  local out = {}
+  for _, view in pairs(chats.by_thread) do
+    if valid(view.win) and valid(view.input_win) and api.nvim_win_get_tabpage(view.win) == tab then
+      out[#out + 1] = view
+    end
+  end
+  return out
+end
+
+-- The screen was resized: this tab's chats now, the other tabs' chats when
+-- their tab is entered.
+api.nvim_create_autocmd({ 'VimResized', 'TabEnter' }, {
+  group = group,
+  callback = function(ev)
+    for _, view in ipairs(shown_in(api.nvim_get_current_tabpage())) do
+      if ev.event == 'VimResized' or view.size.screen ~= M.screen() then
+        M.fit(view)
+      end
+    end
+  end,
+})
+
+-- Another window of the tab closed (`:AcpTrace`'s `q`, a quickfix list, a
+-- split): Neovim hands its rows and columns to its neighbours, often the
+-- chat's input. The chat's windows keep the sizes they had.
+api.nvim_create_autocmd('WinClosed', {
+  group = group,
+  callback = function(ev)
+    local closed = tonumber(ev.match)
+    if not valid(closed) or api.nvim_win_get_config(closed).relative ~= '' then
+      return
+    end
+    local tab = api.nvim_win_get_tabpage(closed)
+    local keep = {}
+    for _, view in ipairs(shown_in(tab)) do
+      if closed ~= view.win and closed ~= view.input_win then
+        keep[#keep + 1] = { view, api.nvim_win_get_width(view.win), api.nvim_win_get_height(view.win), api.nvim_win_get_height(view.input_win) }
+      end
+    end
+    if #keep == 0 then
+      return
+    end
+    vim.schedule(function()
+      if api.nvim_get_current_tabpage() ~= tab then
+        return
+      end
+      local bottom = require('acp.config').options.chat.position == 'bottom'
+      for _, k in ipairs(keep) do
+        local view, width, height, input = k[1], k[2], k[3], k[4]
+        if valid(view.win) and valid(view.input_win) then
+          if api.nvim_win_get_height(view.input_win) ~= input then
+            api.nvim_win_set_height(view.input_win, input)
+          end
+          if bottom and api.nvim_win_get_height(view.win) ~= height then
+            api.nvim_win_set_height(view.win, height)
+          elseif not bottom and api.nvim_win_get_width(view.win) ~= width then
+            api.nvim_win_set_width(view.win, width)
+          end
+        end
+      end
+    end)
+  end,
+})
 
 --- Closes `win`; the last window of the last tab is emptied instead
 --- (Neovim cannot close it).

@@ -24,7 +24,7 @@ local apply = require('acp.chat.apply')
 ---@field buf integer The transcript buffer.
 ---@field input integer The input buffer.
 ---@field win? integer The transcript window, once shown.
----@field size { width?: integer, height?: integer, input?: integer } The user's last sizes of the windows (acp.chat.layout).
+---@field size { width?: integer, height?: integer, input?: integer, screen?: string } The user's last sizes of the windows and the screen size they were taken at (acp.chat.layout).
 ---@field input_win? integer The input window, once shown.
 ---@field entries table<integer, { mark: integer, kind: acp.EntryKind }> Entry index -> its start extmark and kind.
 ---@field count integer Entries rendered.
@@ -190,17 +190,12 @@ function ChatView:show(focus_input)
       -- Commands typed in the chat's own tab find it there.
       require('acp.chat').by_tab[api.nvim_get_current_tabpage()] = self
     else
-      local cols = vim.o.columns
-      local size = opts.width <= 1 and math.floor(cols * opts.width) or opts.width
       local split = ({ right = 'botright vsplit', left = 'topleft vsplit', bottom = 'botright split' })[pos]
         or 'botright vsplit'
       vim.cmd(split)
       api.nvim_win_set_buf(0, self.buf)
-      if pos ~= 'bottom' then
-        api.nvim_win_set_width(0, self.size.width or math.max(size, 20))
-      elseif self.size.height then
-        api.nvim_win_set_height(0, self.size.height)
-      end
+      -- The screen's share (chat.width), or the user's size on this screen.
+      layout.size_new(self, api.nvim_get_current_win())
     end
     self.win = api.nvim_get_current_win()
     local wo = vim.wo[self.win]
