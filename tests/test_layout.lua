@@ -177,12 +177,12 @@ return {
       T.match(table.concat(h.lines, ' '), ':help acp has the rest%.$', 'nothing of it is lost')
     end
     local h = hint()
-    T.eq(h.width, 49)
     check(h)
+    T.eq(h.width, 49)
     resize(screen, 60, 24)
     h = hint()
-    T.eq(h.width, 29, 'the code window keeps 30 columns')
     check(h)
+    T.eq(h.width, 29, 'the code window keeps 30 columns')
   end },
 
   { 'setup() checks the sizes: a clear error naming the option', function()

@@ -1,6 +1,7 @@
 --- The live status area of a running turn: a small float pinned to the
 --- bottom of the transcript window, always visible whatever the scroll
---- position. It shows the running tool and how long it runs, the turn's
+--- position. It lists the queued messages (acp.prompt.queue) on top, then
+--- shows the running tool and how long it runs, the turn's
 --- plan as its progress and current step (the plan itself is rendered
 --- once, in the transcript) and the permissions that wait for the user.
 --- It closes when the turn ends. Windows that follow the output keep the
@@ -13,7 +14,8 @@ local M = {}
 api.nvim_set_hl(0, 'AcpStatusArea', { link = 'NormalFloat', default = true })
 api.nvim_set_hl(0, 'AcpStatusAreaBorder', { link = 'FloatBorder', default = true })
 
---- Per view: { win, buf, timer, turn, plan, seen = { [index] = uv.now() } }.
+--- Per view: { win, buf, timer, turn, plan, seen = { [index] = uv.now() },
+--- listed (the area lists the queue) }.
 local areas = setmetatable({}, { __mode = 'k' })
 
 local function area_of(view)
@@ -96,14 +98,31 @@ local function permissions(view)
   return out
 end
 
---- The area's lines, with a highlight group per line.
-function M.lines(view)
+--- Queued messages listed at most (the rest are counted on the last row).
+M.max_queued = 5
+
+--- The area's lines, with a highlight group per line: the queued messages
+--- first (one line each, cut to `width` cells), then the turn's state.
+function M.lines(view, width)
   local a = area_of(view)
   local now = vim.uv.now()
   local out, groups = {}, {}
   local function add(l, g)
     out[#out + 1] = l
     groups[#groups + 1] = g
+  end
+  local queued = require('acp.prompt.queue').summary(view)
+  if #queued > M.max_queued then
+    local more = #queued - M.max_queued + 1
+    queued = vim.list_slice(queued, 1, M.max_queued - 1)
+    queued[#queued + 1] = ('⏳ %d more · :AcpQueue'):format(more)
+  end
+  for _, l in ipairs(queued) do
+    l = text.visible(l)
+    if width and vim.api.nvim_strwidth(l) > width then
+      l = text.take(l, math.max(width - 1, 1)) .. '…'
+    end
+    add(l, 'AcpQueued')
   end
   -- The state's word is the header's (acp.chat.header): both say
   -- `cancelling…` once the user cancels. A running tool names itself.
@@ -157,7 +176,7 @@ function M.win(view)
 end
 
 local function draw(view, a)
-  local lines, groups = M.lines(view)
+  local lines, groups = M.lines(view, api.nvim_win_get_width(view.win))
   if not (a.buf and api.nvim_buf_is_valid(a.buf)) then
     a.buf = api.nvim_create_buf(false, true)
     vim.bo[a.buf].bufhidden = 'wipe'
@@ -236,10 +255,34 @@ end
 function M.update(view)
   update(view)
   -- The permission float keeps its place next to its card.
+  -- The queue moves between the area and the transcript's end as the
+  -- area opens and closes.
+  local a = area_of(view)
+  local shown = M.win(view) ~= nil
+  if shown ~= (a.listed or false) then
+    a.listed = shown
+    require('acp.prompt.queue').render(view)
+  end
   require('acp.ask.permission').reposition(view)
 end
 
 --- For a window that follows the output: scrolls so that the last line
+--- The queue changed: the area, when shown, lists it again. Returns
+--- whether it is shown.
+function M.queue_changed(view)
+  local a = area_of(view)
+  a.listed = M.win(view) ~= nil
+  if a.listed then
+    draw(view, a)
+    -- Taller or shorter now: a window that follows the output keeps its
+    -- last line above the area.
+    if vim.tbl_contains(view:_following() or {}, view.win) then
+      M.keep_end_visible(view, view.win)
+    end
+  end
+  return a.listed
+end
+
 --- sits above the area instead of under it.
 function M.keep_end_visible(view, win)
   local covered = M.height(view) + require('acp.ask.permission').bottom_rows(view)
