@@ -239,8 +239,10 @@ local function in_order(d, ev)
     view:_replace(ev)
   elseif t == 'permission' then
     require('acp.ask.permission').enqueue(view, ev)
+    d.meta = true -- the header's state: waiting for you
   elseif t == 'permission_done' then
     require('acp.ask.permission').done(view, ev.request)
+    d.meta = true
   end
 end
 

@@ -23,8 +23,19 @@ local words = {
   disconnected = 'disconnected',
 }
 
+--- A permission request of this chat waits for the user.
+local function asks(view)
+  for _, item in ipairs(require('acp.ask.permission').queue) do
+    if item.view == view then
+      return true
+    end
+  end
+  return false
+end
+
 --- The chat's state in words: `connecting…`, `loading session…`, `ready`,
---- `working…`, `cancelling…` or `disconnected`.
+--- `working…`, `waiting for you` (a permission request waits: the agent
+--- does nothing until it is answered), `cancelling…` or `disconnected`.
 ---@param view acp.ChatView
 ---@return string
 function M.state_word(view)
@@ -32,6 +43,8 @@ function M.state_word(view)
     return 'loading session…'
   elseif view.state == 'running' and view.status_detail == 'cancelling' then
     return 'cancelling…'
+  elseif view.state == 'running' and asks(view) then
+    return 'waiting for you'
   end
   return words[view.state] or tostring(view.state)
 end

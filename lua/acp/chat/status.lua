@@ -130,9 +130,10 @@ function M.lines(view, width)
   local index, card = running_card(view, a)
   if card then
     local title = text.line(card.title ~= '' and card.title or card.id, 'tool')
-    word = word == 'working…' and 'running' or word
+    word = (word == 'working…' or word == 'waiting for you') and 'running' or word
     add(('%s · %s · %s'):format(word, title, elapsed(now - (a.seen[index] or now))), 'AcpStatusRunning')
-  else
+  elseif word ~= 'waiting for you' then
+    -- (Waiting for the user: the permission lines below say what for.)
     add(('%s · %s'):format(word, elapsed(now - (a.started or now))), 'AcpStatusRunning')
   end
   local plan = plan_line(view, a)

@@ -1,0 +1,64 @@
+-- What a user reads and types in the chat's smaller places: a command that
+-- waits for a permission, the pickers' entries, `:AcpTerminal`'s buffer,
+-- `:AcpSend` during a turn.
+local H = require('tests.helpers.acp')
+local Screen = require('tests.helpers.screen')
+
+--- The rows of `screen` now, as text.
+local function rows(screen)
+  return screen:shot().text
+end
+
+--- The first row holding `s` (plain), or nil.
+local function row_with(lines, s)
+  for i, l in ipairs(lines) do
+    if l:find(s, 1, true) then
+      return i, l
+    end
+  end
+end
+
+--- The screen's text, for a failure message.
+local function dump(lines)
+  return '\n' .. table.concat(lines, '\n')
+end
+
+return {
+  { 'a command waiting for the user reads "waiting for you" until allowed, then it runs', function()
+    -- claude-agent-acp shows the command's display terminal first, then asks.
+    local child = H.start({ turns = { { match = 'go', steps = {
+      { message = 'I will clean the build.\n' },
+      { update = { sessionUpdate = 'tool_call', toolCallId = 'toolu_1', title = 'Terminal', kind = 'execute', status = 'pending',
+        content = { { type = 'terminal', terminalId = 'toolu_1' } }, _meta = { terminal_info = { terminal_id = 'toolu_1' } } } },
+      { update = { sessionUpdate = 'tool_call_update', toolCallId = 'toolu_1', title = 'rm -rf build', rawInput = { command = 'rm -rf build' } } },
+      H.req('session/request_permission', { toolCall = { toolCallId = 'toolu_1', title = 'rm -rf build', rawInput = { command = 'rm -rf build' } },
+        options = { { optionId = 'allow', name = 'Allow', kind = 'allow_once' }, { optionId = 'reject', name = 'Reject', kind = 'reject_once' } } }),
+      { wait_cancel = true },
+    } } }, config = { chat = { width = 60 } } })
+    local screen = Screen.attach(child, 100, 30)
+    H.open(child)
+    child:lua([[require('acp').send('go')]])
+    child:wait_for([[return require('acp.ask.permission').win ~= nil]])
+    local lines
+    T.wait(function()
+      lines = rows(screen)
+      return row_with(lines, 'waiting for you · toolu_1') ~= nil and row_with(lines, 'working…') == nil
+    end, 3000)
+    -- The card's terminal, the header and the status area: nothing runs yet.
+    T.truthy(row_with(lines, 'run · rm -rf build · waiting for you'), dump(lines))
+    T.eq(row_with(lines, 'running'), nil, dump(lines))
+    T.eq(row_with(lines, 'in progress'), nil, dump(lines))
+    T.truthy(row_with(lines, 'ACP  test · waiting for you'), dump(lines))
+
+    H.enter_permission(child)
+    child:feed('y')
+    T.wait(function()
+      lines = rows(screen)
+      return row_with(lines, 'running… · toolu_1') ~= nil and row_with(lines, 'running · rm -rf build') ~= nil
+    end, 3000)
+    T.eq(row_with(lines, 'waiting for you'), nil, dump(lines))
+    T.truthy(row_with(lines, 'ACP  test · working…'), dump(lines))
+    child:cmd('AcpCancel')
+    H.wait_idle(child)
+  end },
+}
