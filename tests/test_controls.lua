@@ -3,6 +3,7 @@
 -- streaming at once, elicitation, sign-in (terminal, env_var) and logout.
 local T = require('tests.helpers.expect')
 local H = require('tests.helpers.acp')
+local Screen = require('tests.helpers.screen')
 
 local RECORD_NOTIFY = [[
   _G.notes = {}
@@ -145,8 +146,9 @@ return {
       view:submit()
       assert(require('acp').send('third'))
     ]])
+    -- Listed at the top of the running turn's status area.
     T.eq(child:lua([[return require('acp.prompt.queue').lines(require('acp').current())]]), {
-      '', '⏳ queued 1: second', '⏳ queued 2: third', '   sent when the turn ends · :AcpQueue edits or drops' })
+      '⏳ queued 1: second', '⏳ queued 2: third' })
     T.eq(child:lua([[return vim.api.nvim_buf_get_lines(require('acp').current().input, 0, -1, false)]]), { '' }, 'the input was taken')
     T.eq(child:lua([[return require('acp').status().queued]]), 2)
     child:cmd('AcpQueue drop 2')
@@ -172,7 +174,7 @@ return {
     child:lua([[vim.api.nvim_buf_set_lines(require('acp').current().input, 0, -1, false, { 'typed' })]])
     child:cmd('AcpQueue edit 1')
     T.eq(child:lua([[return vim.api.nvim_buf_get_lines(require('acp').current().input, 0, -1, false)]]), { 'edit me', 'typed' })
-    T.eq(child:lua([[return require('acp.prompt.queue').lines(require('acp').current())[2] ]]), '⏳ queued 1: after cancel')
+    T.eq(child:lua([[return require('acp.prompt.queue').lines(require('acp').current())[1] ]]), '⏳ queued 1: after cancel')
     -- The key, pressed in the chat input (not :AcpCancel): it ends the running turn only.
     child:lua([[vim.api.nvim_set_current_win(require('acp').current().input_win)]])
     child:feed('<C-c>')
@@ -228,6 +230,106 @@ return {
     T.match(text, '## You\n\nfirst')
     T.match(text, '## You\n\nsteer')
     T.match(text, 'two')
+  end },
+
+  { ':AcpQueue picks a message, not a position: the turn ends between pick and edit, the picked one is edited', function()
+    local child, paths = H.start({ turns = {
+      { match = 'first', steps = { { wait_cancel = true } } },
+      { match = 'one', steps = { { wait_cancel = true } } },
+    } })
+    H.open(child)
+    child:lua([[require('acp').send('first')]])
+    child:wait_for([[return require('acp').current().state == 'running']])
+    child:lua(RECORD_NOTIFY)
+    child:lua([[
+      require('acp').send('one'); require('acp').send('two')
+      _G.picks = {}
+      vim.ui.select = function(items, opts, cb) table.insert(_G.picks, { items = items, opts = opts, cb = cb }) end
+    ]])
+    child:cmd('AcpQueue')
+    -- The user picks the second message ("two") ...
+    child:lua([[local p = _G.picks[1]; p.cb(p.items[2], 2)]])
+    T.eq(child:lua('return #_G.picks'), 2, 'asked what to do with it')
+    -- ... the turn ends meanwhile and the first queued message ("one") is sent ...
+    child:lua([[require('acp').cancel()]])
+    child:wait_for(([[
+      for line in io.lines(%q) do if line:find('"one"', 1, true) then return true end end
+    ]]):format(paths.agent_log), 5000)
+    child:wait_for([[return #require('acp').current().queue == 1]])
+    -- ... then "edit": "two" comes back into the input, nothing else changes.
+    child:lua([[_G.picks[2].cb('edit', 1)]])
+    T.eq(child:lua([[return vim.api.nvim_buf_get_lines(require('acp').current().input, 0, -1, false)]]), { 'two' })
+    T.eq(child:lua([[return #require('acp').current().queue]]), 0)
+    T.eq(child:lua('return _G.notes'), {}, 'nothing refused')
+    child:cmd('AcpCancel')
+    H.wait_idle(child)
+  end },
+
+  { ':AcpQueue: a picked message sent before the action says so plainly; nothing else is edited or dropped', function()
+    local child, paths = H.start({ turns = {
+      { match = 'first', steps = { { wait_cancel = true } } },
+      { match = 'one', steps = { { wait_cancel = true } } },
+    } })
+    H.open(child)
+    child:lua([[require('acp').send('first')]])
+    child:wait_for([[return require('acp').current().state == 'running']])
+    child:lua(RECORD_NOTIFY)
+    child:lua([[
+      require('acp').send('one'); require('acp').send('two')
+      _G.picks = {}
+      vim.ui.select = function(items, opts, cb) table.insert(_G.picks, { items = items, opts = opts, cb = cb }) end
+    ]])
+    child:cmd('AcpQueue')
+    T.eq(child:lua([[local p = _G.picks[1]; return vim.tbl_map(p.opts.format_item, p.items)]]), { 'one', 'two' },
+      'entries are not numbered twice (vim.ui.select numbers them)')
+    child:lua([[local p = _G.picks[1]; p.cb(p.items[1], 1)]])
+    child:lua([[require('acp').cancel()]])
+    child:wait_for(([[
+      for line in io.lines(%q) do if line:find('"one"', 1, true) then return true end end
+    ]]):format(paths.agent_log), 5000)
+    child:wait_for([[return #require('acp').current().queue == 1]])
+    child:lua([[_G.picks[2].cb('drop', 2)]])
+    T.eq(#child:lua('return _G.notes'), 1)
+    T.match(child:lua('return _G.notes[1].msg'), 'queued message "one" was already sent')
+    T.eq(child:lua([[return vim.tbl_map(function(q) return q.text end, require('acp').current().queue)]]), { 'two' }, 'two still queued')
+    T.eq(child:lua([[return vim.api.nvim_buf_get_lines(require('acp').current().input, 0, -1, false)]]), { '' })
+    child:cmd('AcpCancel')
+    H.wait_idle(child)
+  end },
+
+  { 'queued messages show above the status area in a long chat, one line each, cut to width', function()
+    local long = {}
+    for i = 1, 40 do
+      long[#long + 1] = ('Line %d of a long answer.'):format(i)
+    end
+    local child = H.start({ config = { chat = { width = 44 } }, turns = {
+      { match = 'long', steps = { { message = table.concat(long, '\n') } } },
+      { match = 'work', steps = { { message = 'Working on it.' }, { wait_cancel = true } } },
+    } })
+    local screen = Screen.attach(child, 80, 24)
+    child:lua([[
+      local frozen = vim.uv.now()
+      vim.uv.now = function() return frozen end
+    ]])
+    H.open(child)
+    H.turn(child, 'long')
+    child:lua([[require('acp').send('work')]])
+    child:wait_for([[local v = require('acp').current()
+      return vim.tbl_contains(v:lines(), 'Working on it.') and require('acp.chat.status').win(v) ~= nil]])
+    child:lua([[
+      require('acp').send('check the tests again')
+      require('acp').send('then update the changelog with every change of this branch, one line each')
+    ]])
+    local shot = screen:shot()
+    local rows = table.concat(shot.text, '\n')
+    local first = rows:match('[^\n]*⏳ queued 1: check the tests again[^\n]*')
+    T.truthy(first, 'the first queued message is on screen')
+    T.match(rows, '⏳ queued 2: then update the changelog')
+    T.match(rows, 'queued 2: [^\n]*…', 'cut to the width')
+    T.match(rows, '⏳ queued 2: [^\n]*\n[^\n]*working…', 'right above the state line')
+    T.match(rows, 'Working on it%.[^\n]*\n[^\n]*────', 'the answer\'s last line stays above the area')
+    Screen.expect(shot, 'queue-above-status')
+    child:cmd('AcpCancel')
   end },
 
   { 'two chats on one agent stream at the same time, each transcript exact', function()

@@ -67,7 +67,7 @@ return {
     child:lua([[require('acp').send('hello')]])
     child:wait_for([[return #require('acp.ask.permission').queue == 1]], 10000)
     T.eq(child:lua([[return require('acp').send('and then this')]]), true)
-    T.eq(child:lua([[return require('acp.prompt.queue').lines(require('acp').current())[2] ]]), '⏳ queued 1: and then this')
+    T.eq(child:lua([[return require('acp.prompt.queue').lines(require('acp').current())[1] ]]), '⏳ queued 1: and then this')
     T.no_match(H.transcript_text(child), 'and then this', 'not sent while the turn runs')
     allow()
     -- The first turn ends, the queued message starts the second.

@@ -100,6 +100,10 @@ M.mcp_servers = require('acp.agents').mcp_servers -- :h acp.mcp_servers()
 ---@field usage { used?: number, size?: number, percent?: integer, cost?: { amount: number, currency: string }, tokens?: integer } Context used/size (and percent), cost, tokens of the last turn.
 ---@field turns integer Turns ended so far.
 ---@field queued integer Messages waiting in the queue (`:h acp-queue`).
+---@field waiting boolean Something waits for the user: a permission request, a request for input or a sign-in.
+---@field waiting_for? 'permission'|'input'|'sign-in' What waits.
+---@field done_unseen boolean A turn ended while the chat was out of sight (cleared once the user looks at it).
+---@field label string The chat's name in the tab labels: `ACP {agent} {thread}[: {title}]`.
 
 ---@param view acp.ChatView
 ---@return acp.Status
@@ -111,6 +115,7 @@ local function status_of(view)
   local function safe(v, max)
     return v ~= nil and v ~= vim.NIL and esc.statusline(v, max) or nil
   end
+  local attention = require('acp.chat.attention').of(view)
   local usage = controls.usage(view)
   if usage.cost then
     usage.cost.currency = esc.statusline(usage.cost.currency, 12)
@@ -129,6 +134,10 @@ local function status_of(view)
     usage = usage,
     turns = view.turns_ended,
     queued = #view.queue,
+    waiting = attention.waiting,
+    waiting_for = attention.waiting_for,
+    done_unseen = attention.done_unseen,
+    label = esc.statusline(require('acp.chat.layout').chat_label(view), 60),
   }
 end
 

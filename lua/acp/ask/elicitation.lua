@@ -426,6 +426,7 @@ end
 --- A request that cannot be drawn is answered and dropped, and the next
 --- one is shown: one bad request never holds up the others.
 function M.render()
+  require('acp.ask.changes').changed()
   while true do
     local item = M.queue[1]
     if not item then

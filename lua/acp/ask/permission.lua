@@ -741,6 +741,7 @@ end
 
 --- Shows the first request that can be drawn; closes the float when none.
 function M.render()
+  require('acp.ask.changes').changed()
   hook()
   for _, item in ipairs(M.queue) do
     if not item.undrawable then

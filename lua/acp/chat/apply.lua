@@ -307,6 +307,8 @@ local function catch_up(d, events, follow)
   view:_guard(nil, require('acp.chat.announce').observe, view, events)
   -- Markdown renderers re-render the transcript (throttled).
   view:_guard(nil, require('acp.chat.renderers').after_apply, view)
+  -- Waiting for the user, done while out of sight: tab labels, status().
+  view:_guard(nil, require('acp.chat.attention').refresh, view, events)
 end
 
 --- Applies a run of events for the view's thread (one drain's worth).

@@ -313,27 +313,47 @@ end
 
 -- Tab labels ---------------------------------------------------------------
 
+--- A chat's name in the tab labels: its agent and number (two chats of
+--- one agent differ), and the start of its title when the agent gave one.
+function M.chat_label(view)
+  local label = ('ACP %s %d'):format(view.agent, view.thread)
+  local title = view.info.title
+  if type(title) == 'string' and title ~= '' then
+    local text = require('acp.util.text')
+    local t = text.visible(title)
+    if vim.api.nvim_strwidth(t) > 24 then
+      t = text.take(t, 23) .. '…'
+    end
+    label = label .. ': ' .. t
+  end
+  return label
+end
+
 --- What a tab shows of an `acp://` buffer (Neovim's own labels shorten
---- its name to `a//i/1`).
+--- its name to `a//i/1`), and the chat it belongs to.
 local function acp_label(name)
   local kind, rest = name:match('^acp://(%a+)/(.*)$')
-  if kind == 'chat' then
+  if kind == 'chat' or kind == 'input' then
+    local view = chats.by_thread[tonumber(rest:match('^%d+'))]
+    if view then
+      return M.chat_label(view), view
+    end
     return 'ACP ' .. (rest:match('^%d+/(.*)$') or rest)
-  elseif kind == 'input' then
-    local view = chats.by_thread[tonumber(rest)]
-    return 'ACP ' .. (view and view.agent or rest)
   elseif kind then
     return ('ACP %s %s'):format(kind, vim.fn.fnamemodify(rest:match('^%d+/(.*)$') or rest, ':t'))
   end
 end
 
 --- A tab's label: like Neovim's (window count, `+` when modified, the
---- current buffer's name), with chats, reviews and terminals named.
+--- current buffer's name), with chats, reviews and terminals named; and
+--- the tab's chat mark: 'waiting' (something waits for the user) or
+--- 'done' (a turn ended while the chat was out of sight), else nil.
+---@return string label, 'waiting'|'done'|nil mark
 function M.tab_label(tab)
   local win = api.nvim_tabpage_get_win(tab)
   local buf = api.nvim_win_get_buf(win)
   local name = api.nvim_buf_get_name(buf)
-  local label = acp_label(name)
+  local label, named = acp_label(name)
   if not label then
     label = name == '' and '[No Name]' or vim.fn.pathshorten(vim.fn.fnamemodify(name, ':~:.'))
   end
@@ -345,9 +365,23 @@ function M.tab_label(tab)
     local b = api.nvim_win_get_buf(w)
     modified = modified or (vim.bo[b].modified and vim.bo[b].buftype == '')
   end
+  -- The tab's chat, shown beside another window or hidden: named too
+  -- when it is in the tab or has a mark.
+  local view = named or chats.by_tab[tab]
+  local att = view and require('acp.chat.attention').of(view)
+  local mark = att and (att.waiting and 'waiting' or att.done_unseen and 'done') or nil
+  if view and view ~= named and (mark or (view.win and api.nvim_win_is_valid(view.win) and api.nvim_win_get_tabpage(view.win) == tab)) then
+    label = label .. ' · ' .. M.chat_label(view)
+  end
   local prefix = (wins > 1 and tostring(wins) or '') .. (modified and '+' or '')
-  return (prefix ~= '' and (prefix .. ' ') or '') .. label
+  return (prefix ~= '' and (prefix .. ' ') or '') .. label, mark
 end
+
+api.nvim_set_hl(0, 'AcpTabWaiting', { link = 'WarningMsg', default = true })
+api.nvim_set_hl(0, 'AcpTabDone', { link = 'DiagnosticOk', default = true })
+
+--- The marks of the tab labels (`:h acp-tabline`).
+M.marks = { waiting = { '●', 'AcpTabWaiting' }, done = { '✓', 'AcpTabDone' } }
 
 --- The 'tabline' set by `chat.tabline` (only when the user has none).
 function M.tabline()
@@ -357,8 +391,11 @@ function M.tabline()
     local hl = tab == current and '%#TabLineSel#' or '%#TabLine#'
     -- Buffer names and titles can be the agent's: one line, capped, `%`
     -- doubled (a `%{…}` would run when the tabline is drawn).
-    local label = require('acp.util.escape').statusline(M.tab_label(tab), 60)
-    parts[#parts + 1] = ('%s%%%dT %s '):format(hl, i, label)
+    local text, mark = M.tab_label(tab)
+    local label = require('acp.util.escape').statusline(text, 60)
+    local m = M.marks[mark]
+    local shown = m and ('%%#%s#%s%s '):format(m[2], m[1], hl) or ''
+    parts[#parts + 1] = ('%s%%%dT %s%s '):format(hl, i, shown, label)
   end
   return table.concat(parts) .. '%#TabLineFill#%T'
 end

@@ -255,7 +255,6 @@ end
 --- second while the turn runs, for the elapsed times).
 function M.update(view)
   update(view)
-  -- The permission float keeps its place next to its card.
   -- The queue moves between the area and the transcript's end as the
   -- area opens and closes.
   local a = area_of(view)
@@ -264,10 +263,10 @@ function M.update(view)
     a.listed = shown
     require('acp.prompt.queue').render(view)
   end
+  -- The permission float keeps its place next to its card.
   require('acp.ask.permission').reposition(view)
 end
 
---- For a window that follows the output: scrolls so that the last line
 --- The queue changed: the area, when shown, lists it again. Returns
 --- whether it is shown.
 function M.queue_changed(view)
@@ -284,6 +283,7 @@ function M.queue_changed(view)
   return a.listed
 end
 
+--- For a window that follows the output: scrolls so that the last line
 --- sits above the area instead of under it.
 function M.keep_end_visible(view, win)
   local covered = M.height(view) + require('acp.ask.permission').bottom_rows(view)

@@ -53,7 +53,7 @@ local apply = require('acp.chat.apply')
 ---@field qf_dirty boolean The quickfix list waits for a refresh.
 ---@field qf_id? integer The session's quickfix list.
 ---@field activity_turns? integer `turns_ended` at the last activity pass (nil before the first).
----@field queue { text: string|acp.ContentBlock[], context: table[] }[] Messages waiting for the turn to end (acp.prompt.queue).
+---@field queue { id: integer, text: string|acp.ContentBlock[], context: table[] }[] Messages waiting for the turn to end (acp.prompt.queue), each with its own id.
 ---@field history_of? string The session this chat was opened to load or resume.
 local ChatView = {}
 ChatView.__index = ChatView
@@ -550,6 +550,13 @@ end
 --- through the view, keeps clear of them.
 function ChatView:status_height()
   return require('acp.chat.status').height(self)
+end
+
+--- The queue changed (acp.prompt.queue): the live status area lists it.
+--- Returns whether the area is shown (the queue then needs no lines below
+--- the transcript).
+function ChatView:show_queue_in_status()
+  return require('acp.chat.status').queue_changed(self)
 end
 
 --- Scrolls `win` (following the output) so that the last line sits above

@@ -1,7 +1,8 @@
 --- The prompt queue: a message sent while a turn runs (or while a session
---- loads) waits here, shown below the transcript as pending, and is sent
---- when the turn ends. `:AcpQueue` edits (back into the input area) or
---- drops one. With `queue = 'agent'`, agents that queue prompts themselves
+--- loads) waits here, listed at the top of the live status area (below
+--- the transcript when none is shown), and is sent when the turn ends.
+--- Each has an id: `:AcpQueue` edits (back into the input area) or drops
+--- the one picked, wherever the turn's end moved it. With `queue = 'agent'`, agents that queue prompts themselves
 --- (`_meta.claudeCode.promptQueueing`, `_meta.steering`) get it at once.
 local config = require('acp.config')
 
@@ -51,28 +52,56 @@ local function first_line(text)
   return line
 end
 
---- Adds a message (its text and the context pending with it) to the queue.
+-- Ids of queued messages: one counter for every chat, never reused.
+local last_id = 0
+
+--- Adds a message (its text and the context pending with it) to the queue,
+--- with an id of its own: its position shifts when the turn ends and the
+--- first one goes, its id does not.
 function M.add(view, text, opts)
   local context = require('acp.prompt.context')
   local items = vim.list_extend(vim.list_extend({}, context.items(view)), (opts or {}).context or {})
-  view.queue[#view.queue + 1] = { text = text, context = items }
+  last_id = last_id + 1
+  view.queue[#view.queue + 1] = { id = last_id, text = text, context = items }
   context.sent(view)
   M.render(view)
   return true
 end
 
---- Shows the queue as virtual lines below the transcript's end and counts
---- it in the input area's title.
+--- The queued message with id `id`, and its position.
+function M.find(view, id)
+  for i, q in ipairs(view.queue) do
+    if q.id == id then
+      return q, i
+    end
+  end
+end
+
+--- One line per queued message, `⏳ {position} · {first line}` (what the
+--- status area shows above its own lines while a turn runs).
+function M.summary(view)
+  local out = {}
+  for i, q in ipairs(view.queue) do
+    local label = type(q.text) == 'string' and first_line(q.text) or '(content blocks)'
+    out[#out + 1] = ('⏳ queued %d: %s'):format(i, label)
+  end
+  return out
+end
+
+--- Shows the queue: in the status area while one is shown (the last lines
+--- of a long transcript are under it), else as virtual lines below the
+--- transcript's end; and counts it in the input area's title.
 function M.render(view)
   if not api.nvim_buf_is_valid(view.buf) then
     return
   end
   api.nvim_buf_clear_namespace(view.buf, ns, 0, -1)
-  if #view.queue > 0 then
+  -- The status area lists the queue itself (it redraws now).
+  local in_area = view:show_queue_in_status()
+  if #view.queue > 0 and not in_area then
     local virt = { { { '', 'AcpQueued' } } }
-    for i, q in ipairs(view.queue) do
-      local label = type(q.text) == 'string' and first_line(q.text) or '(content blocks)'
-      virt[#virt + 1] = { { ('⏳ queued %d: %s'):format(i, label), 'AcpQueued' } }
+    for _, l in ipairs(M.summary(view)) do
+      virt[#virt + 1] = { { l, 'AcpQueued' } }
     end
     virt[#virt + 1] = { { '   sent when the turn ends · :AcpQueue edits or drops', 'AcpQueued' } }
     local row = api.nvim_buf_line_count(view.buf) - 1
@@ -86,8 +115,12 @@ function M.render(view)
   end
 end
 
---- The pending lines as shown (for tests).
+--- The pending lines as shown (for tests): the status area's list while
+--- it shows the queue, else the lines below the transcript.
 function M.lines(view)
+  if #view.queue > 0 and view:status_height() > 0 then
+    return M.summary(view)
+  end
   local out = {}
   for _, m in ipairs(api.nvim_buf_get_extmarks(view.buf, ns, 0, -1, { details = true })) do
     for _, vl in ipairs(m[4].virt_lines or {}) do
@@ -111,22 +144,52 @@ function M.flush(view)
   M.render(view)
 end
 
---- Drops queued message `n`.
-function M.drop(view, n)
-  if not view.queue[n] then
-    return vim.notify(('acp.nvim: no queued message %s'):format(tostring(n)), vim.log.levels.WARN)
+local function label_of(q)
+  return type(q.text) == 'string' and first_line(q.text) or '(content blocks)'
+end
+
+--- The queued message `which` means, and its position: `which` is a
+--- position (as the list shows it now) or a message picked earlier (found
+--- by its id wherever it moved). Nil, after saying so, when it is gone.
+local function resolve(view, which)
+  if type(which) == 'table' then
+    local q, i = M.find(view, which.id)
+    if not q then
+      vim.notify(
+        ('acp.nvim: the queued message "%s" was already sent (or dropped): nothing was changed'):format(
+          require('acp.util.escape').line(label_of(which), 60)
+        ),
+        vim.log.levels.WARN
+      )
+    end
+    return q, i
+  end
+  if not view.queue[which] then
+    vim.notify(('acp.nvim: no queued message %s'):format(tostring(which)), vim.log.levels.WARN)
+    return nil
+  end
+  return view.queue[which], which
+end
+
+--- Drops a queued message: position `which` (a number) or the message
+--- `which` picked earlier (by its id).
+function M.drop(view, which)
+  local q, n = resolve(view, which)
+  if not q then
+    return
   end
   table.remove(view.queue, n)
   M.render(view)
   return true
 end
 
---- Takes queued message `n` back into the input area (above what is
---- typed there, nothing is lost) with its context.
-function M.edit(view, n)
-  local q = view.queue[n]
+--- Takes a queued message (position or message, as for `drop`) back into
+--- the input area (above what is typed there, nothing is lost) with its
+--- context.
+function M.edit(view, which)
+  local q, n = resolve(view, which)
   if not q then
-    return vim.notify(('acp.nvim: no queued message %s'):format(tostring(n)), vim.log.levels.WARN)
+    return
   end
   table.remove(view.queue, n)
   if type(q.text) == 'string' then
@@ -146,7 +209,9 @@ function M.edit(view, n)
 end
 
 --- `:AcpQueue [edit|drop {n}|clear]`: without arguments, pick a message
---- and what to do with it.
+--- and what to do with it. The pick holds the message itself: if the turn
+--- ends meanwhile and the first one goes, the action still finds the one
+--- picked (by its id), and one that went says so and changes nothing.
 function M.command(view, args)
   local verb, n = (args or ''):match('^%s*(%a*)%s*(%d*)')
   n = tonumber(n)
@@ -161,22 +226,18 @@ function M.command(view, args)
   if #view.queue == 0 then
     return vim.notify('acp.nvim: no message is queued')
   end
-  local idx = {}
-  for i = 1, #view.queue do
-    idx[i] = i
-  end
-  require('acp.util.escape').select(idx, {
+  local esc = require('acp.util.escape')
+  -- vim.ui.select numbers the entries itself.
+  esc.select(vim.list_extend({}, view.queue), {
     prompt = 'Queued message',
-    format_item = function(i)
-      return ('%d: %s'):format(i, first_line(view.queue[i].text))
-    end,
-  }, function(i)
-    if not i then
+    format_item = label_of,
+  }, function(q)
+    if not q then
       return
     end
-    require('acp.util.escape').select({ 'edit', 'drop' }, { prompt = 'Queued message ' .. i }, function(action)
+    esc.select({ 'edit', 'drop' }, { prompt = 'Queued message: ' .. label_of(q) }, function(action)
       if action then
-        M[action](view, i)
+        M[action](view, q)
       end
     end)
   end)
