@@ -12,6 +12,7 @@
 ---   AcpPermissionRequest  { agent, thread, request, id, title, kind, options }
 ---   AcpFileChanged        { path, bufnr?, by = 'agent'|'sync', how, thread? , agent? }
 ---   AcpError              { message, agent?, thread?, source }
+---   AcpStateChanged       { agent, thread, state, waiting, waiting_for?, done_unseen }
 -- May use: nothing.
 local M = {}
 
@@ -26,6 +27,7 @@ M.names = {
   'AcpPermissionRequest',
   'AcpFileChanged',
   'AcpError',
+  'AcpStateChanged',
 }
 
 local queue = {}
