@@ -61,4 +61,62 @@ return {
     child:cmd('AcpCancel')
     H.wait_idle(child)
   end },
+
+  { ':AcpChats lists the chats as the built-in picker numbers them: one number per row', function()
+    local child = H.start({ turns = { { match = 'first', steps = { { message = 'first answer' } } } } })
+    local screen = Screen.attach(child, 100, 30)
+    H.open(child)
+    H.turn(child, 'first question')
+    child:cmd('AcpNew')
+    child:wait_for([[return require('acp').current().info.session == 'sess-2']])
+    child:feed('<Esc>:AcpChats<CR>')
+    local lines
+    T.wait(function()
+      lines = rows(screen)
+      return row_with(lines, 'Type number') ~= nil
+    end, 3000)
+    local first = row_with(lines, 'Chats')
+    T.truthy(first, dump(lines))
+    -- One number per row (the picker's), then the chat's name as its tab
+    -- label says it, its state in words, which one is this tab's.
+    T.match(lines[first + 1], '^1: test 1 · ready%s*$', dump(lines))
+    T.match(lines[first + 2], '^2: test 2 · ready %(this tab%)%s*$', dump(lines))
+    for _, l in ipairs(lines) do
+      T.no_match(l, '^%d+: %d+:', dump(lines))
+    end
+    child:feed('1<CR>')
+    child:wait_for([[return require('acp').current().thread == 1]])
+  end },
+
+  { ':AcpTerminal opens the output with its own bar; q in Normal mode closes its window', function()
+    local child = H.start({ turns = { { match = 'run', steps = {
+      { update = { sessionUpdate = 'tool_call', toolCallId = 'r1', title = 'make test', kind = 'execute', status = 'in_progress' } },
+      H.req('terminal/create', { command = 'printf "compiling\\nall passed\\n"' }),
+      { update = { sessionUpdate = 'tool_call_update', toolCallId = 'r1', content = { { type = 'terminal', terminalId = 'term-1' } } } },
+      H.req('terminal/wait_for_exit', { terminalId = 'term-1' }),
+      { update = { sessionUpdate = 'tool_call_update', toolCallId = 'r1', status = 'completed' } },
+    } } }, config = { terminal = { confirm = 'never' } } })
+    local screen = Screen.attach(child, 100, 30)
+    H.open(child)
+    H.turn(child, 'run')
+    local wins = child:lua('return #vim.api.nvim_tabpage_list_wins(0)')
+    child:feed('<Esc>:AcpTerminal term-1<CR>')
+    local lines
+    T.wait(function()
+      lines = rows(screen)
+      return row_with(lines, 'all passed') ~= nil
+    end, 3000)
+    T.eq(child:lua('return #vim.api.nvim_tabpage_list_wins(0)'), wins + 1)
+    local bar = row_with(lines, ' Terminal  term-1 · q closes')
+    T.truthy(bar, dump(lines))
+    -- Not the chat's header: the split has a bar of its own.
+    T.eq(#vim.tbl_filter(function(l)
+      return l:find('ACP  test', 1, true) ~= nil
+    end, lines), 1, dump(lines))
+    child:feed('q')
+    T.wait(function()
+      return child:lua('return #vim.api.nvim_tabpage_list_wins(0)') == wins
+    end, 3000)
+    T.eq(child:lua([[return vim.api.nvim_buf_get_name(0):match('acp://terminal') ~= nil]]), false)
+  end },
 }

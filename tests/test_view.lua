@@ -253,8 +253,8 @@ return {
       return out
     ]])
     T.eq(#items, 2)
-    T.match(items[1], '^%d+: test · idle %(this tab%)$')
-    T.match(items[2], '^%d+: other · idle$')
+    T.match(items[1], '^test %d+ · ready %(this tab%)$')
+    T.match(items[2], '^other %d+ · ready$')
   end },
 
   { "layout: position = 'tab' registers the chat to its own tab", function()

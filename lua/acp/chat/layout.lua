@@ -246,9 +246,14 @@ function M.list()
   return out
 end
 
+--- A chat in the `:AcpChats` list: its agent and number (as its tab label
+--- names it; `:AcpChats {n}` takes the number), its state, its title. No
+--- leading number: the list numbers its rows itself.
 local function label(view, current)
-  local title = view.info.title and (' · ' .. require('acp.util.escape').line(view.info.title, 120)) or ''
-  return ('%d: %s%s · %s%s'):format(view.thread, view.agent, title, view.state, view == current and ' (this tab)' or '')
+  local esc = require('acp.util.escape')
+  local title = view.info.title and (' · ' .. esc.line(view.info.title, 60)) or ''
+  local state = require('acp.chat.header').state_word(view)
+  return ('%s %d · %s%s%s'):format(esc.line(view.agent, 40), view.thread, state, title, view == current and ' (this tab)' or '')
 end
 
 --- Makes `view` the current tab's chat (the tab's previous chat is hidden

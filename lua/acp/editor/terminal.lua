@@ -640,6 +640,21 @@ end
 
 --- Opens a terminal's output (a client terminal or an agent's display
 --- terminal) in a normal buffer that follows new output.
+--- `q` in an output buffer: closes its window; in the only window left,
+--- shows the buffer that was there before instead (nothing to close).
+local function close_output()
+  if #api.nvim_tabpage_list_wins(0) > 1 or #api.nvim_list_tabpages() > 1 then
+    -- A float of the tab may be left alone with it: then it goes too.
+    if pcall(api.nvim_win_close, 0, false) then
+      return
+    end
+  end
+  local alt = vim.fn.bufnr('#')
+  if alt > 0 and alt ~= api.nvim_get_current_buf() and api.nvim_buf_is_valid(alt) then
+    api.nvim_win_set_buf(0, alt)
+  end
+end
+
 function M.open(view, id)
   local c = core()
   local k = key(view.thread, id)
@@ -657,6 +672,9 @@ function M.open(view, id)
     vim.bo[buf].bufhidden = 'hide'
     api.nvim_buf_set_lines(buf, 0, -1, false, vim.split(t.output:gsub('\r', ''), '\n', { plain = true }))
     vim.bo[buf].modifiable = false
+    -- A read-only view of the output: `q` closes it (Normal mode; there is
+    -- no terminal to type into).
+    vim.keymap.set('n', 'q', close_output, { buffer = buf, nowait = true, desc = 'Close the terminal output' })
     M.buffers[k] = buf
     local thread = view.thread
     api.nvim_create_autocmd('BufWipeout', {
@@ -670,6 +688,9 @@ function M.open(view, id)
   end
   vim.cmd('split')
   api.nvim_win_set_buf(0, buf)
+  -- Its own bar (a split of the chat would keep the chat's header).
+  local bar = '%#AcpInputTitle# Terminal %* ' .. require('acp.util.escape').statusline(id, 60) .. ' %#Comment#· q closes%*%<'
+  api.nvim_set_option_value('winbar', bar, { scope = 'local', win = 0 })
   return buf
 end
 
