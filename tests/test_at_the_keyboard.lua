@@ -119,4 +119,25 @@ return {
     end, 3000)
     T.eq(child:lua([[return vim.api.nvim_buf_get_name(0):match('acp://terminal') ~= nil]]), false)
   end },
+
+  { ':AcpSend during a turn queues the message (as :help :AcpSend says); it goes when the turn ends', function()
+    local child = H.start({ turns = { { match = 'long', steps = { { message = 'working on it' }, { wait_cancel = true } } } } })
+    H.open(child)
+    child:lua([[require('acp').send('long')]])
+    child:wait_for([[local v = require('acp').current()
+      return v.state == 'running' and vim.tbl_contains(v:lines(), 'working on it')]])
+    child:lua([[_G.notes = {}
+      vim.notify = function(msg, level) table.insert(_G.notes, { msg = msg, level = level }) end]])
+    child:cmd('AcpSend and then this')
+    T.eq(child:lua([[return vim.tbl_map(function(q) return q.text end, require('acp').current().queue)]]), { 'and then this' })
+    T.eq(child:lua([[return vim.tbl_filter(function(n) return (n.level or 0) >= vim.log.levels.WARN end, _G.notes)]]), {})
+    child:cmd('AcpCancel')
+    child:wait_for([[return vim.tbl_contains(require('acp').current():lines(), 'echo: and then this')]])
+    T.eq(child:lua([[return #require('acp').current().queue]]), 0)
+    -- And the help says so.
+    local help = table.concat(vim.fn.readfile(H.root .. '/doc/acp.txt'), '\n')
+    local send = help:match('%*:AcpSend%*(.-)%*:AcpSend%-range%*')
+    T.no_match(send, 'is refused')
+    T.match(send, 'waits in the chat.s queue')
+  end },
 }
