@@ -128,7 +128,7 @@ return {
     child:lua([[
       require('acp.core').build_log = ...
       _G.build_done = nil
-      require('acp').build(function(ok) _G.build_done = ok end)
+      require('acp').build({ from = 'source' }, function(ok) _G.build_done = ok end)
       _G.returned_at_once = _G.build_done == nil
     ]], { log })
     T.eq(child:lua('return _G.returned_at_once'), true)

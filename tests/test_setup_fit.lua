@@ -205,7 +205,9 @@ return {
     local child = Child.new({ env = { PATH = stub_cargo(0) .. ':' .. vim.env.PATH } })
     local log = T.tmpdir('build') .. '/build.log'
     child:lua(RECORD_NOTIFY)
+    -- (cargo's path: no prebuilt core is looked for, tests/test_prebuilt.lua has those)
     local r = child:lua([[
+      require('acp').setup({ prebuilt = { enabled = false } })
       require('acp.core').build_log = ...
       local h = require('acp').build()
       local running = h.done
@@ -233,6 +235,7 @@ return {
     local failing = Child.new({ env = { PATH = stub_cargo(101) .. ':' .. vim.env.PATH } })
     failing:lua(RECORD_NOTIFY)
     local f = failing:lua([[
+      require('acp').setup({ prebuilt = { enabled = false } })
       require('acp.core').build_log = ...
       local done_arg
       local h = require('acp').build(function(ok) done_arg = ok end)
@@ -247,7 +250,7 @@ return {
     -- Timeout: nil and 'timeout', the build goes on.
     local slow = Child.new({ env = { PATH = stub_cargo(0) .. ':' .. vim.env.PATH } })
     slow:lua(RECORD_NOTIFY)
-    T.eq(slow:lua([[require('acp.core').build_log = ...; return { require('acp').build():wait(10) }]], { log }), { vim.NIL, 'timeout' })
+    T.eq(slow:lua([[require('acp.core').build_log = ...; return { require('acp').build({ from = 'source' }):wait(10) }]], { log }), { vim.NIL, 'timeout' })
   end },
 
   { 'a headless bootstrap (lazy.nvim-style loader, `+Lazy! sync` +qa) ends with a built library', function()
@@ -260,6 +263,8 @@ return {
       local spec = {
         dir = %q,
         build = function()
+          -- (this checkout is no release: build with cargo at once)
+          require('acp').setup({ prebuilt = { enabled = false } })
           assert(require('acp').build():wait())
         end,
       }

@@ -275,6 +275,15 @@ M.defaults = {
   -- (0600), secrets redacted, rotated past `log_max_bytes` (two old files).
   log_file = vim.fn.stdpath('log') .. '/acp.log',
   log_max_bytes = 5 * 1024 * 1024,
+  -- Prebuilt cores (`:h acp-prebuilt`): `:AcpBuild` first downloads the
+  -- core of this version for the platform from `url`/v<version>/ (curl,
+  -- checked against the release's SHA256SUMS and this checkout's sources)
+  -- and builds with cargo only when there is none. `enabled = false`:
+  -- always build with cargo.
+  prebuilt = {
+    enabled = true,
+    url = 'https://github.com/acp-nvim/acp.nvim/releases/download',
+  },
 }
 
 local function fail(path, msg)
@@ -419,6 +428,10 @@ local function validate(user, defaults, path)
       check_type(p, value, 'number')
       if value ~= math.floor(value) or value < 1 or value > 10000 then
         fail(p, 'must be a whole number of cells, 1 or more')
+      end
+    elseif p == 'prebuilt.url' then
+      if type(value) ~= 'string' or not value:match('^https?://[^/]') then
+        fail(p, 'must be an http:// or https:// URL (the base of the release downloads)')
       end
     elseif p == 'chat.markdown' then
       if value ~= 'acp_markdown' and value ~= 'markdown' then

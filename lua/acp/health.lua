@@ -15,14 +15,26 @@ function M.check()
   end
 
   h.start('acp.nvim: Rust core')
+  local pre = config.options.prebuilt
+  local download = pre.enabled and vim.fn.executable('curl') == 1
   if vim.fn.executable('cargo') == 1 then
     h.ok('cargo: ' .. vim.fn.exepath('cargo'))
+  elseif download then
+    h.info('cargo is not in PATH: :AcpBuild can only install a prebuilt core (released versions)')
   else
     h.warn('cargo is not in PATH: the core cannot be (re)built', { 'Install Rust from https://rustup.rs' })
+  end
+  if not pre.enabled then
+    h.info('prebuilt cores: off (`prebuilt.enabled`)')
+  elseif download then
+    h.info('prebuilt cores: from ' .. pre.url)
+  else
+    h.info('prebuilt cores: curl is not in PATH, so :AcpBuild builds with cargo')
   end
   local loaded, err = core_mod.load()
   if loaded then
     h.ok(('core %s loaded, built from the current sources'):format(core_mod.version()))
+    h.info(M.core_origin(core_mod.path, core_mod.version()))
   else
     h.error(err, { 'Run :AcpBuild and restart Neovim', 'Build output: :AcpLog build' })
   end
@@ -40,6 +52,26 @@ function M.check()
   else
     h.warn('the log directory is not writable: ' .. dir)
   end
+end
+
+--- Where the loaded core at `path` came from, as one line: the origin
+--- record `:AcpBuild` writes beside it (lua/acp/core/prebuilt.lua).
+---@param path string
+---@param version string
+function M.core_origin(path, version)
+  local rec = require('acp.core.prebuilt').origin(path)
+  if rec and rec.from == 'prebuilt' then
+    return ('core %s: prebuilt for %s, downloaded from %s (%s), at %s'):format(
+      version,
+      tostring(rec.platform),
+      tostring(rec.url),
+      tostring(rec.at),
+      path
+    )
+  elseif rec then
+    return ('core %s: built here with cargo (%s), at %s'):format(version, tostring(rec.at), path)
+  end
+  return ('core %s: built here with cargo (no install record beside it), at %s'):format(version, path)
 end
 
 --- `cmd --version`'s first line (bounded: 3 s), or nil.

@@ -63,14 +63,37 @@ function M.default_keymaps()
   end
 end
 
---- Builds the Rust core asynchronously (`cargo build --release`), with
---- progress and an end message; the output goes to the build log
---- (`:AcpLog build`). Returns a handle: `build():wait(timeout_ms)` blocks
---- (processing events) until it ends and returns true on success.
+--- Installs the Rust core asynchronously: the prebuilt core of this
+--- version for the platform when a release has it (`prebuilt` in the
+--- options), else `cargo build --release`; `build({ from = 'source' })`
+--- always builds with cargo. Progress and an end message; the output goes
+--- to the build log (`:AcpLog build`). Returns a handle:
+--- `build():wait(timeout_ms)` blocks (processing events) until it ends and
+--- returns true on success.
+---@param opts? { from?: 'source'|'prebuilt' }|fun(ok: boolean)
 ---@param on_done? fun(ok: boolean)
----@return acp.BuildHandle
-function M.build(on_done)
-  return require('acp.core.build').run(on_done)
+---@return acp.BuildHandle? # nil (and an error message) for bad `opts`
+function M.build(opts, on_done)
+  if type(opts) == 'function' then
+    opts, on_done = nil, opts
+  end
+  local bad
+  if opts ~= nil and type(opts) ~= 'table' then
+    bad = 'acp.nvim: build() takes { from = "source" } or a callback'
+  elseif opts and opts.from ~= nil and opts.from ~= 'source' and opts.from ~= 'prebuilt' then
+    bad = ('acp.nvim: build(): `from` must be "source" or "prebuilt", got %s'):format(vim.inspect(opts.from))
+  end
+  if bad then
+    -- Nothing is built on a mistyped request.
+    vim.notify(bad, vim.log.levels.ERROR)
+    if on_done then
+      on_done(false)
+    end
+    return nil
+  end
+  opts = opts or {}
+  local run = { from = opts.from, prebuilt = config.options.prebuilt }
+  return require('acp.core.build').run(run, on_done)
 end
 
 -- Chats. Opening, replacing and closing them is the chat layer's

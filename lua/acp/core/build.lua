@@ -143,34 +143,23 @@ local function last_error(lines)
   end
 end
 
---- Starts `cargo build --release` in the plugin's directory (or joins the
---- running build). `on_done(ok)` runs on the main loop when it ends.
----@param on_done? fun(ok: boolean)
----@return acp.BuildHandle
-function M.run(on_done)
-  if current and not current.done then
-    if on_done then
-      table.insert(current.callbacks, on_done)
+--- Runs `cargo build --release` for build handle `h` (its log open as
+--- `log`); `why` says why no prebuilt core was installed (it prefixes the
+--- end message). A successful build records the core's origin (health).
+local function cargo(h, log, core, why)
+  local finish = function(h2, ok, code, message)
+    if ok then
+      pcall(require('acp.core.prebuilt').record, core.candidates()[1], { from = 'source' })
     end
-    vim.notify('acp.nvim: a build is already running (:AcpLog build)', vim.log.levels.WARN)
-    return current
+    if why then
+      message = message:gsub('^acp%.nvim: ', function()
+        return ('acp.nvim: no prebuilt core (%s); '):format(why)
+      end, 1)
+    end
+    return finish(h2, ok, code, message)
   end
-  local core = require('acp.core')
-  local h = setmetatable({
-    done = false,
-    log = core.build_log,
-    crates = 0,
-    callbacks = { on_done },
-    started = uv.now(),
-  }, Handle)
-  current = h
-  -- `:help acp` works whatever the plugin manager does about help tags.
-  core.helptags()
-  vim.fn.mkdir(vim.fn.fnamemodify(h.log, ':h'), 'p')
-  local log = io.open(h.log, 'w')
-  if not log then
-    finish(h, false, nil, 'acp.nvim: cannot write the build log ' .. h.log)
-    return h
+  if why then
+    log:write(('no prebuilt core: %s\n\n'):format(why))
   end
   log:write(('$ cargo build --release  (in %s)\n'):format(core.root()))
   log:flush()
@@ -250,6 +239,59 @@ function M.run(on_done)
     finish(h, false, nil, 'acp.nvim: cannot start cargo: ' .. tostring(err))
   end
   return h
+end
+
+--- Builds the core (or joins the running build): first the prebuilt core
+--- of this version for the platform (lua/acp/core/prebuilt.lua), unless
+--- `opts.from == 'source'` or `opts.prebuilt.enabled == false`, then
+--- `cargo build --release` in the plugin's directory when there is none.
+--- `on_done(ok)` runs on the main loop when it ends. `opts` may be left out.
+---@param opts? { from?: 'source'|'prebuilt', prebuilt?: { enabled: boolean, url: string } }|fun(ok: boolean)
+---@param on_done? fun(ok: boolean)
+---@return acp.BuildHandle
+function M.run(opts, on_done)
+  if type(opts) == 'function' then
+    opts, on_done = {}, opts
+  end
+  opts = opts or {}
+  if current and not current.done then
+    if on_done then
+      table.insert(current.callbacks, on_done)
+    end
+    vim.notify('acp.nvim: a build is already running (:AcpLog build)', vim.log.levels.WARN)
+    return current
+  end
+  local core = require('acp.core')
+  local h = setmetatable({
+    done = false,
+    log = core.build_log,
+    crates = 0,
+    callbacks = { on_done },
+    started = uv.now(),
+  }, Handle)
+  current = h
+  -- `:help acp` works whatever the plugin manager does about help tags.
+  core.helptags()
+  vim.fn.mkdir(vim.fn.fnamemodify(h.log, ':h'), 'p')
+  local log = io.open(h.log, 'w')
+  if not log then
+    finish(h, false, nil, 'acp.nvim: cannot write the build log ' .. h.log)
+    return h
+  end
+  local pre = opts.prebuilt
+  if opts.from ~= 'source' and pre and pre.enabled ~= false and pre.url then
+    require('acp.core.prebuilt').install(h, log, pre.url, function(ok, message)
+      if ok then
+        log:close()
+        finish(h, true, 0, message)
+      else
+        note(h, ('acp.nvim: no prebuilt core (%s); building with cargo'):format(message))
+        cargo(h, log, core, message)
+      end
+    end)
+    return h
+  end
+  return cargo(h, log, core)
 end
 
 return M
