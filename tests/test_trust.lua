@@ -77,7 +77,7 @@ return {
     child:lua([[require('acp').send('go')]])
     child:wait_for([[return #require('acp.ask.permission').queue == 1 and require('acp.ask.permission').win ~= nil]])
     T.eq(child:lua('return vim.api.nvim_get_current_win()'), file_win, 'the float did not take focus')
-    T.match(footer(child), '<C%-a> in the chat or :AcpPermission')
+    T.match(footer(child), '<M%-y> allow once · <M%-a> always · <M%-n> reject', 'the chat keys that answer')
     -- What issue 10 saw answer "allow always": `ahi<Esc>`; then digits and
     -- every option key, in normal and insert mode, before and after the
     -- grace period.
@@ -85,7 +85,7 @@ return {
       child:feed(keys)
     end
     vim.wait(500)
-    for _, keys in ipairs({ '2', 'a', 'y', 'oyes<Esc>' }) do
+    for _, keys in ipairs({ '2', 'a', 'y', '<M-y>', '<M-a>', 'oyes<M-y><Esc>' }) do
       child:feed(keys)
     end
     vim.wait(200)

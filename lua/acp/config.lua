@@ -213,6 +213,12 @@ M.defaults = {
       card = '<CR>', -- transcript: review / answer / open the card's terminal
       history_prev = '<C-p>', -- input: the previous prompt (also <Up> on the first line)
       history_next = '<C-n>', -- input: the next prompt (also <Down> on the last line)
+      -- Both buffers, normal and insert: answer the permission request in
+      -- view once it has been shown for `permissions.grace_ms` (the option
+      -- of that kind; a request without one is not answered).
+      permission_allow = '<M-y>', -- allow once
+      permission_always = '<M-a>', -- allow always
+      permission_reject = '<M-n>', -- reject once
     },
   },
   -- Context attached to prompts (`:h acp-context`): selections, `@`

@@ -1,13 +1,19 @@
 --- Permission requests (`session/request_permission`, and terminals the
 --- core asks about first): a queue shown one at a time in a float near the
 --- chat. An answer is always a deliberate act of the user:
+--- * one chord typed in the chat's windows answers (permission_keys.lua),
+---   once the request has been in view for `permissions.grace_ms`;
 --- * the float never takes focus by itself; the user moves into it with
 ---   `permissions.focus_key` in the chat, `<Plug>(AcpPermission)`, <CR> on
----   the card or `:AcpPermission`;
+---   the card or `:AcpPermission`, and goes back where they were (window,
+---   cursor, Insert mode) when it closes;
 --- * its keys do nothing for `permissions.grace_ms` after it gains focus or
 ---   shows another request; the footer says when it is armed;
---- * only the float's own keys answer: no key in another window does, the
----   review tab (`d`) and the whole-request view (`K`) included.
+--- * only the float's own keys and the chat's chords answer: no key in
+---   another window does, the review tab (`d`) and the whole-request view
+---   (`K`) included.
+--- Where the float goes: permission_place.lua (never over its card or the
+--- turn that led to it).
 --- An option's answer is its kind, shown next to its label (with a warning
 --- when the label reads as the opposite). Agent text is shown with every
 --- character visible and cut to rows of the float's width, so a padded
@@ -33,6 +39,11 @@ M.shown = nil
 M.armed = false
 --- The float sits at the bottom of its chat (nothing fits next to its card).
 M.at_bottom = false
+--- When (M.now()) the shown request came into view: the chords answer
+--- `permissions.grace_ms` after it (nil: not in view).
+M.visible_since = nil
+--- Where the user was when they moved into the float: { win, insert, cursor }.
+M.origin = nil
 --- Buffers whose option keys answer `M.shown`: the float's only.
 M.zone = {}
 
@@ -381,10 +392,17 @@ function M.raw_lines(item)
 end
 
 local function close_float()
+  local inside = M.win ~= nil and api.nvim_get_current_win() == M.win
   if M.win and api.nvim_win_is_valid(M.win) then
     api.nvim_win_close(M.win, true)
   end
-  M.win, M.shown, M.armed = nil, nil, false
+  M.win, M.shown, M.armed, M.visible_since = nil, nil, false, nil
+  if inside then
+    -- Back where the user came from, in the mode they were in.
+    local origin = M.origin
+    M.origin = nil
+    require('acp.ask.permission_keys').restore(origin)
+  end
 end
 
 local function reach_hint()
@@ -392,14 +410,37 @@ local function reach_hint()
   return key and (' %s in the chat or :AcpPermission to answer '):format(key) or ' :AcpPermission to answer '
 end
 
---- The float's footer: how to reach it, then whether its keys work yet.
+--- The footer outside the float: the chords that answer from the chat
+--- (dim until they do), or how to reach the float without chords.
+local function chords_footer(item)
+  local chords = require('acp.ask.permission_keys').footer(item)
+  return chords and (' ' .. chords .. ' ') or reach_hint()
+end
+
+--- Milliseconds now (the chords' clock; not the loop's cached time).
+function M.now()
+  return vim.uv.hrtime() / 1e6
+end
+
+--- Whether the chords answer the shown request: in view for grace_ms.
+function M.chords_ready()
+  return M.visible_since ~= nil and M.now() - M.visible_since >= config.options.permissions.grace_ms
+end
+
+--- Whether the shown request is in view in this tab.
+function M.in_view()
+  return M.shown ~= nil and M.visible_since ~= nil and M.win ~= nil and api.nvim_win_is_valid(M.win)
+    and api.nvim_win_get_tabpage(M.win) == api.nvim_get_current_tabpage()
+end
+
+--- The float's footer: how to answer it, then whether its keys work yet.
 local function decorate()
   if not (M.win and api.nvim_win_is_valid(M.win)) then
     return
   end
   local footer, hl
   if not M.zone[api.nvim_get_current_buf()] then
-    footer, hl = reach_hint(), 'FloatFooter'
+    footer, hl = chords_footer(M.shown), M.chords_ready() and 'FloatFooter' or 'AcpPermissionWaiting'
   elseif M.armed then
     footer, hl = ' armed: press a key to answer ', 'AcpPermissionArmed'
   else
@@ -490,6 +531,14 @@ local function answer(item, i)
   M.render()
 end
 
+--- Answers `item`, the request in view, with option `i` (a chord typed in
+--- its chat, see permission_keys.lua).
+function M.answer_shown(item, i)
+  if item == M.shown and M.in_view() then
+    answer(item, i)
+  end
+end
+
 --- Answers the request the float shows with option `i` (or nil =
 --- cancelled). Ignored until the float is armed.
 function M.choose(i)
@@ -525,7 +574,7 @@ function M.review()
   end
   local review = require('acp.editor.review')
   local win = M.win
-  M.win = nil -- keep `shown` while the float is closed for the review
+  M.win, M.visible_since = nil, nil -- keep `shown` while the float is closed for the review
   if win and api.nvim_win_is_valid(win) then
     api.nvim_win_close(win, true)
   end
@@ -536,7 +585,7 @@ function M.review()
     M.review_tab = nil
     review.close(tab)
     if #M.queue > 0 then
-      M.focus(id)
+      M.focus(id, true)
     end
   end
   for _, buf in ipairs({ left, right }) do
@@ -562,69 +611,10 @@ function M.show_all()
   vim.wo.winbar = ' The whole permission request · q close · answer in the float (:AcpPermission)'
 end
 
---- Rows (first, last; 0-based) of the card of `item` in its chat.
-local function card_rows(item)
-  local view = item.view
-  local id = item.payload.tool_call_id
-  if not (view and view.cards and id ~= nil) then
-    return nil
-  end
-  for index = view.last_index or -1, 0, -1 do
-    local card = view.cards[index]
-    if card and card.id == id then
-      return view:entry_range(index)
-    end
-  end
-end
-
---- Where the float goes: below its card, else above the card's header,
---- else beside the chat window, never over the card's diff; the bottom of
---- the chat (above its status area) when the card is out of sight; the
---- middle of the editor without a chat window in this tab. `width` and
---- `height` are the float's text size (a border adds 2 to each).
-function M.placement(item, width, height)
-  local view = item.view
-  local win = view and view.win
-  if not (win and api.nvim_win_is_valid(win) and api.nvim_win_get_tabpage(win) == api.nvim_get_current_tabpage()) then
-    return {
-      relative = 'editor',
-      row = math.max(0, math.floor((vim.o.lines - height) / 2)),
-      col = math.max(0, math.floor((vim.o.columns - width) / 2)),
-    }
-  end
-  local wh, ww = api.nvim_win_get_height(win), api.nvim_win_get_width(win)
-  local covered = view:status_height()
-  local col = math.max(0, ww - width - 2)
-  local first, last = card_rows(item)
-  if first then
-    local info = vim.fn.getwininfo(win)[1]
-    local text_top = info.winrow + (info.winbar or 0) -- screen row of the first text row
-    local bottom = text_top + wh - 1 - covered -- last row the float may use
-    local tail = vim.fn.screenpos(win, last + 1, 1).row
-    if tail > 0 then
-      local rows = api.nvim_win_text_height(win, { start_row = last, end_row = last }).all
-      if bottom - (tail + rows - 1) >= height + 2 then
-        return { relative = 'win', win = win, bufpos = { last, 0 }, row = rows, col = col }
-      end
-    end
-    local head = vim.fn.screenpos(win, first + 1, 1).row
-    if head > 0 and head - text_top >= height + 2 then
-      return { relative = 'win', win = win, bufpos = { first, 0 }, anchor = 'SW', row = 0, col = col }
-    end
-    -- Beside the chat window, level with the card.
-    local pos = api.nvim_win_get_position(win)
-    local left, right = pos[2], vim.o.columns - pos[2] - ww
-    local row = math.max(0, (head > 0 and head - 1 or pos[1]))
-    row = math.min(row, math.max(0, vim.o.lines - height - 3))
-    if left >= width + 2 then
-      return { relative = 'editor', row = row, col = pos[2] - width - 2 }
-    elseif right >= width + 2 then
-      return { relative = 'editor', row = row, col = pos[2] + ww }
-    end
-  end
-  -- Nothing fits next to the card: at the bottom, and the chat scrolls its
-  -- end (the card) above the float.
-  return { relative = 'win', win = win, row = math.max(0, wh - covered - height - 2), col = col, bottom = true }
+--- Where the float goes for `item` (see permission_place.lua); `scroll`:
+--- the chat may scroll to make room under the card.
+function M.placement(item, width, height, scroll)
+  return require('acp.ask.permission_place').placement(item, width, height, scroll)
 end
 
 --- Rows the float covers at the bottom of `view`'s chat (0 when it sits
@@ -640,8 +630,15 @@ end
 --- follows its end so that the card stays visible above it.
 local function place(item, cfg)
   M.at_bottom = cfg.bottom == true
-  cfg.bottom = nil
+  local topline = cfg.topline
+  cfg.bottom, cfg.topline = nil, nil
   local view = item.view
+  if topline and view and view.win and api.nvim_win_is_valid(view.win) then
+    -- The card ends just above the float, the turn's rows above it.
+    api.nvim_win_call(view.win, function()
+      vim.fn.winrestview({ topline = topline })
+    end)
+  end
   if M.at_bottom and view and view.win and api.nvim_win_is_valid(view.win) then
     local last = api.nvim_buf_line_count(view.buf)
     if api.nvim_win_get_cursor(view.win)[1] >= last then
@@ -695,7 +692,7 @@ local function draw(item, lines, warn)
   if #diffs(tool_of(item)) > 0 then
     vim.keymap.set('n', 'd', M.review, { buffer = M.buf, nowait = true })
   end
-  local width = vim.fn.strdisplaywidth(reach_hint()) + 2
+  local width = vim.fn.strdisplaywidth(chords_footer(item)) + 2
   for _, l in ipairs(lines) do
     width = math.max(width, vim.fn.strdisplaywidth(l) + 2)
   end
@@ -703,11 +700,13 @@ local function draw(item, lines, warn)
   local height = math.max(1, math.min(#lines, vim.o.lines - 3))
   local cfg = { width = width, height = height, style = 'minimal', border = 'rounded', title = ' Permission ', focusable = true }
   cfg.anchor = 'NW'
-  for k, v in pairs(M.placement(item, width, height)) do
+  local changed = M.shown ~= item
+  local opened = not (M.win and api.nvim_win_is_valid(M.win))
+  for k, v in pairs(M.placement(item, width, height, changed or opened)) do
     cfg[k] = v
   end
   cfg = place(item, cfg)
-  if M.win and api.nvim_win_is_valid(M.win) then
+  if not opened then
     api.nvim_win_set_config(M.win, cfg)
   else
     -- Never entered here: the user moves into it on purpose.
@@ -716,8 +715,17 @@ local function draw(item, lines, warn)
   -- Every line fits the width: a row is a line, and nothing is pushed out
   -- of view by a wrapped one.
   vim.wo[M.win].wrap = false
-  local changed = M.shown ~= item
   M.shown = item
+  if changed or opened or not M.visible_since then
+    -- In view from now: the chords answer once the grace period is over.
+    M.visible_since = M.now()
+    local since = M.visible_since
+    vim.defer_fn(function()
+      if M.visible_since == since then
+        decorate()
+      end
+    end, math.max(0, config.options.permissions.grace_ms) + 10)
+  end
   if changed or not M.zone[api.nvim_get_current_buf()] then
     -- Another request under the user's keys: the grace period restarts.
     start_grace()
@@ -740,9 +748,14 @@ local function show_in_chat(item, err)
 end
 
 --- Shows the first request that can be drawn; closes the float when none.
-function M.render()
+--- `anew`: a float left in another tab opens again in this one.
+function M.render(anew)
   require('acp.ask.changes').changed()
   hook()
+  if anew and M.win and api.nvim_win_is_valid(M.win) and api.nvim_win_get_tabpage(M.win) ~= api.nvim_get_current_tabpage() then
+    api.nvim_win_close(M.win, true)
+    M.win, M.visible_since = nil, nil
+  end
   for _, item in ipairs(M.queue) do
     if not item.undrawable then
       local ok, err = xpcall(draw, debug.traceback, item, M.lines(item))
@@ -796,8 +809,9 @@ end
 --- Moves the cursor into the float (the deliberate way to answer),
 --- optionally for the request about a given tool call (moved to the head
 --- of the queue). A request that could not be drawn is answered from a
---- list instead.
-function M.focus(tool_call_id)
+--- list instead. When the float closes the user is back where they were
+--- (`keep`: the place recorded before, e.g. before a review).
+function M.focus(tool_call_id, keep)
   if #M.queue == 0 then
     vim.notify('acp.nvim: no permission request is pending')
     return
@@ -814,6 +828,9 @@ function M.focus(tool_call_id)
   end
   if target.undrawable then
     return answer_from_list(target)
+  end
+  if not (keep or M.zone[api.nvim_get_current_buf()]) then
+    M.origin = require('acp.ask.permission_keys').origin()
   end
   vim.cmd('stopinsert')
   M.render()

@@ -168,6 +168,8 @@ function ChatView:_keymaps()
       end, 'Answer the pending permission request (or request for input)')
     end
   end
+  -- One chord answers the permission request in view (allow, always, reject).
+  require('acp.ask.permission_chord').attach(self, { self.input, self.buf }, map)
   map(self.buf, 'n', keys.hide, function()
     self:hide()
   end, 'Hide the chat')
