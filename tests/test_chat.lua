@@ -104,6 +104,7 @@ return {
     H.open(child)
     child:lua([[require('acp').send('slow')]])
     child:wait_for([[return require('acp').current().state == 'running']])
+    child:settle()
     child:feed('<C-c>')
     child:wait_for([[local l = require('acp').current():lines(); return l[#l] == '⚠ Cancelled']])
   end },

@@ -177,6 +177,7 @@ return {
     T.eq(child:lua([[return require('acp.prompt.queue').lines(require('acp').current())[1] ]]), '⏳ queued 1: after cancel')
     -- The key, pressed in the chat input (not :AcpCancel): it ends the running turn only.
     child:lua([[vim.api.nvim_set_current_win(require('acp').current().input_win)]])
+    child:settle()
     child:feed('<C-c>')
     child:wait_for([[return require('acp').current().turns_ended == 1]], 5000)
     T.eq(#H.events_of(paths, 'cancel'), 1)
@@ -413,6 +414,7 @@ return {
     child:feed('<C-x>')
     child:wait_for([[local s = require('acp.ask.elicitation').shown return s ~= nil and s.payload.message == 'Last']])
     child:cmd('AcpElicitation')
+    child:settle()
     child:feed('<C-c>')
     H.wait_idle(child)
     T.eq(#H.events_of(paths, 'check_failed'), 0)

@@ -348,6 +348,17 @@ function Child:feed(keys)
   self:rpc('nvim_input', keys)
 end
 
+--- Waits until the child has run what it had scheduled (two rounds of vim.schedule, for
+--- callbacks that schedule again). Before typing <C-c>: a <C-c> that arrives while the child is
+--- busy is taken as an interrupt and flushes the typeahead (as it does for a user), so a test
+--- types it when the child is idle.
+function Child:settle()
+  for _ = 1, 2 do
+    self:lua([[_G.__settled = false; vim.schedule(function() _G.__settled = true end)]])
+    self:wait_for([[return _G.__settled]])
+  end
+end
+
 --- Lines of buffer `buf` (default 0 = current), optionally a [start, end) range.
 function Child:buf_lines(buf, start, end_)
   return self:rpc('nvim_buf_get_lines', buf or 0, start or 0, end_ or -1, false)
