@@ -200,11 +200,14 @@ return {
     local good = hash_of(S.core)
     local elsewhere = ('%s  libacp_core-v%s-macos-riscv.dylib'):format(('a'):rep(64), VERSION)
     S.url = {
-      good = release('good', { [S.asset] = S.core }, sums({ elsewhere, good .. '  ' .. S.asset })),
+      good = release('good', { [S.asset] = S.core, SOURCE_STAMP = stamp .. '\n' }, sums({ elsewhere, good .. '  ' .. S.asset })),
       badsum = release('badsum', { [S.asset] = S.core }, sums({ ('b'):rep(64) .. '  ' .. S.asset })),
       noplat = release('noplat', {}, sums({ elsewhere })),
       cut = release('cut', { [S.asset] = S.core }, sums({ good .. '  ' .. S.asset }), S.asset),
-      other = release('other', { [S.asset] = S.other }, sums({ hash_of(S.other) .. ' *' .. S.asset })),
+      -- A release of other sources that says so (SOURCE_STAMP), and an
+      -- older one that does not.
+      other = release('other', { [S.asset] = S.other, SOURCE_STAMP = ('0'):rep(64) .. '\n' }, sums({ hash_of(S.other) .. ' *' .. S.asset })),
+      other_unsaid = release('other_unsaid', { [S.asset] = S.other }, sums({ hash_of(S.other) .. ' *' .. S.asset })),
       none = ('http://127.0.0.1:%d/none'):format(S.port),
     }
   end,
@@ -254,10 +257,25 @@ return {
 
   { 'a core built from other sources is refused with the reason, cargo builds', function()
     local child = start({ old = 'OLD CORE' })
-    local res = build(child, S.url.other)
+    local res = build(child, S.url.other_unsaid)
     fell_back_to_cargo(res, esc(S.asset .. ' was built from other sources than this checkout'))
     only_library('OLD CORE')
   end, timeout = 60000 },
+
+  { "a release whose SOURCE_STAMP is not this checkout's: nothing is downloaded, cargo builds", function()
+    local child = start({ old = 'OLD CORE' })
+    local before = #requests()
+    local res = build(child, S.url.other)
+    fell_back_to_cargo(res, esc(('release v%s was built from other sources than this checkout (its SOURCE_STAMP is %s'):format(VERSION, ('0'):rep(64))))
+    T.eq(vim.list_slice(requests(), before + 1), { ('/other/v%s/SHA256SUMS'):format(VERSION), ('/other/v%s/SOURCE_STAMP'):format(VERSION) })
+    only_library('OLD CORE')
+  end, timeout = 60000 },
+
+  { 'scripts/source_stamp.py (the release publishes its output) computes the stamp the loader checks', function()
+    local res = vim.system({ 'python3', ROOT .. '/scripts/source_stamp.py', ROOT }, { text = true }):wait()
+    T.eq(res.code, 0, res.stderr)
+    T.eq(vim.trim(res.stdout), require('acp.core').source_stamp())
+  end },
 
   { 'no core for the platform: nothing is downloaded, cargo builds, health says built here', function()
     local child = start({ cargo_copies = true })
@@ -327,6 +345,7 @@ return {
     local text = T.read_file(ROOT .. '/.github/workflows/release.yml')
     T.match(text, 'libacp_core%-%${GITHUB_REF_NAME}%-%${{ matrix%.platform }}%.%${{ matrix%.ext }}')
     T.match(text, 'sha256sum libacp_core%-%* > SHA256SUMS')
+    T.match(text, 'python3 scripts/source_stamp%.py > dist/SOURCE_STAMP')
     T.eq(wf.jobs.publish.permissions.contents, 'write')
     T.eq(wf.jobs.publish.needs, 'build')
   end },

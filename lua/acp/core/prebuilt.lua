@@ -217,50 +217,67 @@ function M.install(h, log, url, on_done)
       say('already installed: ' .. lib)
       return on_done(true, ('acp.nvim: the prebuilt core %s (%s) is already installed'):format(tag, platform))
     end
-    local dir = vim.fs.dirname(lib)
-    vim.fn.mkdir(dir, 'p')
-    -- Beside the library (the same file system, so the rename is atomic),
-    -- under a name the loader never reads.
-    tmp = ('%s/.%s.download-%d'):format(dir, vim.fs.basename(lib), uv.os_getpid())
-    say(('downloading %s to %s'):format(base .. asset, tmp))
-    job(vim.list_extend(vim.deepcopy(curl), { '--max-time', '900', '--output', tmp, base .. asset }), function(dres)
-      if dres.code == 18 then
-        return fail(('the download of %s was cut short (%s)'):format(asset, reason(dres)))
-      elseif dres.code ~= 0 then
-        return fail(('the download of %s failed (%s)'):format(asset, reason(dres)))
-      end
-      read_async(tmp, function(data, rerr)
-        if not data then
-          return fail(('cannot read the download %s: %s'):format(tmp, tostring(rerr)))
+    -- The release's SOURCE_STAMP (scripts/source_stamp.py) says which
+    -- sources its cores were built from: a checkout between releases learns
+    -- that before it downloads a core it would refuse. A release without
+    -- one is checked after the download (below).
+    local function download()
+      local dir = vim.fs.dirname(lib)
+      vim.fn.mkdir(dir, 'p')
+      -- Beside the library (the same file system, so the rename is atomic),
+      -- under a name the loader never reads.
+      tmp = ('%s/.%s.download-%d'):format(dir, vim.fs.basename(lib), uv.os_getpid())
+      say(('downloading %s to %s'):format(base .. asset, tmp))
+      job(vim.list_extend(vim.deepcopy(curl), { '--max-time', '900', '--output', tmp, base .. asset }), function(dres)
+        if dres.code == 18 then
+          return fail(('the download of %s was cut short (%s)'):format(asset, reason(dres)))
+        elseif dres.code ~= 0 then
+          return fail(('the download of %s failed (%s)'):format(asset, reason(dres)))
         end
-        sha256_file(tmp, function(have, herr)
-          if not have then
-            return fail(('cannot compute the SHA-256 of %s: %s'):format(tmp, tostring(herr)))
-          elseif have ~= want then
-            return fail(('checksum mismatch for %s (SHA256SUMS says %s, the download is %s)'):format(asset, want, have))
+        read_async(tmp, function(data, rerr)
+          if not data then
+            return fail(('cannot read the download %s: %s'):format(tmp, tostring(rerr)))
           end
-          say('sha256 ' .. have .. ' matches SHA256SUMS')
-          local stamp = core.source_stamp()
-          if not data:find(stamp, 1, true) then
-            return fail(
-              ('%s was built from other sources than this checkout (a release core fits only its tag %s; '
-                .. 'check out that tag, or build from source)'):format(asset, tag)
-            )
-          end
-          say('source stamp ' .. stamp .. ' matches this checkout')
-          uv.fs_chmod(tmp, tonumber('755', 8))
-          local ok, err = uv.fs_rename(tmp, lib)
-          if not ok then
-            return fail(('cannot move the download into place (%s)'):format(tostring(err)))
-          end
-          tmp = nil
-          pcall(M.record, lib, { from = 'prebuilt', url = base .. asset, version = version, platform = platform, sha256 = have })
-          say('installed ' .. lib)
-          local restart = core.is_loaded() and '; restart Neovim to use it' or ''
-          local secs = math.floor((uv.now() - h.started) / 1000 + 0.5)
-          on_done(true, ('acp.nvim: prebuilt core %s (%s) installed in %d s%s'):format(tag, platform, secs, restart))
+          sha256_file(tmp, function(have, herr)
+            if not have then
+              return fail(('cannot compute the SHA-256 of %s: %s'):format(tmp, tostring(herr)))
+            elseif have ~= want then
+              return fail(('checksum mismatch for %s (SHA256SUMS says %s, the download is %s)'):format(asset, want, have))
+            end
+            say('sha256 ' .. have .. ' matches SHA256SUMS')
+            local stamp = core.source_stamp()
+            if not data:find(stamp, 1, true) then
+              return fail(
+                ('%s was built from other sources than this checkout (a release core fits only its tag %s; '
+                  .. 'check out that tag, or build from source)'):format(asset, tag)
+              )
+            end
+            say('source stamp ' .. stamp .. ' matches this checkout')
+            uv.fs_chmod(tmp, tonumber('755', 8))
+            local ok, err = uv.fs_rename(tmp, lib)
+            if not ok then
+              return fail(('cannot move the download into place (%s)'):format(tostring(err)))
+            end
+            tmp = nil
+            pcall(M.record, lib, { from = 'prebuilt', url = base .. asset, version = version, platform = platform, sha256 = have })
+            say('installed ' .. lib)
+            local restart = core.is_loaded() and '; restart Neovim to use it' or ''
+            local secs = math.floor((uv.now() - h.started) / 1000 + 0.5)
+            on_done(true, ('acp.nvim: prebuilt core %s (%s) installed in %d s%s'):format(tag, platform, secs, restart))
+          end)
         end)
       end)
+    end
+    job(vim.list_extend(vim.deepcopy(curl), { '--max-time', '60', base .. 'SOURCE_STAMP' }), function(sres)
+      local published = sres.code == 0 and sres.stdout:match('^%s*(%x+)%s*$') or nil
+      local stamp = core.source_stamp()
+      if published and #published == 64 and published:lower() ~= stamp then
+        return fail(
+          ('release %s was built from other sources than this checkout (its SOURCE_STAMP is %s, this checkout %s; '
+            .. 'a release core fits only its tag: check out %s, or build from source)'):format(tag, published:lower(), stamp, tag)
+        )
+      end
+      download()
     end)
   end)
 end
