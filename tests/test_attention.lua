@@ -103,4 +103,40 @@ return {
     H.turn(child, 'slow')
     T.eq(child:lua([[return require('acp').status().done_unseen]]), false)
   end },
+
+  { 'an agent whose words speak of signing in does not make the chat wait for a sign-in', function()
+    local words = 'Agent `test` needs you to sign in: run :AcpAuth {method}. It needs authentication.'
+    local child = H.start({ turns = { { match = 'talk', steps = {
+      { message = words .. '\n' },
+      -- A prompt error whose message says the same (not ACP's "auth required").
+      { error = { code = -32603, message = words } },
+    } } } })
+    H.open(child)
+    child:lua(RECORD)
+    H.turn(child, 'talk')
+    local text = H.transcript_text(child)
+    T.match(text, 'Error: .*needs you to sign in', 'the error is shown with the agent\'s words')
+    local st = child:lua([[return require('acp').status()]])
+    T.eq({ st.state, st.waiting, st.waiting_for }, { 'idle', false, nil })
+    T.no_match(tabline(child), '●')
+    T.eq(child:lua([[return vim.tbl_filter(function(c) return c.waiting end, _G.changes)]]), {})
+  end },
+
+  { 'an agent that refuses to open a session until the user signs in: the chat waits for the sign-in until it is done', function()
+    local child = H.start({ agent_info = { auth_methods = { { id = 'api-key', name = 'API key' } } },
+      turns = { { match = 'hello', steps = { { message = 'signed in' } } } } })
+    child:lua(RECORD)
+    child:cmd('AcpChat')
+    child:wait_for([[return require('acp').status().waiting_for == 'sign-in']])
+    local st = child:lua([[return require('acp').status()]])
+    T.eq({ st.state, st.waiting, st.waiting_for }, { 'disconnected', true, 'sign-in' })
+    T.match(tabline(child), '● %d* ?ACP test 1')
+    local fired = child:lua([[for _, c in ipairs(_G.changes) do if c.waiting then return c end end]])
+    T.eq({ fired.waiting_for, fired.state }, { 'sign-in', 'disconnected' })
+    child:cmd('AcpAuth api-key')
+    child:wait_for([[return require('acp').current().state == 'idle']])
+    st = child:lua([[return require('acp').status()]])
+    T.eq({ st.waiting, st.waiting_for }, { false, nil })
+    T.no_match(tabline(child), '●')
+  end },
 }

@@ -125,9 +125,18 @@ mod tests {
         assert_eq!(
             thread(ThreadEvent::Status {
                 state: TurnState::Disconnected,
-                detail: String::new()
+                detail: String::new(),
+                sign_in: false
             }),
             json!({ "type": "status", "thread": 7, "state": "disconnected", "detail": "" })
+        );
+        assert_eq!(
+            thread(ThreadEvent::Status {
+                state: TurnState::Disconnected,
+                detail: String::new(),
+                sign_in: true
+            }),
+            json!({ "type": "status", "thread": 7, "state": "disconnected", "detail": "", "sign_in": true })
         );
         assert_eq!(
             thread(ThreadEvent::ConfigOptions { options: json!([]) }),

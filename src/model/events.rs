@@ -26,8 +26,15 @@ pub enum ThreadEvent {
     Appended { index: usize, text: String },
     /// The entry's whole rendering changed.
     Replaced { index: usize, lines: Vec<String> },
-    /// Thread-level status for the view's status line.
-    Status { state: TurnState, detail: String },
+    /// Thread-level status for the view's status line. `sign_in`: the agent
+    /// refused to open a session or answer until the user signs in (ACP's
+    /// "auth required", -32000); sent only when true.
+    Status {
+        state: TurnState,
+        detail: String,
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        sign_in: bool,
+    },
     /// The chat is bound to this agent session.
     Session { session_id: String },
     /// `session_info_update`: the session's title.

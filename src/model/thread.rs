@@ -64,6 +64,10 @@ pub struct Thread {
     /// The entry of the prompt the user sent last: a user chunk from the
     /// agent is another message, never appended to it.
     own_prompt: Option<usize>,
+    /// The agent wants the user to sign in (it refused `session/new` or a
+    /// prompt with "auth required"): every status says so until a session
+    /// opens, a sign-in succeeds or another prompt starts.
+    sign_in: bool,
 }
 
 impl Thread {
@@ -87,6 +91,7 @@ impl Thread {
             agent_tail: None,
             echoes: echo::PromptEchoes::default(),
             own_prompt: None,
+            sign_in: false,
         }
     }
 
@@ -176,7 +181,29 @@ impl Thread {
         out.push(ThreadEvent::Status {
             state,
             detail: detail.into(),
+            sign_in: self.sign_in,
         });
+    }
+
+    /// Whether the agent wants the user to sign in (see `sign_in`). Set
+    /// when it refuses with "auth required", cleared when an attempt to
+    /// open the session starts; the next status carries it.
+    pub fn wants_sign_in(&mut self, on: bool) {
+        self.sign_in = on;
+    }
+
+    /// `authenticate` succeeded: the chat says so, and a chat that waited
+    /// for the sign-in waits no more.
+    pub fn signed_in(&mut self, method_id: &str) -> Vec<ThreadEvent> {
+        let mut out = Vec::new();
+        self.push(
+            notice_entry(NoticeLevel::Info, format!("Signed in with `{method_id}`")),
+            &mut out,
+        );
+        if std::mem::take(&mut self.sign_in) {
+            self.set_state(self.state, "signed in", &mut out);
+        }
+        out
     }
 
     /// The running turn ends: `TurnEnded` with its duration.
@@ -278,6 +305,7 @@ impl Thread {
     /// section; from here on updates reach only this section's cards.
     pub fn session_started(&mut self, restarted: bool) -> Vec<ThreadEvent> {
         let mut out = Vec::new();
+        self.sign_in = false;
         if restarted {
             self.session_start = self.entries.len();
             let text = format!("Restarted `{}` with a new session", self.agent_name);
@@ -316,6 +344,7 @@ impl Thread {
     /// `end_turn`) the state stays `running` without a second status.
     pub fn begin_turn(&mut self, user_text: &str) -> (u64, Vec<ThreadEvent>) {
         let mut out = Vec::new();
+        self.sign_in = false;
         let was_running = self.state == TurnState::Running;
         if was_running {
             self.open_turns.push(self.turn);

@@ -212,7 +212,7 @@ impl Connection {
     /// error of `session/new` or a prompt: JSON-RPC -32000). Methods with
     /// no string id are ignored.
     pub fn keep_error_auth_methods(&self, error: &Value) {
-        if error.get("code").and_then(Value::as_i64) != Some(-32000) {
+        if !is_auth_required(error) {
             return;
         }
         let Some(list) = error.pointer("/data/authMethods").and_then(Value::as_array) else {
@@ -429,6 +429,12 @@ impl Connection {
     pub fn force_kill(&self) {
         self.signal_group(libc::SIGKILL);
     }
+}
+
+/// Whether a JSON-RPC error (as JSON) is ACP's "auth required" (-32000): the
+/// agent wants the user to sign in first.
+pub fn is_auth_required(error: &Value) -> bool {
+    error.get("code").and_then(Value::as_i64) == Some(-32000)
 }
 
 /// Updates held for sessions not routed yet, bounded: an agent that sends

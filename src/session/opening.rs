@@ -20,7 +20,7 @@ use crate::log;
 use crate::model::entries::NoticeLevel;
 use crate::model::events::ThreadEvent;
 use crate::model::render::human_ms;
-use crate::protocol::connection::{Connection, SessionSink};
+use crate::protocol::connection::{is_auth_required, Connection, SessionSink};
 use crate::runtime::spawn;
 
 /// An outgoing request built from the protocol crate's typed params, sent
@@ -126,6 +126,12 @@ impl ThreadHandle {
                 return Ok((b.conn.clone(), b.session_id.clone()));
             }
         }
+        // A new attempt: whether the agent wants a sign-in is known again
+        // once it answers.
+        self.with_model(|m| {
+            m.wants_sign_in(false);
+            Vec::new()
+        });
         // A kept chat shows its transcript first, whatever the agent does.
         let restore = self.kept_restore.lock().take();
         if let Some(id) = restore {
@@ -209,7 +215,14 @@ impl ThreadHandle {
                     log::warn(&e);
                     e
                 })?
-                .map_err(|e| session_new_error(&conn, &self.spec.name, e))?;
+                .map_err(|e| {
+                    let (message, sign_in) = session_new_error(&conn, &self.spec.name, e);
+                    self.with_model(|m| {
+                        m.wants_sign_in(sign_in);
+                        Vec::new()
+                    });
+                    message
+                })?;
                 let session_id = response
                     .get("sessionId")
                     .and_then(Value::as_str)
@@ -415,9 +428,7 @@ impl ThreadHandle {
             .await;
             match result {
                 Ok(_) => {
-                    this.with_model(|m| {
-                        m.notice(NoticeLevel::Info, format!("Signed in with `{method_id}`"))
-                    });
+                    this.with_model(|m| m.signed_in(&method_id));
                     if let Err(e) = this.ensure_session().await {
                         this.with_model(|m| m.disconnected(e));
                     }
@@ -436,19 +447,24 @@ impl ThreadHandle {
     }
 }
 
-/// A failed `session/new`; ACP's "auth required" (-32000) becomes a hint
-/// naming the agent's sign-in methods and `:AcpAuth`.
-fn session_new_error(conn: &Connection, agent: &str, e: agent_client_protocol::Error) -> String {
+/// A failed `session/new`: the message, and whether it is ACP's "auth
+/// required" (-32000), whose message names the agent's sign-in methods and
+/// `:AcpAuth`.
+fn session_new_error(
+    conn: &Connection,
+    agent: &str,
+    e: agent_client_protocol::Error,
+) -> (String, bool) {
     let value = serde_json::to_value(&e).unwrap_or(Value::Null);
     conn.keep_error_auth_methods(&value);
-    let code = value.get("code").and_then(Value::as_i64);
-    if code != Some(-32000) {
-        return format!("session/new failed: {e}");
+    if !is_auth_required(&value) {
+        return (format!("session/new failed: {e}"), false);
     }
     let methods = conn.auth_methods();
     if methods.is_empty() {
-        return format!(
-            "Agent `{agent}` needs authentication ({e}); sign in with its own CLI first."
+        return (
+            format!("Agent `{agent}` needs authentication ({e}); sign in with its own CLI first."),
+            true,
         );
     }
     let list: Vec<String> = methods
@@ -462,9 +478,12 @@ fn session_new_error(conn: &Connection, agent: &str, e: agent_client_protocol::E
             }
         })
         .collect();
-    format!(
-        "Agent `{agent}` needs you to sign in: run :AcpAuth {{method}}. Methods:\n{}",
-        list.join("\n")
+    (
+        format!(
+            "Agent `{agent}` needs you to sign in: run :AcpAuth {{method}}. Methods:\n{}",
+            list.join("\n")
+        ),
+        true,
     )
 }
 

@@ -19,7 +19,7 @@ use crate::log;
 use crate::model::entries::NoticeLevel;
 use crate::model::events::{ThreadEvent, TurnState};
 use crate::model::update::content_block_text;
-use crate::protocol::connection::Connection;
+use crate::protocol::connection::{is_auth_required, Connection};
 use crate::protocol::elicitation;
 use crate::runtime::spawn;
 
@@ -169,10 +169,16 @@ impl ThreadHandle {
                     Ok(v) => Ok(Some(v)),
                     Err(e) => {
                         // A sign-in the prompt asks for (Kimi names its
-                        // methods only there): `:AcpAuth` offers them.
-                        conn.keep_error_auth_methods(
-                            &serde_json::to_value(&e).unwrap_or(Value::Null),
-                        );
+                        // methods only there): `:AcpAuth` offers them, and
+                        // the chat waits for it.
+                        let value = serde_json::to_value(&e).unwrap_or(Value::Null);
+                        conn.keep_error_auth_methods(&value);
+                        if is_auth_required(&value) {
+                            this.with_model(|m| {
+                                m.wants_sign_in(true);
+                                Vec::new()
+                            });
+                        }
                         // If the agent died, its exit report explains more
                         // than "response never received": let that speak.
                         let died =

@@ -70,10 +70,6 @@ local function redraw_tabline()
   end)
 end
 
--- The core's own wording when opening a session needs a sign-in
--- (src/session/opening.rs).
-local sign_in_words = { 'needs you to sign in', 'needs authentication' }
-
 --- Brings `view`'s marks up to date (after a drain, with its `events`; or
 --- when the user moves or a question comes or goes). A change fires
 --- `User AcpStateChanged` and redraws the tab labels.
@@ -82,13 +78,10 @@ local sign_in_words = { 'needs you to sign in', 'needs authentication' }
 function M.refresh(view, events)
   local m = mark_of(view)
   for _, ev in ipairs(events or {}) do
-    if ev.type == 'added' and ev.kind == 'notice' and type(ev.lines) == 'table' then
-      local said = table.concat(ev.lines, ' ')
-      for _, w in ipairs(sign_in_words) do
-        m.sign_in = m.sign_in or said:find(w, 1, true) ~= nil
-      end
-    elseif ev.type == 'session' then
-      m.sign_in = false
+    -- Each status says whether the agent waits for a sign-in (the core
+    -- marks it when the agent refused with ACP's "auth required").
+    if ev.type == 'status' then
+      m.sign_in = ev.sign_in == true
     end
   end
   local seen = M.in_sight(view)

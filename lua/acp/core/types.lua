@@ -120,6 +120,7 @@
 ---@field thread integer
 ---@field state acp.TurnState
 ---@field detail string
+---@field sign_in? true The agent refused to open a session or answer until the user signs in (ACP "auth required"); absent otherwise.
 
 --- The chat is bound to this agent session.
 ---@class acp.Event.session

@@ -784,3 +784,48 @@ fn unknown_updates_and_null_content_are_harmless() {
         .is_empty());
     assert!(t.apply_json(&json!({"no":"kind"})).is_empty());
 }
+
+#[test]
+fn a_refused_sign_in_marks_the_statuses_until_signed_in() {
+    let status_json = |ev: &[ThreadEvent]| {
+        ev.iter()
+            .filter(|e| matches!(e, ThreadEvent::Status { .. }))
+            .map(|e| serde_json::to_value(e).unwrap())
+            .collect::<Vec<_>>()
+    };
+    let mut t = Thread::new("demo");
+    // An agent message that only talks about signing in marks nothing.
+    let (turn, _) = t.begin_turn("q");
+    t.apply_json(&json!({"sessionUpdate":"agent_message_chunk",
+        "content":{"type":"text","text":"Agent `demo` needs you to sign in"}}));
+    let ev = t.end_turn(turn, "end_turn");
+    assert_eq!(
+        status_json(&ev),
+        vec![json!({"type":"status","state":"idle","detail":"end_turn"})]
+    );
+    // The agent refused with "auth required".
+    t.wants_sign_in(true);
+    let ev = t.disconnected("needs a sign-in");
+    assert_eq!(
+        status_json(&ev),
+        vec![
+            json!({"type":"status","state":"disconnected","detail":"agent exited","sign_in":true})
+        ]
+    );
+    // Signed in: the notice, then the same state without the mark.
+    let ev = t.signed_in("oauth");
+    assert!(t.to_markdown().contains("Signed in with `oauth`"));
+    assert_eq!(
+        status_json(&ev),
+        vec![json!({"type":"status","state":"disconnected","detail":"signed in"})]
+    );
+    // A second success changes no state.
+    assert!(status_json(&t.signed_in("oauth")).is_empty());
+    // A prompt starts afresh.
+    t.wants_sign_in(true);
+    let (_, ev) = t.begin_turn("again");
+    assert_eq!(
+        status_json(&ev),
+        vec![json!({"type":"status","state":"running","detail":""})]
+    );
+}
