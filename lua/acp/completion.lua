@@ -82,23 +82,6 @@ function M.lsp_items(res, row, col)
   return items
 end
 
---- Whether nvim-cmp has a source named `acp` registered (nil when it
---- cannot tell: an nvim-cmp without `get_registered_sources`).
----@return boolean?
-function M.cmp_has_source()
-  local cmp = package.loaded.cmp
-  if type(cmp) ~= 'table' or type(cmp.get_registered_sources) ~= 'function' then
-    return nil
-  end
-  local ok, sources = pcall(cmp.get_registered_sources)
-  for _, s in pairs(ok and type(sources) == 'table' and sources or {}) do
-    if type(s) == 'table' and s.name == 'acp' then
-      return true
-    end
-  end
-  return false
-end
-
 --- Registers the nvim-cmp source once nvim-cmp is loaded, unless a source
 --- named `acp` is registered already (by hand, or by an earlier call). A
 --- second registration would still be harmless: only one `acp` source
@@ -107,7 +90,7 @@ function M.register_cmp()
   if not package.loaded.cmp then
     return
   end
-  local has = M.cmp_has_source()
+  local has = require('acp.prompt.popup').cmp_has_source()
   if has or (has == nil and M.cmp_registered) then
     return
   end

@@ -29,6 +29,23 @@ local function blink_enabled()
   return type(list) == 'table' and vim.tbl_contains(list, id)
 end
 
+--- Whether nvim-cmp has a source named `acp` registered (nil when it
+--- cannot tell: nvim-cmp not loaded, or without `get_registered_sources`).
+---@return boolean?
+function M.cmp_has_source()
+  local cmp = package.loaded.cmp
+  if type(cmp) ~= 'table' or type(cmp.get_registered_sources) ~= 'function' then
+    return nil
+  end
+  local ok, sources = pcall(cmp.get_registered_sources)
+  for _, s in pairs(ok and type(sources) == 'table' and sources or {}) do
+    if type(s) == 'table' and s.name == 'acp' then
+      return true
+    end
+  end
+  return false
+end
+
 --- Whether nvim-cmp serves the current buffer with the `acp` source: a
 --- source of that name is registered (when nvim-cmp can list them), the
 --- config for the buffer lists it, and completion is not disabled there
@@ -39,15 +56,8 @@ local function cmp_enabled()
   if not ok or type(cmp) ~= 'table' or type(cmp.get_config) ~= 'function' then
     return false
   end
-  if type(cmp.get_registered_sources) == 'function' then
-    local rok, sources = pcall(cmp.get_registered_sources)
-    local found = false
-    for _, s in pairs(rok and type(sources) == 'table' and sources or {}) do
-      found = found or (type(s) == 'table' and s.name == 'acp')
-    end
-    if not found then
-      return false
-    end
+  if M.cmp_has_source() == false then
+    return false
   end
   local cok, cfg = pcall(cmp.get_config)
   cfg = cok and type(cfg) == 'table' and cfg or {}
