@@ -139,6 +139,15 @@ end
 
 local emit
 
+--- `comment` (if any) as `--` lines at `indent`, wrapped to the width.
+local function emit_comment(out, comment, indent)
+  if comment then
+    for _, l in ipairs(wrap(vim.split(comment, ' '), indent .. '-- ', WIDTH, ' ')) do
+      out[#out + 1] = l
+    end
+  end
+end
+
 --- Lines for `entry` at `indent` (a string of spaces).
 local function emit_entry(out, entry, indent)
   local comment = entry.trailing or (#entry.comment > 0 and first_sentence(entry.comment)) or nil
@@ -159,11 +168,7 @@ local function emit_entry(out, entry, indent)
       end
       body = '{ --[[ ' .. table.concat(names, ', ') .. ' ]] },'
     else
-      if comment then
-        for _, l in ipairs(wrap(vim.split(comment, ' '), indent .. '-- ', WIDTH, ' ')) do
-          out[#out + 1] = l
-        end
-      end
+      emit_comment(out, comment, indent)
       out[#out + 1] = head .. '{'
       emit(out, entry.children, indent .. '  ')
       out[#out + 1] = indent .. '},'
@@ -175,11 +180,7 @@ local function emit_entry(out, entry, indent)
     if #one <= WIDTH then
       body = one:sub(#head + 1)
     else
-      if comment then
-        for _, l in ipairs(wrap(vim.split(comment, ' '), indent .. '-- ', WIDTH, ' ')) do
-          out[#out + 1] = l
-        end
-      end
+      emit_comment(out, comment, indent)
       out[#out + 1] = head .. '{'
       for _, l in ipairs(wrap(items, indent .. '  ', WIDTH - 1, ', ')) do
         out[#out + 1] = l
@@ -199,11 +200,7 @@ local function emit_entry(out, entry, indent)
     out[#out + 1] = line .. ' -- ' .. comment
     return
   end
-  if comment then
-    for _, l in ipairs(wrap(vim.split(comment, ' '), indent .. '-- ', WIDTH, ' ')) do
-      out[#out + 1] = l
-    end
-  end
+  emit_comment(out, comment, indent)
   out[#out + 1] = line
 end
 
