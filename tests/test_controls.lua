@@ -34,6 +34,36 @@ local LEGACY_MODELS = {
 
 local STUB_SELECT = H.STUB_SELECT
 
+--- A running turn with "one" and "two" queued behind it, and :AcpQueue
+--- asked: its pickers are recorded in _G.picks (notifications in _G.notes).
+local function queue_asked()
+  local child, paths = H.start({ turns = {
+    { match = 'first', steps = { { wait_cancel = true } } },
+    { match = 'one', steps = { { wait_cancel = true } } },
+  } })
+  H.open(child)
+  child:lua([[require('acp').send('first')]])
+  child:wait_for([[return require('acp').current().state == 'running']])
+  child:lua(RECORD_NOTIFY)
+  child:lua([[
+    require('acp').send('one'); require('acp').send('two')
+    _G.picks = {}
+    vim.ui.select = function(items, opts, cb) table.insert(_G.picks, { items = items, opts = opts, cb = cb }) end
+  ]])
+  child:cmd('AcpQueue')
+  return child, paths
+end
+
+--- The running turn ends (cancelled): the first queued message ("one") is
+--- sent, "two" stays queued.
+local function first_queued_goes(child, paths)
+  child:lua([[require('acp').cancel()]])
+  child:wait_for(([[
+    for line in io.lines(%q) do if line:find('"one"', 1, true) then return true end end
+  ]]):format(paths.agent_log), 5000)
+  child:wait_for([[return #require('acp').current().queue == 1]])
+end
+
 return {
   { 'an agent sending both models and configOptions: config options win, nothing shows twice', function()
     local child, paths = H.start({ agent_info = {
@@ -234,29 +264,12 @@ return {
   end },
 
   { ':AcpQueue picks a message, not a position: the turn ends between pick and edit, the picked one is edited', function()
-    local child, paths = H.start({ turns = {
-      { match = 'first', steps = { { wait_cancel = true } } },
-      { match = 'one', steps = { { wait_cancel = true } } },
-    } })
-    H.open(child)
-    child:lua([[require('acp').send('first')]])
-    child:wait_for([[return require('acp').current().state == 'running']])
-    child:lua(RECORD_NOTIFY)
-    child:lua([[
-      require('acp').send('one'); require('acp').send('two')
-      _G.picks = {}
-      vim.ui.select = function(items, opts, cb) table.insert(_G.picks, { items = items, opts = opts, cb = cb }) end
-    ]])
-    child:cmd('AcpQueue')
+    local child, paths = queue_asked()
     -- The user picks the second message ("two") ...
     child:lua([[local p = _G.picks[1]; p.cb(p.items[2], 2)]])
     T.eq(child:lua('return #_G.picks'), 2, 'asked what to do with it')
     -- ... the turn ends meanwhile and the first queued message ("one") is sent ...
-    child:lua([[require('acp').cancel()]])
-    child:wait_for(([[
-      for line in io.lines(%q) do if line:find('"one"', 1, true) then return true end end
-    ]]):format(paths.agent_log), 5000)
-    child:wait_for([[return #require('acp').current().queue == 1]])
+    first_queued_goes(child, paths)
     -- ... then "edit": "two" comes back into the input, nothing else changes.
     child:lua([[_G.picks[2].cb('edit', 1)]])
     T.eq(child:lua([[return vim.api.nvim_buf_get_lines(require('acp').current().input, 0, -1, false)]]), { 'two' })
@@ -267,28 +280,11 @@ return {
   end },
 
   { ':AcpQueue: a picked message sent before the action says so plainly; nothing else is edited or dropped', function()
-    local child, paths = H.start({ turns = {
-      { match = 'first', steps = { { wait_cancel = true } } },
-      { match = 'one', steps = { { wait_cancel = true } } },
-    } })
-    H.open(child)
-    child:lua([[require('acp').send('first')]])
-    child:wait_for([[return require('acp').current().state == 'running']])
-    child:lua(RECORD_NOTIFY)
-    child:lua([[
-      require('acp').send('one'); require('acp').send('two')
-      _G.picks = {}
-      vim.ui.select = function(items, opts, cb) table.insert(_G.picks, { items = items, opts = opts, cb = cb }) end
-    ]])
-    child:cmd('AcpQueue')
+    local child, paths = queue_asked()
     T.eq(child:lua([[local p = _G.picks[1]; return vim.tbl_map(p.opts.format_item, p.items)]]), { 'one', 'two' },
       'entries are not numbered twice (vim.ui.select numbers them)')
     child:lua([[local p = _G.picks[1]; p.cb(p.items[1], 1)]])
-    child:lua([[require('acp').cancel()]])
-    child:wait_for(([[
-      for line in io.lines(%q) do if line:find('"one"', 1, true) then return true end end
-    ]]):format(paths.agent_log), 5000)
-    child:wait_for([[return #require('acp').current().queue == 1]])
+    first_queued_goes(child, paths)
     child:lua([[_G.picks[2].cb('drop', 2)]])
     T.eq(#child:lua('return _G.notes'), 1)
     T.match(child:lua('return _G.notes[1].msg'), 'queued message "one" was already sent')
