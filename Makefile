@@ -2,8 +2,9 @@
 #
 #   make deps        pinned Neovim (PyPI) into .deps/venv, ACP TypeScript SDK (npm) into .deps/npm,
 #                    codex-acp (npm, optional) into .deps/npm-codex
-#   make peer-deps   optional, not part of `make test`: Kimi CLI, Mistral Vibe, fast-agent (PyPI)
-#                    and Cline (npm) into .deps/peers, for tests/test_real_agents.lua
+#   make peer-deps   optional, not part of `make test`: Kimi CLI, Mistral Vibe, fast-agent (PyPI),
+#                    Cline, Claude Code (claude-agent-acp) and Gemini CLI (npm) into .deps/peers,
+#                    for tests/test_real_agents.lua
 #   make build       cargo build --release --workspace (libacp_core.so, acp-test-agent), doc/tags
 #   make test        deps + build, Rust unit tests, then the Lua integration tests
 #   make test TEST=pattern    only matching test files/cases (also passed to cargo test)
@@ -120,6 +121,8 @@ KIMI_CLI_VERSION := 1.51.0
 MISTRAL_VIBE_VERSION := 3.0.2
 FAST_AGENT_VERSION := 0.10.48
 CLINE_VERSION := 3.0.65
+CLAUDE_AGENT_ACP_VERSION := 0.100.0
+GEMINI_CLI_VERSION := 0.61.0
 PEER_PYTHON ?= $(shell \
   for p in $$(ls -1d "$$(pyenv root 2>/dev/null || echo $$HOME/.pyenv)"/versions/3.1[2-9]* 2>/dev/null | sort -rV); do \
     [ -x "$$p/bin/python3" ] && { echo "$$p/bin/python3"; exit 0; }; done; \
@@ -144,23 +147,30 @@ define peer_pip
 	fi
 endef
 
+# One npm agent: $(1) folder under .deps/peers, $(2) package, $(3) version.
+define peer_npm
+	@if grep -q '"version": *"$(3)"' "$(PEERS_DIR)/$(1)/node_modules/$(2)/package.json" 2>/dev/null; then \
+	  :; \
+	elif ! command -v npm >/dev/null 2>&1; then \
+	  echo "peer-deps: npm not found: not installing $(2) (its test will be skipped)"; \
+	else \
+	  echo "peer-deps: npm install $(2)@$(3) into .deps/peers/$(1)"; \
+	  mkdir -p "$(PEERS_DIR)/$(1)"; \
+	  npm install --prefix "$(PEERS_DIR)/$(1)" --save-exact --no-audit --no-fund --loglevel=error \
+	    --fetch-retries=1 "$(2)@$(3)" </dev/null >&2 \
+	  || echo "peer-deps: npm install $(2) failed (its test will be skipped)"; \
+	fi
+endef
+
 # Never fails: whatever cannot be installed is reported, and its test skips itself.
 peer-deps:
 	@mkdir -p "$(PEERS_DIR)"
 	$(call peer_pip,kimi,kimi-cli==$(KIMI_CLI_VERSION),kimi)
 	$(call peer_pip,vibe,mistral-vibe==$(MISTRAL_VIBE_VERSION),vibe-acp)
 	$(call peer_pip,fastagent,fast-agent-mcp==$(FAST_AGENT_VERSION),fast-agent)
-	@if grep -q '"version": *"$(CLINE_VERSION)"' "$(PEERS_DIR)/cline/node_modules/cline/package.json" 2>/dev/null; then \
-	  :; \
-	elif ! command -v npm >/dev/null 2>&1; then \
-	  echo "peer-deps: npm not found: not installing cline (its test will be skipped)"; \
-	else \
-	  echo "peer-deps: npm install cline@$(CLINE_VERSION) into .deps/peers/cline"; \
-	  mkdir -p "$(PEERS_DIR)/cline"; \
-	  npm install --prefix "$(PEERS_DIR)/cline" --save-exact --no-audit --no-fund --loglevel=error \
-	    --fetch-retries=1 "cline@$(CLINE_VERSION)" </dev/null >&2 \
-	  || echo "peer-deps: npm install cline failed (its test will be skipped)"; \
-	fi
+	$(call peer_npm,cline,cline,$(CLINE_VERSION))
+	$(call peer_npm,claude,@agentclientprotocol/claude-agent-acp,$(CLAUDE_AGENT_ACP_VERSION))
+	$(call peer_npm,gemini,@google/gemini-cli,$(GEMINI_CLI_VERSION))
 
 nvim-path: $(NVIM_STAMP)
 	@echo "$(NVIM)"

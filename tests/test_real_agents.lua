@@ -12,9 +12,15 @@
 -- them into .deps/peers; tests/helpers/peers.lua has their profiles) each run
 -- both turns of tests/peers/scenarios/read_edit_shell_more.json, the user
 -- answering every float with allow once.
+--
+-- Claude Code (claude-agent-acp) and Gemini CLI (`make peer-deps`) each run
+-- tests/peers/scenarios/explain_read_edit.json with the user typing in the
+-- chat's input: what the chat shows while the edit waits for permission, and
+-- one chord from Insert mode answering it.
 local T = require('tests.helpers.expect')
 local H = require('tests.helpers.acp')
 local P = require('tests.helpers.peers')
+local Screen = require('tests.helpers.screen')
 
 local uv = vim.uv or vim.loop
 
@@ -448,6 +454,126 @@ local function real_task(name)
   end
 end
 
+-- The explain-read-edit task (explain_read_edit.json): Claude makes the
+-- whole prompt the session's title.
+local GREET = {
+  prompt = "Please fix the misspelled greeting in hello.lua and let greet take the name of the person to greet, keeping the module's shape as it is, and tell me what you changed and why",
+  before = "local M = {}\nfunction M.greet()\n  print('helo')\nend\nreturn M\n",
+  after = "local M = {}\nfunction M.greet(name)\n  print('hello, ' .. name)\nend\nreturn M\n",
+  explain = {
+    'The greeting in hello.lua is misspelled,',
+    'and greet takes no name to greet.',
+    'I will read the module first, then fix',
+    'both in one small edit.',
+  },
+  done = "Done: greet(name) now prints 'hello, ' and the name.",
+}
+
+--- The real agent `name` runs the explain-read-edit task in a child with a
+--- screen, the user typing in the chat's input (Insert mode): checks what
+--- the screen shows while the edit waits (`want.header`: patterns the
+--- header row matches), that <M-y> answers only after the grace period and
+--- Insert mode continues, and that the edit lands.
+local function real_chord(name, want)
+  local prof = P.profile(name)
+  local dir = H.project({ ['hello.lua'] = GREET.before })
+  local url = start_mock('explain_read_edit', dir)
+  local mark = ('%s-%d-%d'):format(name, vim.fn.getpid(), uv.hrtime())
+  local agent, unset, state = P.agent(prof, url, mark)
+  local child, paths = H.start({ cwd = dir, agent = agent, env = unset })
+  local screen = Screen.attach(child, 120, 64)
+  local problems = {}
+  local ok, err = pcall(function()
+    child:cmd('AcpChat')
+    child:wait_for([[local v = require('acp').current(); return v and v.state == 'idle']], 90000)
+    child:cmd('startinsert')
+    child:lua([[
+      _G.notes = {}
+      local notify = vim.notify
+      vim.notify = function(msg, level, o) table.insert(_G.notes, msg) return notify(msg, level, o) end
+    ]])
+    -- The user types the prompt and sends it, staying in Insert mode.
+    child:feed(GREET.prompt .. '<C-s>')
+    child:wait_for([[local p = require('acp.ask.permission')
+      return p.shown ~= nil and p.win ~= nil and p.in_view()]], 90000)
+    T.eq(child:lua([[return vim.api.nvim_get_mode().mode]]), 'i', 'still typing in the input')
+    T.eq(child:lua([[return vim.api.nvim_get_current_win() == require('acp').current().input_win]]), true)
+    -- A chord within the grace period (the clock held at the moment the
+    -- request came into view) answers nothing and says wait.
+    child:lua([[
+      local p = require('acp.ask.permission')
+      _G.real_now, p.now = p.now, function() return p.visible_since end
+    ]])
+    child:feed('<M-y>')
+    T.eq(child:lua([[return #require('acp.ask.permission').queue]]), 1, 'an early chord answers nothing')
+    T.match(table.concat(child:lua('return _G.notes'), '\n'), 'wait:')
+    child:lua([[require('acp.ask.permission').now = _G.real_now]])
+    child:wait_for([[return require('acp.ask.permission').chords_ready()]], 5000)
+    -- What the user sees while the edit waits.
+    child:lua('return 1')
+    local shot = screen:shot()
+    local text = table.concat(shot.text, '\n')
+    -- The header: the chat window's top row, from its first column.
+    local win = child:lua([[local v = require('acp').current()
+      return { pos = vim.api.nvim_win_get_position(v.win), width = vim.api.nvim_win_get_width(v.win) }]])
+    io.write('  ' .. prof.version .. ' while the edit waits:\n' .. Screen.format(shot):gsub('\n%-%-|.*$', '') .. '\n')
+    local row = vim.fn.strcharpart(shot.text[win.pos[1] + 1], win.pos[2], win.width)
+    for _, pat in ipairs(want.header) do
+      T.match(row, pat, 'the header keeps it')
+    end
+    T.no_match(row, '>$', 'the header is not cut by Neovim')
+    local float = child:lua([[
+      local v, p = require('acp').current(), require('acp.ask.permission')
+      local last = ({ v:entry_range(v.last_index) })[2]
+      return { card_end = vim.fn.screenpos(v.win, last + 1, 1).row, top = vim.fn.win_screenpos(p.win)[1],
+        left = vim.fn.win_screenpos(p.win)[2], height = vim.api.nvim_win_get_height(p.win) }
+    ]])
+    -- In view, not under the float: the explanation, the card's title and
+    -- its diff.
+    local above = table.concat(vim.list_slice(shot.text, 1, float.top - 1), '\n')
+    for _, s in ipairs(vim.list_extend(vim.deepcopy(GREET.explain), { "+  print('hello, ' .. name)", "-  print('helo')" })) do
+      T.contains(above, s, 'in view above the float')
+    end
+    T.truthy(float.top > float.card_end, 'the float is under the card: ' .. vim.inspect(float))
+    -- The one deliberate key, from Insert mode in the input.
+    child:feed('<M-y>')
+    child:wait_for([[return #require('acp.ask.permission').queue == 0]], 10000)
+    T.eq(child:lua([[return vim.api.nvim_get_mode().mode]]), 'i', 'Insert mode continues')
+    child:feed('next question')
+    T.eq(child:lua([[return vim.api.nvim_buf_get_lines(require('acp').current().input, 0, -1, false)]]), { 'next question' },
+      'what is typed next is text in the input')
+    child:wait_for([[return require('acp').current().turns_ended == 1]], 90000)
+    T.eq(T.read_file(dir .. '/hello.lua'), GREET.after, 'the edit landed on disk')
+    local transcript = H.transcript_text(child)
+    T.match(transcript, vim.pesc(GREET.done), 'the turn ended with its answer')
+    T.no_match(transcript, 'Stopped:')
+    if want.title then
+      -- The title may come after the turn's answer (session_info_update).
+      child:wait_for([[return require('acp').current().info.title ~= nil]], 10000)
+      T.eq(child:lua([[return require('acp').current().info.title]]), GREET.prompt, 'the whole prompt is the title')
+    end
+    child:lua('return 1')
+    row = vim.fn.strcharpart(screen:shot().text[win.pos[1] + 1], win.pos[2], win.width)
+    for _, pat in ipairs(want.header) do
+      T.match(row, (pat:gsub('waiting for you', 'ready')), 'after the turn, the header keeps it')
+    end
+    T.no_match(row, '>$', 'the header is not cut by Neovim')
+  end)
+  if not ok then
+    problems[#problems + 1] = tostring(err)
+  end
+  screen:detach()
+  local ok2, err2 = pcall(check_nothing_left, child, mark, { dir, state })
+  if not ok2 then
+    problems[#problems + 1] = tostring(err2)
+  end
+  if #problems > 0 then
+    local log = vim.fn.filereadable(paths.log) == 1 and vim.fn.readfile(paths.log) or {}
+    local tail = table.concat(vim.list_slice(log, math.max(1, #log - 30)), '\n')
+    error(table.concat(problems, '\n----\n') .. '\n--- core log tail:\n' .. tail, 0)
+  end
+end
+
 return {
   after_each = function()
     for _, proc in ipairs(mocks) do
@@ -496,6 +622,14 @@ return {
     no_prompt(child)
     T.eq(T.read_file(file), 'one\nTWO (codex)\nthree\nfour\nFIVE (user)\n', 'both edits written')
   end, timeout = 60000 },
+
+  { 'Claude Code (claude-agent-acp): with its long title the header keeps agent, state, mode and model; the edit\'s float hides neither the explanation nor the card; <M-y> from Insert mode answers after the grace period, Insert continues, the edit lands', function()
+    real_chord('claude', { title = true, header = { '^ ACP  test · waiting for you · %[Manual%] · Default' } })
+  end, timeout = 240000 },
+
+  { 'Gemini CLI: the edit\'s float hides neither the explanation nor the card; <M-y> from Insert mode answers after the grace period, Insert continues, the edit lands', function()
+    real_chord('gemini', { header = { '^ ACP  test · waiting for you · %[Default%] · Auto' } })
+  end, timeout = 240000 },
 
   { 'Kimi CLI runs both turns of the read-edit-shell task: floats name what they ask, files and the open buffer right, nothing left after :qa!', function()
     real_task('kimi')

@@ -91,6 +91,55 @@ P.profiles = {
     dirs = { '{state}/fa' },
     files = {},
   },
+  -- Claude Code through claude-agent-acp (npm; the native claude binary
+  -- comes from the platform package of @anthropic-ai/claude-agent-sdk). It
+  -- reads, edits and runs commands itself, asking before edits.
+  claude = {
+    version = 'claude-agent-acp 0.100.0',
+    cmd = 'node',
+    args = { '{peers}/claude/node_modules/@agentclientprotocol/claude-agent-acp/dist/index.js' },
+    installed = '{peers}/claude/node_modules/@agentclientprotocol/claude-agent-acp/dist/index.js',
+    env = {
+      ANTHROPIC_BASE_URL = '{mock}',
+      ANTHROPIC_API_KEY = 'mock-key',
+      CLAUDE_CONFIG_DIR = '{state}/claude',
+      HOME = '{state}/home',
+      DISABLE_TELEMETRY = '1',
+      DISABLE_ERROR_REPORTING = '1',
+      DISABLE_AUTOUPDATER = '1',
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = '1',
+      -- It refuses to skip its checks as root otherwise (containers).
+      IS_SANDBOX = '1',
+      CLAUDE_CODE_DISABLE_FAST_MODE = '1',
+    },
+    unset = { 'ANTHROPIC_AUTH_TOKEN', 'CLAUDE_CODE_OAUTH_TOKEN', 'ANTHROPIC_MODEL' },
+    dirs = { '{state}/claude' },
+    files = {},
+  },
+  -- Gemini CLI (npm) in ACP mode: GOOGLE_GEMINI_BASE_URL picks the gateway
+  -- sign-in, so no authenticate call; it reads and writes through fs/*.
+  gemini = {
+    version = 'gemini-cli 0.61.0',
+    cmd = 'node',
+    args = { '{peers}/gemini/node_modules/@google/gemini-cli/bundle/gemini.js', '--acp' },
+    installed = '{peers}/gemini/node_modules/@google/gemini-cli/bundle/gemini.js',
+    env = {
+      GOOGLE_GEMINI_BASE_URL = '{mock}',
+      GEMINI_API_KEY = 'mock-key',
+      HOME = '{state}/home',
+      GEMINI_CLI_NO_RELAUNCH = 'true',
+      NO_BROWSER = 'true',
+    },
+    unset = { 'GOOGLE_API_KEY', 'GOOGLE_GENAI_USE_VERTEXAI', 'GOOGLE_GENAI_USE_GCA', 'GOOGLE_CLOUD_PROJECT' },
+    files = {
+      ['{state}/home/.gemini/settings.json'] = vim.json.encode({
+        privacy = { usageStatisticsEnabled = false },
+        telemetry = { enabled = false },
+        general = { disableAutoUpdate = true, disableUpdateNag = true },
+        security = { folderTrust = { enabled = false } },
+      }),
+    },
+  },
   -- cline (npm): the node wrapper starts a Bun-compiled binary, which
   -- starts a hub daemon in a session of its own. CLINE_API_KEY spares the
   -- sign-in; the provider is in $CLINE_DATA_DIR/settings/providers.json.
