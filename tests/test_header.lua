@@ -87,6 +87,32 @@ return {
     T.no_match(shown, 'Refactor', 'no title when even the parts before it do not fit')
   end },
 
+  { 'Claude\'s names at a third of the screen: usage and effort give way, the model is cut with "…", never by Neovim', function()
+    -- The shapes claude-agent-acp sends: mode, model and effort as config options.
+    local function select(id, category, value)
+      return { id = id, name = id, category = category, type = 'select', currentValue = value,
+        options = { { value = value, name = value } } }
+    end
+    local child = H.start({
+      agent_info = { config_options = {
+        select('mode', 'mode', 'Manual'), select('model', 'model', 'Default (recommended)'), select('effort', 'thought_level', 'Default'),
+      } },
+      config = { chat = { width = 50 } },
+      turns = { { match = 'go', steps = {
+        { update = { sessionUpdate = 'usage_update', used = 0, size = 200000 } },
+        { message = 'On it.' },
+        { update = { sessionUpdate = 'session_info_update', title = TITLE } },
+      } } },
+    })
+    H.open(child)
+    H.turn(child, 'go')
+    child:wait_for([[return vim.api.nvim_win_get_width(require('acp').current().win) == 50]])
+    T.eq(child:lua(SHOWN), ' ACP  test · ready · [Manual] · Default (recommen…')
+    child:lua([[vim.api.nvim_win_set_width(require('acp').current().win, 90)]])
+    child:wait_for([[return vim.api.nvim_win_get_width(require('acp').current().win) == 90]])
+    T.match(child:lua(SHOWN), '^ ACP  test · ready · %[Manual%] · Default %(recommended%) · Default · ctx 0%% · Refactor')
+  end },
+
   { 'the review: both panes have a bar (rows line up); a long path is shortened from its left, the file name kept', function()
     local dir = H.project({ ['src/components/editor/expression_parser_module/parser.lua'] = 'local a = 1\nreturn a\n',
       ['README.md'] = '# title\n' })

@@ -10,7 +10,7 @@
 --- never disagree (`cancelling…` in both).
 local M = {}
 
-local SEP = ' · '
+local SEP, SEP_WIDTH = ' · ', 3
 --- What the header starts with (drawn in AcpTitle) and its display width.
 local LEAD, LEAD_WIDTH = '%#AcpTitle# ACP %* ', 6
 --- A title with less room than this is left out.
@@ -66,12 +66,24 @@ function M.text(view, width)
   if mode then
     parts[#parts + 1] = '[' .. esc.line(mode, 60) .. ']'
   end
-  local more = { controls.model_name(view), controls.effort_name(view), controls.usage_text(view) }
-  for i = 1, 3 do
-    if more[i] then
-      parts[#parts + 1] = esc.line(more[i], 60)
-    end
+  local more = {}
+  for _, v in ipairs({ controls.model_name(view) or false, controls.effort_name(view) or false, controls.usage_text(view) or false }) do
+    more[#more + 1] = v and esc.line(v, 60) or nil
   end
+  -- Too narrow for all of them (Claude: "Default (recommended) · Default ·
+  -- ctx 0%" at a third of the screen): usage goes first, then effort, then
+  -- the model is cut with "…", so the bar never ends in Neovim's cut ">".
+  local function room_after(list)
+    return width - LEAD_WIDTH - vim.api.nvim_strwidth(table.concat(list, SEP) .. SEP)
+  end
+  while #more > 1 and room_after(vim.list_extend(vim.list_slice(parts), more)) < -SEP_WIDTH do
+    more[#more] = nil
+  end
+  if more[1] and room_after(vim.list_extend(vim.list_slice(parts), more)) < -SEP_WIDTH then
+    local room = room_after(parts)
+    more[1] = room >= MIN_TITLE and esc.line(more[1], room) or nil
+  end
+  vim.list_extend(parts, more)
   local head = table.concat(parts, SEP)
   -- `%` doubled: a `%{…}` would run when the bar is drawn.
   local bar = LEAD .. head:gsub('%%', '%%%%')
