@@ -401,14 +401,19 @@ return {
       local got
       src:complete({ offset = offset, context = ctx, option = {},
                      completion_context = { triggerKind = 1 } }, function(res) got = res end)
-      return { available = src:is_available(), name = src:get_debug_name(), offset = offset, items = got.items }
+      -- The documentation comes when cmp resolves the entry.
+      local resolved
+      src:resolve(got.items[1], function(item) resolved = item end)
+      return { available = src:is_available(), name = src:get_debug_name(), offset = offset, items = got.items,
+               doc = resolved and resolved.documentation }
     ]])
     T.eq(r.available, true)
     T.eq(r.name, 'acp')
     T.eq(r.offset, 1)
     T.eq(#r.items, 1)
     T.eq(r.items[1].label, '/init')
-    T.eq(r.items[1].documentation, 'input: project name')
+    T.eq(r.doc.kind, 'markdown')
+    T.match(r.doc.value, 'input: `project name`', 'the input hint')
     T.eq(r.items[1].textEdit.range['end'].character, 3)
   end },
 

@@ -38,4 +38,17 @@ function Source:get_completions(context, callback)
   return function() end
 end
 
+--- The item's documentation, filled lazily (blink.cmp asks when the menu
+--- selects an item with `completion.documentation.auto_show`, or on
+--- `show_documentation`, and before accepting): a command's description
+--- and input hint, a file's or buffer's first lines. Calls back with the
+--- item and its documentation set.
+function Source:resolve(item, callback)
+  require('acp.completion').resolve(item, callback)
+end
+
+-- No `execute`: blink's default accept inserts the item's text and
+-- nothing else is recorded, as with the built-in popup; what a mention
+-- sends is read from the message when it is sent.
+
 return Source

@@ -75,4 +75,16 @@ function Source:complete(params, callback)
   callback({ items = items, isIncomplete = true })
 end
 
+--- The item's documentation, filled lazily (nvim-cmp asks when the entry
+--- is selected, for its documentation window, and on confirm): a
+--- command's description and input hint, a file's or buffer's first
+--- lines. Calls back with the item and its documentation set.
+function Source:resolve(completion_item, callback)
+  require('acp.completion').resolve(completion_item, callback)
+end
+
+-- No `execute`: accepting an item inserts its text and nothing else is
+-- recorded, as with the built-in popup; what a mention sends is read from
+-- the message when it is sent.
+
 return Source

@@ -98,10 +98,12 @@ function M.candidates(view, base)
   local max = options().max_items
   local needle, smart = matcher(base)
   local items, seen = {}, {}
-  local function add(word, menu, kind)
+  -- `user_data`: what the completion plugins' `resolve` describes (the
+  -- buffer, the file's absolute path).
+  local function add(word, menu, kind, data)
     if #items < max and not seen[word] then
       seen[word] = true
-      items[#items + 1] = { word = '@' .. word, abbr = word, menu = menu, kind = kind, icase = 1, equal = 1, dup = 0 }
+      items[#items + 1] = { word = '@' .. word, abbr = word, menu = menu, kind = kind, icase = 1, equal = 1, dup = 0, user_data = data }
     end
   end
   local function matches(s)
@@ -143,7 +145,7 @@ function M.candidates(view, base)
     return a.word < b.word
   end)
   for _, b in ipairs(bufs) do
-    add(b.word, b.modified and 'buffer [+]' or 'buffer', 'buf')
+    add(b.word, b.modified and 'buffer [+]' or 'buffer', 'buf', { buf = b.buf })
   end
   -- Files of each root, best matches first (ranked by the core).
   local core = require('acp.core')
@@ -158,7 +160,7 @@ function M.candidates(view, base)
         for _, p in ipairs(paths) do
           local word = root == view.root and p or context.relpath(view.root, root .. '/' .. p)
           if not word:find('%s') then
-            add(word, 'file', 'file')
+            add(word, 'file', 'file', { path = root .. '/' .. p })
           end
         end
       end
