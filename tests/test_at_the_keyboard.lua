@@ -9,6 +9,20 @@ local function rows(screen)
   return screen:shot().text
 end
 
+--- The rows of `screen` as last drawn, without asking for a redraw (a
+--- prompt waiting for keys draws nothing more).
+local function drawn(screen)
+  local out = {}
+  for r = 1, screen.height do
+    local t = {}
+    for c = 1, screen.width do
+      t[c] = screen.cells[r][c][1]
+    end
+    out[r] = table.concat(t)
+  end
+  return out
+end
+
 --- The first row holding `s` (plain), or nil.
 local function row_with(lines, s)
   for i, l in ipairs(lines) do
@@ -139,5 +153,70 @@ return {
     local send = help:match('%*:AcpSend%*(.-)%*:AcpSend%-range%*')
     T.no_match(send, 'is refused')
     T.match(send, 'waits in the chat.s queue')
+  end },
+  { 'after a permission and the turn end, the chat that follows its end is filled to its last row (no empty rows under the answer)', function()
+    local long = {}
+    for i = 1, 30 do
+      long[#long + 1] = ('line %d of the explanation'):format(i)
+    end
+    local child = H.start({ turns = { { match = 'go', steps = {
+      { message = table.concat(long, '\n') .. '\nI need to run a command first.\n' },
+      { update = { sessionUpdate = 'tool_call', toolCallId = 'rm1', title = 'rm -rf build/', kind = 'execute', status = 'pending', rawInput = { command = 'rm -rf build/' } } },
+      H.req('session/request_permission', { toolCall = { toolCallId = 'rm1', title = 'rm -rf build/', kind = 'execute', rawInput = { command = 'rm -rf build/' } },
+        options = { { optionId = 'allow', name = 'Allow', kind = 'allow_once' }, { optionId = 'reject', name = 'Reject', kind = 'reject_once' } } }),
+      { update = { sessionUpdate = 'tool_call_update', toolCallId = 'rm1', status = 'completed' } },
+      { message = '\nDone: the last line of the answer.' },
+    } } } })
+    local screen = Screen.attach(child, 80, 24)
+    H.open(child)
+    child:lua([[require('acp').send('go')]])
+    child:wait_for([[return #require('acp.ask.permission').queue > 0]])
+    H.enter_permission(child)
+    child:feed('y')
+    H.wait_idle(child)
+    local lines
+    vim.wait(3000, function()
+      lines = rows(screen)
+      return row_with(lines, 'Done: the last line of the answer.') ~= nil
+    end, 20)
+    -- The transcript's rows: between the chat's winbar and its status line.
+    local top = row_with(lines, 'ACP  test')
+    local bottom = row_with(lines, 'acp://chat/')
+    T.truthy(top and bottom, dump(lines))
+    local last = row_with(lines, 'Done: the last line of the answer.')
+    T.eq(last, bottom - 1, dump(lines))
+    for r = top + 1, bottom - 1 do
+      T.no_match(lines[r], '│~%s*$', dump(lines))
+    end
+  end },
+
+  { 'a picker whose choice leads to a message never stops at a hit-enter prompt (:AcpQueue on a message sent meanwhile)', function()
+    local child = H.start({ turns = { { match = 'long', steps = { { message = 'working on it' }, { wait_cancel = true } } } } })
+    local screen = Screen.attach(child, 80, 24)
+    H.open(child)
+    child:lua([[require('acp').send('long')]])
+    child:wait_for([[local v = require('acp').current()
+      return v.state == 'running' and vim.tbl_contains(v:lines(), 'working on it')]])
+    child:cmd('AcpSend and then this')
+    child:feed('<Esc>:AcpQueue<CR>')
+    T.wait(function()
+      return row_with(drawn(screen), 'Queued message') ~= nil
+    end, 3000)
+    child:feed('1<CR>')
+    T.wait(function()
+      return row_with(drawn(screen), '1: edit') ~= nil
+    end, 3000)
+    -- Meanwhile the message went (the turn ended and it was sent).
+    child:lua([[require('acp').current().queue = {}]])
+    child:feed('1<CR>')
+    local lines
+    T.wait(function()
+      lines = drawn(screen)
+      return row_with(lines, 'was already sent') ~= nil
+    end, 3000)
+    T.eq(row_with(lines, 'Press ENTER'), nil, dump(lines))
+    T.eq(child:lua('return vim.api.nvim_get_mode().mode'), 'n', dump(lines))
+    child:cmd('AcpCancel')
+    H.wait_idle(child)
   end },
 }

@@ -284,14 +284,24 @@ function M.queue_changed(view)
 end
 
 --- For a window that follows the output: scrolls so that the last line
---- sits above the area instead of under it.
+--- sits above the area instead of under it, and, once the area (or a
+--- float at the bottom) is gone, back down so that the window is filled
+--- to its last row again (no empty rows under the end). A permission
+--- float under its card keeps the rows the chat left it.
 function M.keep_end_visible(view, win)
-  local covered = M.height(view) + require('acp.ask.permission').bottom_rows(view)
-  if covered == 0 or not api.nvim_win_is_valid(win) then
+  local perm = require('acp.ask.permission')
+  local covered = M.height(view) + perm.bottom_rows(view)
+  local under_card = perm.shown ~= nil and perm.shown.view == view and perm.win ~= nil
+    and api.nvim_win_is_valid(perm.win) and not perm.at_bottom
+  if (covered == 0 and under_card) or not api.nvim_win_is_valid(win) then
     return
   end
   api.nvim_win_call(win, function()
-    local budget = api.nvim_win_get_height(win) - covered
+    -- Text rows (nvim_win_get_height counts the winbar too); the area and
+    -- a float at the bottom are placed from nvim_win_get_height, so they
+    -- reach as many rows below the text as the winbar takes.
+    local rows = vim.fn.getwininfo(win)[1].height
+    local budget = rows - math.max(0, covered - (api.nvim_win_get_height(win) - rows))
     local row = api.nvim_buf_line_count(view.buf)
     local used = 0
     local top = row
@@ -306,7 +316,7 @@ function M.keep_end_visible(view, win)
       row = top - 1
     end
     local view_now = vim.fn.winsaveview()
-    if top > view_now.topline then
+    if top > view_now.topline or (top < view_now.topline and not under_card) then
       vim.fn.winrestview({ topline = top })
     end
   end)

@@ -155,10 +155,10 @@ local function resolve(view, which)
   if type(which) == 'table' then
     local q, i = M.find(view, which.id)
     if not q then
+      -- Within the command line's room (more would wait for Enter).
+      local msg = 'acp.nvim: queued message "%s" was already sent (or dropped)'
       vim.notify(
-        ('acp.nvim: the queued message "%s" was already sent (or dropped): nothing was changed'):format(
-          require('acp.util.escape').line(label_of(which), 60)
-        ),
+        msg:format(require('acp.util.escape').line(label_of(which), math.max(8, vim.v.echospace - #msg + 1))),
         vim.log.levels.WARN
       )
     end

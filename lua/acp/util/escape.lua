@@ -134,6 +134,9 @@ end
 
 --- `vim.ui.select` with rows and prompt as one line each: an item's text
 --- (from the agent) cannot show as several rows or carry escape sequences.
+--- The screen is redrawn before the choice is handled: a message said
+--- right under the built-in picker's list would stop at a hit-enter
+--- prompt.
 function M.select(items, opts, on_choice)
   opts = opts or {}
   local format = opts.format_item
@@ -143,7 +146,10 @@ function M.select(items, opts, on_choice)
       return M.line(format and format(item) or item, 400)
     end,
   })
-  return vim.ui.select(items, wrapped, on_choice)
+  return vim.ui.select(items, wrapped, function(...)
+    vim.cmd('redraw')
+    return on_choice(...)
+  end)
 end
 
 --- What a URL really points to: `{ scheme, host, userinfo? }` (nil for
