@@ -219,4 +219,51 @@ return {
     child:cmd('AcpCancel')
     H.wait_idle(child)
   end },
+
+  { ':AcpInstall offline: one warning line, no hit-enter prompt, one screen row per registry agent', function()
+    -- Nothing listens on port 9: the refresh fails at once (as offline).
+    local child, paths = H.start({ config = { install = { registry_url = 'http://127.0.0.1:9/registry.json' } } })
+    local screen = Screen.attach(child, 80, 24)
+    H.open(child)
+    child:feed('<Esc>:AcpInstall<CR>')
+    local lines
+    T.wait(function()
+      lines = drawn(screen)
+      return row_with(lines, 'Press ENTER') ~= nil or lines[#lines]:match('^%-%- More') ~= nil
+    end, 5000)
+    T.eq(row_with(lines, 'Press ENTER'), nil, dump(lines))
+    T.neq(child:rpc('nvim_get_mode').mode, 'r', dump(lines))
+    -- Each agent one row: "n: id · version · how · … description…".
+    local first = row_with(lines, '1: ')
+    T.truthy(first, dump(lines))
+    local n = 0
+    for r = first, #lines do
+      if lines[r]:match('^%-%- More') then
+        break
+      end
+      n = n + 1
+      T.match(lines[r], '^' .. n .. ': [%w._-]+ · [^ ]+ · %a+ · ', dump(lines))
+    end
+    T.truthy(n >= 10, dump(lines))
+    T.match(lines[#lines], '^%-%- More %-%-', dump(lines))
+    child:feed('G')
+    T.wait(function()
+      return row_with(drawn(screen), 'Type number') ~= nil
+    end, 3000)
+    child:feed('<CR>')
+    T.wait(function()
+      return child:rpc('nvim_get_mode').mode == 'n'
+    end, 3000)
+    -- The warning was one line that fits the command line (what is used,
+    -- then why; scrolled off by the list, it stays in :messages).
+    local warn = vim.tbl_filter(function(l)
+      return l:find('registry not refreshed', 1, true) ~= nil
+    end, vim.split(child:lua([[return vim.fn.execute('messages')]]), '\n'))
+    T.eq(#warn, 1)
+    T.match(warn[1], '^acp%.nvim: registry not refreshed, the snapshot is used')
+    T.truthy(vim.api.nvim_strwidth(warn[1]) <= child:lua('return vim.v.echospace'), warn[1])
+    -- The detail (the URL, curl's words) went to the log.
+    local log = table.concat(vim.fn.readfile(paths.log), '\n')
+    T.match(log, 'cannot refresh the ACP registry from http://127%.0%.0%.1:9/registry%.json: .*the shipped snapshot')
+  end },
 }

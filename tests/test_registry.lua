@@ -134,7 +134,7 @@ return {
     T.eq(child:lua('return _G.installed_id'), 'claude-acp')
     child:cmd('AcpInstall')
     local picked = child:lua('return _G.picked')
-    T.match(picked[1], '^claude%-acp 0%.20%.0 %(npx%) %[agent claude%]')
+    T.match(picked[1], '^claude%-acp · 0%.20%.0 · npx · agent claude · ')
   end },
 
   { ':AcpInstall refreshes the registry from install.registry_url (127.0.0.1) into stdpath("cache") without blocking', function()
@@ -173,11 +173,13 @@ return {
     T.write_file(wrong, '{"agents": {}}')
     local child = Child.new()
     child:lua(RECORD_NOTIFY)
+    -- Wide enough for the whole notice (it is cut to one screen line).
+    child:lua('vim.o.columns = 240')
     -- Refused (nothing listens on port 9): the shipped snapshot stays.
     child:lua([[require('acp').setup({ install = { registry_url = 'http://127.0.0.1:9/registry.json' } })]])
     child:cmd('AcpInstall')
     child:wait_for('return _G.picked ~= nil', 10000)
-    T.match(notes(child), 'cannot refresh the ACP registry from http://127%.0%.0%.1:9/registry%.json: .*; the shipped snapshot of %d+%-%d+%-%d+ is used')
+    T.match(notes(child), 'registry not refreshed, the snapshot is used: .*127%.0%.0%.1')
     -- The picker offers the snapshot's agents that install on this platform.
     local n = child:lua([[
       local install = require('acp.agents.install')
@@ -194,7 +196,7 @@ return {
     child:lua([[_G.notes, _G.picked = {}, nil; require('acp').setup({ install = { registry_url = 'file://' .. ... } })]], { wrong })
     child:cmd('AcpInstall')
     child:wait_for('return _G.picked ~= nil', 10000)
-    T.match(notes(child), 'what it serves is no registry %(it holds no list of agents%); the copy fetched before is used')
+    T.match(notes(child), 'the fetched copy is used: what it serves is no registry %(it holds no list of agents%)')
     T.eq(#child:lua('return _G.picked'), 3)
     -- A server that never answers: the timeout ends the wait.
     local srv = vim.fn.jobstart({ 'python3', '-u', '-c', [[
@@ -209,7 +211,7 @@ s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(5); print(s.getsockname(
     child:wait_for('return _G.picked ~= nil', 10000)
     vim.fn.jobstop(srv)
     T.truthy((vim.uv.hrtime() - t0) / 1e6 < 5000)
-    T.match(notes(child), 'cannot refresh the ACP registry from .*: .*[Tt]imed out')
+    T.match(notes(child), 'registry not refreshed, .*: .*[Tt]imed out')
     T.eq(#child:lua('return _G.picked'), 3)
   end },
 

@@ -526,6 +526,18 @@ end
 
 local refreshing
 
+--- A notice that fits the command line (`v:echospace`): it comes right
+--- before the picker, and a longer one stops at a hit-enter prompt there.
+local function one_line(msg, level)
+  vim.notify(require('acp.util.escape').line(msg, math.max(20, vim.v.echospace)), level)
+end
+
+--- `msg` in the log (`:AcpLog`), when the core runs; whether it went there.
+local function logged(level, msg)
+  local core = require('acp.core')
+  return core.is_loaded() and pcall(core.log, level, msg) or false
+end
+
 --- Fetches the registry at `install.registry_url` (curl in the background,
 --- `install.registry_timeout_ms`) into stdpath('cache'), where it replaces
 --- the snapshot; then `on_done(ok)` on the main loop. Without a URL, or
@@ -547,9 +559,13 @@ function M.refresh(on_done)
     if ok then
       registry.forget()
       local n = #(M.registry().agents or {})
-      vim.notify(('acp.nvim: the ACP registry is refreshed: %d agents (%s)'):format(n, url))
+      one_line(('acp.nvim: the ACP registry is refreshed: %d agents (%s)'):format(n, url))
     else
-      vim.notify(('acp.nvim: cannot refresh the ACP registry from %s: %s; %s is used'):format(url, why, registry_name()), vim.log.levels.WARN)
+      -- One line (what is used, then why); the whole story in the log.
+      local used = registry_name()
+      local log = logged('warn', ('cannot refresh the ACP registry from %s: %s; %s is used'):format(url, why, used))
+      local short = used:match('^the shipped snapshot') and 'the snapshot' or 'the fetched copy'
+      one_line(('acp.nvim: registry not refreshed, %s is used%s: %s'):format(short, log and ' (:AcpLog)' or '', why), vim.log.levels.WARN)
     end
     local waiting = refreshing
     refreshing = nil
@@ -636,13 +652,25 @@ function M.pick_or_install(id)
   table.sort(items, function(a, b)
     return rank[a] < rank[b]
   end)
-  vim.ui.select(items, {
+  -- One screen line per row (the built-in picker puts "138: " before it):
+  -- id · version · how · preset · installed · the description, cut.
+  local width = math.max(20, vim.o.columns - #tostring(#items) - 3)
+  require('acp.util.escape').select(items, {
     prompt = 'Install an agent',
     format_item = function(e)
       local inst = M.installed(e.id)
       local names = presets_of(e.id)
-      local preset = #names > 0 and (' [agent ' .. table.concat(names, ', ') .. ']') or ''
-      return ('%s %s (%s)%s%s: %s'):format(e.id, e.version, M.method(e), preset, inst and ' [installed ' .. inst.version .. ']' or '', e.description or '')
+      local parts = { e.id, e.version, M.method(e) }
+      if #names > 0 then
+        parts[#parts + 1] = 'agent ' .. table.concat(names, ', ')
+      end
+      if inst then
+        parts[#parts + 1] = 'installed ' .. inst.version
+      end
+      if e.description and e.description ~= '' then
+        parts[#parts + 1] = e.description
+      end
+      return require('acp.util.escape').line(table.concat(vim.tbl_map(tostring, parts), ' · '), width)
     end,
   }, function(e)
     if e then
