@@ -266,4 +266,30 @@ return {
     local log = table.concat(vim.fn.readfile(paths.log), '\n')
     T.match(log, 'cannot refresh the ACP registry from http://127%.0%.0%.1:9/registry%.json: .*the shipped snapshot')
   end },
+
+  { 'the review at 120 columns: each pane\'s bar shows q close first after the file, then the other keys by importance', function()
+    local dir = H.project({ ['src/components/editor/expression_parser_module/parser.lua'] = 'local a = 1\nreturn a\n' })
+    local long = dir .. '/src/components/editor/expression_parser_module/parser.lua'
+    local child = H.start({ cwd = dir, turns = { { match = 'go', steps = {
+      H.req('fs/write_text_file', { path = long, content = 'local a = 2\nreturn a\n' }),
+      { message = 'done' },
+    } } } })
+    local screen = Screen.attach(child, 120, 20)
+    child:lua([[vim.o.showtabline = 0]])
+    H.open(child)
+    H.turn(child, 'go')
+    child:cmd('AcpReview')
+    child:wait_for([[return require('acp.editor.review').last ~= nil and #vim.api.nvim_tabpage_list_wins(0) == 2]])
+    local lines = rows(screen)
+    local left = lines[1]:match('^(.-)│')
+    T.truthy(left, dump(lines))
+    T.match(left, '^ Review 1/1  …[^ ]*parser%.lua · q close · r revert / k keep hunk', dump(lines))
+    -- The card's review: q close comes before the hunk keys too.
+    child:cmd('tabclose')
+    child:lua([[require('acp.editor.review').open_diff(..., 'local a = 1\n', 'local a = 2\n')]], { long })
+    lines = rows(screen)
+    local right = lines[1]:match('│(.*)$')
+    T.truthy(right, dump(lines))
+    T.match(right, '^ Review  …[^ ]*parser%.lua %(proposed%) · q close · %]c/%[c hunks', dump(lines))
+  end },
 }

@@ -32,19 +32,36 @@ end
 local counter = 0
 
 --- A review pane's winbar, built for the window's width (acp.util.winbar):
---- ` label  path after · rest`. The label, the file name and `after` are
---- never cut: a long path is shortened from its left (its directories),
---- and what does not fit of `rest` (the keys) is cut at the right.
-local function pane_bar(win, label, path, after, rest)
+--- ` label  path after · key · key…`. The label, the file name, `after`
+--- and the first key (`q close`) always show; then as many of the other
+--- keys (most important first) as fit whole; the path's directories get
+--- what is left (shortened from the left). The file's own pane shows the
+--- path without keys.
+---@param keys string[] statusline text (escaped), most important first
+local function pane_bar(win, label, path, after, keys)
   local esc = require('acp.util.escape')
   local width = api.nvim_strwidth
   -- Relative to the current directory (or `~`) when it is under it.
   local shown = vim.fn.fnamemodify(path, ':~:.')
   local name = vim.fn.fnamemodify(path, ':t')
+  local widths = {}
+  for i, k in ipairs(keys) do
+    local plain = (' · ' .. k):gsub('%%%%', '%%')
+    widths[i] = width(plain)
+  end
   require('acp.util.winbar').set(win, function(cols)
-    -- One cell more when keys follow: Neovim marks their cut with ">".
-    local room = cols - width(' ' .. label .. '  ') - width(esc.line(after)) - (rest ~= '' and 1 or 0)
-    room = math.max(room, width(esc.line(name)) + 1)
+    local fixed = width(' ' .. label .. '  ') + width(esc.line(after))
+    local least = width(esc.line(name)) + 1
+    local used, fit = 0, {}
+    for i, k in ipairs(keys) do
+      if i > 1 and fixed + least + used + widths[i] > cols then
+        break
+      end
+      used = used + widths[i]
+      fit[#fit + 1] = k
+    end
+    local room = math.max(cols - fixed - used, least)
+    local rest = #fit > 0 and (' · ' .. table.concat(fit, ' · ')) or ''
     return ('%%#AcpTitle# %s %%* %s%s%s%%<'):format(label, esc.statusline(shown, room, true), esc.statusline(after), rest)
   end)
 end
@@ -75,7 +92,7 @@ function M.open_diff(path, old_text, new_text, opts)
   api.nvim_win_set_buf(0, left)
   vim.cmd('diffthis')
   -- Both panes have a bar, so their rows line up.
-  pane_bar(api.nvim_get_current_win(), label == 'new file' and 'New file' or 'Before', path, '', '')
+  pane_bar(api.nvim_get_current_win(), label == 'new file' and 'New file' or 'Before', path, '', {})
   vim.cmd('rightbelow vsplit')
   api.nvim_win_set_buf(0, right)
   vim.cmd('diffthis')
@@ -88,7 +105,7 @@ function M.open_diff(path, old_text, new_text, opts)
   end
   -- The path is the agent's: escaped, or a `%{…}` in it would run.
   local esc = require('acp.util.escape')
-  pane_bar(api.nvim_get_current_win(), 'Review', path, ' (proposed)', ' · ]c/[c hunks · q close' .. esc.statusline(opts.hint or ''))
+  pane_bar(api.nvim_get_current_win(), 'Review', path, ' (proposed)', { 'q close' .. esc.statusline(opts.hint or ''), ']c/[c hunks' })
   first_hunk()
   return tab, left, right
 end
@@ -392,9 +409,9 @@ function M.show_file(state, idx)
   -- shows whatever the width.
   pane_bar(left_win, ('Review %d/%d'):format(idx, #state.files), f.path,
     f.new_file and ' (new)' or f.unknown and ' (before unknown)' or '',
-    ' · ]c/[c hunks · r revert / k keep hunk · R revert file · A accept all · ]f/[f files · q')
+    { 'q close', 'r revert / k keep hunk', 'R revert file', 'A accept all', ']c/[c hunks', ']f/[f files' })
   if api.nvim_win_is_valid(file_win) then
-    pane_bar(file_win, 'File', f.path, f.refused and ' (not opened)' or '', '')
+    pane_bar(file_win, 'File', f.path, f.refused and ' (not opened)' or '', {})
   end
   first_hunk()
   if (f.kept or 0) > 0 then
