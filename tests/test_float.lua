@@ -153,6 +153,8 @@ return {
     T.eq(#vim.tbl_filter(function(l)
       return vim.endswith(l, ' echo start␠×3000; touch /tmp/hidden-TAIL')
     end, lines), 2, 'the title and the command, each on one row')
+    -- (No room beside its card: the request shows inline there; the float opens on demand.)
+    H.enter_permission(child)
     local shown = float_on_screen(child, screen)
     for _, want in ipairs({ 'hidden-TAIL', '1/y  Allow', '2/a  Always allow', '3/n  Reject', '4/N  Never', 'K  show all' }) do
       T.contains(shown, want, 'visible in the float')

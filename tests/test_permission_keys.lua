@@ -60,6 +60,56 @@ local function mode(child)
   return child:lua([[return vim.api.nvim_get_mode().mode]])
 end
 
+--- An 80x30 screen with a 52-column chat whose "go" turn explains, shows an edit card with
+--- a diff and asks about it: no room for the float beside the card, so the request shows
+--- inline at the card. Returns the child, the screen and the agent's paths.
+local OLD = 'local M = {}\nfunction M.greet()\n  print(\'helo\')\nend\nreturn M\n'
+local NEW = 'local M = {}\nfunction M.greet(name)\n  print(\'hello, \' .. name)\nend\nreturn M\n'
+local function start_inline(grace_ms)
+  local child, paths = H.start({ config = { chat = { width = 52, min_code_width = 20 }, permissions = { grace_ms = grace_ms or 100 } },
+    turns = {
+      { match = 'go', steps = {
+        { message = 'I will fix the greeting in hello.lua.\n' },
+        { update = { sessionUpdate = 'tool_call', toolCallId = 'e1', title = 'Edit hello.lua', kind = 'edit', status = 'pending',
+          locations = { { path = '/p/hello.lua', line = 2 } },
+          content = { { type = 'diff', path = '/p/hello.lua', oldText = OLD, newText = NEW } } } },
+        H.req('session/request_permission', {
+          toolCall = { toolCallId = 'e1', title = 'Edit hello.lua', kind = 'edit' },
+          options = { { optionId = 'allow', name = 'Apply the edit', kind = 'allow_once' }, { optionId = 'reject', name = 'Skip it', kind = 'reject_once' } },
+        }),
+        { message = 'done' },
+      } },
+    } })
+  local screen = Screen.attach(child, 80, 30)
+  H.open(child)
+  -- Notes are recorded, not echoed (an echo longer than v:echospace stops at a hit-enter
+  -- prompt with a screen attached).
+  child:lua([[
+    _G.notes = {}
+    vim.notify = function(msg) table.insert(_G.notes, msg) end
+  ]])
+  child:lua([[require('acp').send('go')]])
+  return child, screen, paths
+end
+
+--- Waits until the request shows inline (no float), in view; with `lit`, until its chords
+--- answer and its footer says so.
+local function inline(child, lit)
+  child:wait_for([[local i, p = require('acp.ask.permission_inline'), require('acp.ask.permission')
+    return i.state ~= nil and p.win == nil and p.in_view() and (not ... or (i.state.lit and p.chords_ready()))]], 5000, { lit or false })
+end
+
+local function screen_text(screen)
+  screen:redraw(true)
+  return table.concat(screen:shot().text, '\n')
+end
+
+--- The inline lines left in the transcript.
+local function inline_marks(child)
+  return child:lua([[local ns = vim.api.nvim_create_namespace('acp_permission_inline')
+    return #vim.api.nvim_buf_get_extmarks(require('acp').current().buf, ns, 0, -1, {})]])
+end
+
 return {
   { 'one chord answers from Insert mode and Insert mode continues', function()
     local child, paths = start({ ask('t1'), { message = 'removed' } })
@@ -207,5 +257,69 @@ return {
     T.truthy(rows[2] > rows[1], 'the float is under the card')
     Screen.expect(shot, 'permission-beside-card')
     screen:detach()
+  end },
+  { 'a request the float cannot show beside its card shows inline at the card; one chord answers it from Insert mode', function()
+    local child, screen, paths = start_inline(1500)
+    inline(child)
+    local text = screen_text(screen)
+    for _, want in ipairs({ 'edit · Edit hello.lua', "+  print('hello, ' .. name)", 'test asks for permission · [edit] Edit hello.lua',
+      'edit /p/hello.lua: +2 -2   (d: review)', '· Apply the edit  [allow once]', '· Skip it  [reject once]',
+      '<M-y> allow once · <M-n> reject · <C-a> more' }) do
+      T.contains(text, want, 'in view')
+    end
+    T.eq(mode(child), 'i', 'typing in the input')
+    -- Too early: the chord says wait and answers nothing.
+    child:feed('<M-y>')
+    T.match(child:lua([[return _G.notes[#_G.notes] or '']]), 'wait')
+    T.eq(#H.permission_answers(paths), 0)
+    inline(child, true)
+    child:feed('abc')
+    child:feed('<M-y>')
+    T.eq(H.wait_permission_answer(paths, 1), 'allow')
+    H.wait_idle(child)
+    T.eq(mode(child), 'i', 'still in Insert mode')
+    child:feed('d')
+    T.eq(child:lua([[return vim.api.nvim_buf_get_lines(0, 0, -1, false)]]), { 'abcd' })
+    T.eq(inline_marks(child), 0, 'the inline request is gone')
+    T.eq(child:lua([[return require('acp.ask.permission_inline').state == nil]]), true)
+  end },
+
+  { '<C-a> opens the float over the inline request; q goes back to it and a chord still answers', function()
+    local child, _, paths = start_inline()
+    inline(child, true)
+    child:feed('<C-a>')
+    child:wait_for([[local p = require('acp.ask.permission')
+      return p.win ~= nil and vim.api.nvim_get_current_win() == p.win and p.armed]], 3000)
+    T.eq(inline_marks(child), 0, 'the float replaces the inline lines')
+    child:feed('q')
+    inline(child, true)
+    T.eq(child:lua([[return vim.api.nvim_get_current_win() == require('acp').current().input_win]]), true)
+    T.eq(mode(child), 'i')
+    child:feed('<M-n>')
+    T.eq(H.wait_permission_answer(paths, 1), 'reject')
+  end },
+
+  { 'a resize to a larger screen moves the inline request into the float, off its card', function()
+    local child, screen, paths = start_inline()
+    inline(child, true)
+    screen:request('nvim_ui_try_resize', 160, 50)
+    screen:redraw(true)
+    child:wait_for([[local p = require('acp.ask.permission')
+      return p.win ~= nil and require('acp.ask.permission_inline').state == nil and p.chords_ready()]], 5000)
+    T.eq(inline_marks(child), 0)
+    -- The float covers neither the card nor the turn's text: no row of the chat from the
+    -- explanation to the card's last line is under it.
+    local r = child:lua([[
+      local v, p = require('acp').current(), require('acp.ask.permission')
+      local last = ({ v:entry_range(v.last_index) })[2]
+      local pos, cfg = vim.fn.win_screenpos(p.win), vim.api.nvim_win_get_config(p.win)
+      local chat = vim.fn.win_screenpos(v.win)
+      return { float_top = pos[1], float_left = pos[2], float_right = pos[2] + cfg.width + 1,
+        card_end = vim.fn.screenpos(v.win, last + 1, 1).row, chat_left = chat[2] }
+    ]])
+    T.truthy(r.float_top > r.card_end or r.float_right < r.chat_left, 'under the card or beside the chat')
+    T.contains(screen_text(screen), 'I will fix the greeting in hello.lua.', 'the explanation in view')
+    child:feed('<M-y>')
+    T.eq(H.wait_permission_answer(paths, 1), 'allow')
   end },
 }

@@ -72,7 +72,10 @@ return {
       }),
     } } })
     child:lua([[require('acp').send('edit')]])
-    child:wait_for([[return require('acp.ask.permission').win ~= nil]])
+    -- No room for the float beside the card: the request shows inline at the card, its
+    -- chords lit once it has been in view for grace_ms.
+    child:wait_for([[local i = require('acp.ask.permission_inline')
+      return i.state ~= nil and i.state.lit and require('acp.ask.permission').win == nil]])
     shot(screen, 'permission-float')
   end },
 

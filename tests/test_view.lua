@@ -176,7 +176,7 @@ return {
     ]])
     T.match(r.lines[1], '^running · cargo build · %d+s$')
     T.eq(r.lines[2], 'plan · 1/2 done · now: Write fix')
-    T.match(r.lines[3], '^waiting for you · Write src/fix%.rs · <C%-a> answers$')
+    T.match(r.lines[3], '^waiting for you · Write src/fix%.rs · <M%-y> allow · <C%-a> more$')
     T.eq(#r.lines, 3)
     T.eq(r.focusable, false)
     T.truthy(r.bottom, 'pinned to the bottom of the transcript window')

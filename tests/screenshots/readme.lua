@@ -12,7 +12,7 @@ M.end_marker = '<!-- screenshots:end -->'
 M.captures = {
   { 'streamed-answer', 'A streamed answer: the thought folded (`zo` opens it), Markdown as it came.' },
   { 'status-area', 'While a turn runs, the live status area at the bottom of the chat shows the running tool, the plan and what waits for you; the last line stays above it.' },
-  { 'permission-float', 'An edit that needs permission: the float sits next to its card, never over the diff, and never takes focus; `<C-a>` (or `:AcpPermission`) moves into it.' },
+  { 'permission-float', 'An edit that needs permission, in a chat too small for the float beside its card: the request shows at the card, never over the diff or the turn; one chord answers it (`<M-y>` allow once, `<M-n>` reject, lit once it has been in view a moment), `<C-a>` (or `:AcpPermission`) opens the float.' },
   { 'diff-card', 'The card of an edit: a plain-text header (kind, title, status) and the diff; `<CR>` on it reviews it side by side.' },
   { 'terminal-card', 'A command the agent ran through Neovim, its output live in the card.' },
   { 'narrow-window', 'In a narrow window, wrapped card lines keep their indent.' },

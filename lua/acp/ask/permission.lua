@@ -30,6 +30,7 @@ local config = require('acp.config')
 local text = require('acp.util.text')
 
 local M = {}
+require('acp.ask.permission_inline').p = M
 
 --- Pending requests in arrival order: { view, request, payload } (the
 --- payload is acp.PermissionAsk: what the core judged, accepts and grants).
@@ -396,7 +397,8 @@ local function close_float()
   if M.win and api.nvim_win_is_valid(M.win) then
     api.nvim_win_close(M.win, true)
   end
-  M.win, M.shown, M.armed, M.visible_since = nil, nil, false, nil
+  M.win, M.shown, M.armed, M.visible_since, M.forced = nil, nil, false, nil, nil
+  require('acp.ask.permission_inline').clear()
   if inside then
     -- Back where the user came from, in the mode they were in.
     local origin = M.origin
@@ -427,10 +429,11 @@ function M.chords_ready()
   return M.visible_since ~= nil and M.now() - M.visible_since >= config.options.permissions.grace_ms
 end
 
---- Whether the shown request is in view in this tab.
+--- Whether the shown request is in view in this tab (its float, or its
+--- lines at the card: permission_inline.lua).
 function M.in_view()
-  return M.shown ~= nil and M.visible_since ~= nil and M.win ~= nil and api.nvim_win_is_valid(M.win)
-    and api.nvim_win_get_tabpage(M.win) == api.nvim_get_current_tabpage()
+  local float = M.win ~= nil and api.nvim_win_is_valid(M.win) and api.nvim_win_get_tabpage(M.win) == api.nvim_get_current_tabpage()
+  return M.shown ~= nil and M.visible_since ~= nil and (float or require('acp.ask.permission_inline').in_view(M.shown))
 end
 
 --- The float's footer: how to answer it, then whether its keys work yet.
@@ -493,10 +496,10 @@ local function hook()
   -- The float follows its card when the chat scrolls or changes size.
   api.nvim_create_autocmd({ 'WinScrolled', 'WinResized' }, {
     group = group,
-    callback = function()
+    callback = function(ev)
       local view = M.shown and M.shown.view
-      if view and view.win and M.win and api.nvim_win_is_valid(M.win) then
-        pcall(M.reposition, view)
+      if view and view.win then
+        pcall(M.reposition, view, ev.event == 'WinResized')
       end
     end,
   })
@@ -614,14 +617,18 @@ end
 --- Where the float goes for `item` (see permission_place.lua); `scroll`:
 --- the chat may scroll to make room under the card.
 function M.placement(item, width, height, scroll)
-  return require('acp.ask.permission_place').placement(item, width, height, scroll)
+  local put_back = require('acp.ask.permission_inline').lift() -- measured without its inline lines
+  local ok, where = pcall(require('acp.ask.permission_place').placement, item, width, height, scroll)
+  put_back()
+  return ok and where or error(where, 0)
 end
 
 --- Rows the float covers at the bottom of `view`'s chat (0 when it sits
---- next to its card or is not shown).
+--- next to its card or is not shown), or the request's lines take under
+--- the chat's last line (permission_inline.lua).
 function M.bottom_rows(view)
   if not (M.shown and M.shown.view == view and M.win and api.nvim_win_is_valid(M.win) and M.at_bottom) then
-    return 0
+    return M.shown and M.shown.view == view and require('acp.ask.permission_inline').rows_below_end(M.shown) or 0
   end
   return api.nvim_win_get_height(M.win) + 2
 end
@@ -631,7 +638,7 @@ end
 local function place(item, cfg)
   M.at_bottom = cfg.bottom == true
   local topline = cfg.topline
-  cfg.bottom, cfg.topline = nil, nil
+  cfg.bottom, cfg.topline, cfg.inline = nil, nil, nil
   local view = item.view
   if topline and view and view.win and api.nvim_win_is_valid(view.win) then
     -- The card ends just above the float, the turn's rows above it.
@@ -652,20 +659,55 @@ local function place(item, cfg)
   return cfg
 end
 
---- Places the float again (its card moved: new output, a scroll).
-function M.reposition(view)
+--- Places the float again (its card moved: new output, a scroll), or the
+--- lines at the card; `resized`: a request shown inline moves into the
+--- float when the chat now has room for it.
+function M.reposition(view, resized)
   local item = M.shown
+  local inline = require('acp.ask.permission_inline')
+  if item and item.view == view and inline.shows(item) then
+    return inline.reposition(item, resized)
+  end
   if not (item and item.view == view and M.win and api.nvim_win_is_valid(M.win)) then
     return
   end
   local cfg = api.nvim_win_get_config(M.win)
   local where = M.placement(item, cfg.width, cfg.height)
+  if where.inline and M.forced ~= item then
+    -- The float would cover the card or the turn: the lines at the card.
+    return M.render()
+  end
   where.anchor = where.anchor or 'NW'
   pcall(api.nvim_win_set_config, M.win, place(item, where))
 end
 
+--- The request is to be brought into view (render(true): a chord typed).
+local bring = false
+
+--- The float's text size for `item` showing `lines`.
+function M.float_size(item, lines)
+  local width = vim.fn.strdisplaywidth(chords_footer(item)) + 2
+  for _, l in ipairs(lines) do
+    width = math.max(width, vim.fn.strdisplaywidth(l) + 2)
+  end
+  return math.min(width, math.max(20, vim.o.columns - 4)), math.max(1, math.min(#lines, vim.o.lines - 3))
+end
+
+--- `q` in the float: it closes and the request waits; one the user opened
+--- over its lines at the card (permission_inline.lua) shows them again.
+function M.decide_later()
+  local item = M.shown
+  local back = item ~= nil and M.forced == item and M.over_inline
+  close_float()
+  if back and vim.tbl_contains(M.queue, item) then
+    require('acp.ask.permission_inline').restore_view(back)
+    M.render()
+  end
+end
+
 --- Opens (or updates) the float for `item` (`warn`: rows to highlight as
---- warnings); raises when it cannot be drawn.
+--- warnings), or its lines at the card when the float would cover the
+--- card or the turn; raises when it cannot be drawn.
 local function draw(item, lines, warn)
   if not (M.buf and api.nvim_buf_is_valid(M.buf)) then
     M.buf = api.nvim_create_buf(false, true)
@@ -685,24 +727,31 @@ local function draw(item, lines, warn)
   end
   pcall(vim.keymap.del, 'n', 'd', { buffer = M.buf })
   for _, k in ipairs({ 'q', '<Esc>' }) do
-    vim.keymap.set('n', k, close_float, { buffer = M.buf, nowait = true })
+    vim.keymap.set('n', k, M.decide_later, { buffer = M.buf, nowait = true })
   end
   vim.keymap.set('n', 'K', M.show_all, { buffer = M.buf, nowait = true })
   answer_keys(M.buf, item)
   if #diffs(tool_of(item)) > 0 then
     vim.keymap.set('n', 'd', M.review, { buffer = M.buf, nowait = true })
   end
-  local width = vim.fn.strdisplaywidth(chords_footer(item)) + 2
-  for _, l in ipairs(lines) do
-    width = math.max(width, vim.fn.strdisplaywidth(l) + 2)
-  end
-  width = math.min(width, math.max(20, vim.o.columns - 4))
-  local height = math.max(1, math.min(#lines, vim.o.lines - 3))
+  local width, height = M.float_size(item, lines)
   local cfg = { width = width, height = height, style = 'minimal', border = 'rounded', title = ' Permission ', focusable = true }
   cfg.anchor = 'NW'
   local changed = M.shown ~= item
   local opened = not (M.win and api.nvim_win_is_valid(M.win))
-  for k, v in pairs(M.placement(item, width, height, changed or opened)) do
+  local inline = require('acp.ask.permission_inline')
+  local fresh = changed or (opened and not inline.shows(item)) or bring
+  M.forced = M.forced == item and item or nil
+  local where = M.placement(item, width, height, fresh)
+  if where.inline and not M.forced and inline.show(item, fresh, function()
+    pcall(api.nvim_win_close, M.win or -1, true) -- from the float to the lines, or another request: the wait starts again
+    M.visible_since = not (changed or not opened) and M.visible_since or nil
+    M.win, M.shown, M.armed = nil, item, false
+  end) then
+    return
+  end
+  inline.clear()
+  for k, v in pairs(where) do
     cfg[k] = v
   end
   cfg = place(item, cfg)
@@ -756,6 +805,7 @@ function M.render(anew)
     api.nvim_win_close(M.win, true)
     M.win, M.visible_since = nil, nil
   end
+  bring = anew == true
   for _, item in ipairs(M.queue) do
     if not item.undrawable then
       local ok, err = xpcall(draw, debug.traceback, item, M.lines(item))
@@ -833,40 +883,16 @@ function M.focus(tool_call_id, keep)
     M.origin = require('acp.ask.permission_keys').origin()
   end
   vim.cmd('stopinsert')
+  M.forced, M.over_inline = target, require('acp.ask.permission_inline').save_view(target) -- the float, even over the card
   M.render()
   if M.win and api.nvim_win_is_valid(M.win) then
     api.nvim_set_current_win(M.win)
   end
 end
 
---- `:AcpPermissions [reset]`: the "always" answers you gave this session
---- (the agent remembers them; the plugin never answers with them) and the
---- rules allowed by config.
+--- `:AcpPermissions [reset]` (permission_decisions.lua).
 function M.decisions(view, reset)
-  local core = require('acp.core')
-  if not (view and core.is_loaded()) then
-    vim.notify('acp.nvim: no chat in this tab')
-    return
-  end
-  if reset then
-    core.forget_decisions(view.thread)
-    vim.notify('acp.nvim: the list of "always" answers was cleared')
-    return {}
-  end
-  local d = core.decisions(view.thread) or {}
-  local lines = {}
-  for _, c in ipairs(d) do
-    lines[#lines + 1] = ('  %s `%s`: %s'):format(c.kind, c.text, c.option)
-  end
-  local rules = {}
-  for _, r in ipairs(config.options.permissions.auto_allow) do
-    local rule = type(r) == 'table' and r or { kind = r }
-    rules[#rules + 1] = rule.kind .. ' ' .. (rule.pattern or '*')
-  end
-  local msg = (#lines > 0 and ('"Always" answers this session (the agent remembers them):\n' .. table.concat(lines, '\n')) or 'No "always" answers this session.')
-    .. '\nAllowed by config: ' .. (#rules > 0 and table.concat(rules, ', ') or 'none')
-  vim.notify(msg)
-  return d
+  return require('acp.ask.permission_decisions').decisions(view, reset)
 end
 
 return M

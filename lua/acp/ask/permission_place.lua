@@ -10,8 +10,10 @@
 ---    scroll the chat back, unless it follows its end (its cursor on the
 ---    last line), as it does while the agent works.
 --- 3. Beside the chat window (over the code), level with the card.
---- 4. Else at the bottom of the chat, above its status area; a chat that
----    follows its end scrolls the end above the float.
+--- 4. Else the request is shown inline at its card (permission_inline.lua:
+---    `inline = true`); a float the user asked for (`<C-a>`) goes at the
+---    bottom of the chat, above its status area, and a chat that follows
+---    its end scrolls the end above the float.
 --- Without a chat window in this tab: the middle of the editor.
 local api = vim.api
 
@@ -63,8 +65,10 @@ end
 --- border adds 2 to each). `scroll`: whether the chat may scroll to make
 --- room under the card (when the request is first shown; a chat that
 --- follows its end always may). The result is a
---- window config, with `bottom = true` for the bottom of the chat and
---- `topline` for the scroll it needs.
+--- window config, with `bottom = true` for the bottom of the chat,
+--- `inline = true` when the request should rather be shown at its card,
+--- and `topline` for the scroll it needs (measured without the request's
+--- inline lines: permission.lua lifts them).
 function M.placement(item, width, height, scroll)
   local view = item.view
   local win = view and view.win
@@ -110,8 +114,9 @@ function M.placement(item, width, height, scroll)
       return { relative = 'editor', row = row, col = pos[2] + ww }
     end
   end
-  -- 4. At the bottom, and the chat scrolls its end (the card) above the float.
-  return { relative = 'win', win = win, row = math.max(0, avail - height - 2), col = col, bottom = true }
+  -- 4. Inline at the card; asked for, or without a card: at the bottom, and
+  -- the chat scrolls its end (the card) above the float.
+  return { relative = 'win', win = win, row = math.max(0, avail - height - 2), col = col, bottom = true, inline = first ~= nil }
 end
 
 return M

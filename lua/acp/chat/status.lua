@@ -85,14 +85,23 @@ local function plan_line(view, a)
   return line
 end
 
---- Pending permission requests of this view.
-local function permissions(view)
+--- Pending permission requests of this view: what waits, then the chord
+--- that answers and the key that opens the request ("<M-y> allow · <C-a>
+--- more"), the title cut so that these fit in `width` cells.
+local function permissions(view, width)
   local out = {}
-  local key = require('acp.config').options.permissions.focus_key
+  local key = require('acp.config').options.permissions.focus_key or ':AcpPermission'
   for _, item in ipairs(require('acp.ask.permission').queue) do
     if item.view == view then
       local title = text.line(item.payload.title) or text.line(item.payload.tool_call_id, 'a tool call')
-      out[#out + 1] = ('waiting for you · %s · %s answers'):format(title, key or ':AcpPermission')
+      local chord = (require('acp.ask.permission_keys').footer(item) or ''):match('^(.-) · ') or require('acp.ask.permission_keys').footer(item)
+      chord = chord and chord:gsub(' once$', '')
+      local hint = chord and (chord .. ' · ' .. key .. ' more') or (key .. ' answers')
+      local room = (width or math.huge) - api.nvim_strwidth(('waiting for you ·  · %s'):format(hint))
+      if api.nvim_strwidth(title) > room then
+        title = text.take(title, math.max(room - 1, 1)) .. '…'
+      end
+      out[#out + 1] = ('waiting for you · %s · %s'):format(title, hint)
     end
   end
   return out
@@ -140,7 +149,7 @@ function M.lines(view, width)
   if plan then
     add(plan, 'AcpStatusArea')
   end
-  for _, l in ipairs(permissions(view)) do
+  for _, l in ipairs(permissions(view, width)) do
     add(l, 'AcpStatusWaiting')
   end
   return out, groups
