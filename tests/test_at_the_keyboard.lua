@@ -292,4 +292,31 @@ return {
     T.truthy(right, dump(lines))
     T.match(right, '^ Review  …[^ ]*parser%.lua %(proposed%) · q close · %]c/%[c hunks', dump(lines))
   end },
+
+  { ':AcpLog opens the log read-only; q closes its window (in the only window, the buffer before comes back)', function()
+    local child = H.start({})
+    H.open(child)
+    child:feed('<Esc>')
+    local wins = child:lua('return #vim.api.nvim_tabpage_list_wins(0)')
+    child:cmd('AcpLog')
+    T.eq(child:lua('return #vim.api.nvim_tabpage_list_wins(0)'), wins + 1)
+    T.eq(child:lua([[return { vim.bo.modifiable, vim.bo.readonly }]]), { false, true })
+    -- Typing in it changes nothing.
+    local before = child:lua('return vim.api.nvim_buf_get_lines(0, 0, -1, false)')
+    child:feed('ggdd')
+    T.eq(child:lua('return vim.api.nvim_buf_get_lines(0, 0, -1, false)'), before)
+    T.eq(child:lua('return vim.bo.modified'), false)
+    child:feed('q')
+    T.eq(child:lua('return #vim.api.nvim_tabpage_list_wins(0)'), wins)
+    T.eq(child:lua([[return vim.api.nvim_buf_get_name(0):match('acp%.log$') == nil]]), true)
+    -- The only window: q shows the buffer that was there before.
+    child:cmd('new')
+    child:cmd('only')
+    local other = child:lua('return vim.api.nvim_get_current_buf()')
+    child:cmd('AcpLog')
+    child:cmd('only')
+    child:feed('q')
+    T.eq(child:lua('return #vim.api.nvim_tabpage_list_wins(0)'), 1)
+    T.eq(child:lua('return vim.api.nvim_get_current_buf()'), other)
+  end },
 }
