@@ -319,4 +319,40 @@ return {
     T.eq(child:lua('return #vim.api.nvim_tabpage_list_wins(0)'), 1)
     T.eq(child:lua('return vim.api.nvim_get_current_buf()'), other)
   end },
+
+  { ':AcpMode / :AcpModel / :AcpConfig pickers name the agent and the current value in their title and mark its row', function()
+    -- Legacy modes and models (the demo's agent), then config options.
+    local child = H.start({ agent_info = {
+      modes = { currentModeId = 'ask', availableModes = {
+        { id = 'ask', name = 'Ask', description = 'Ask before edits' }, { id = 'code', name = 'Code' } } },
+      models = { currentModelId = 'm2', availableModels = { { modelId = 'm1', name = 'Model One' }, { modelId = 'm2', name = 'Model Two' } } },
+    }, turns = {} })
+    local screen = Screen.attach(child, 80, 24)
+    H.open(child)
+    child:feed('<Esc>:AcpMode<CR>')
+    local lines
+    T.wait(function()
+      lines = drawn(screen)
+      return row_with(lines, 'Type number') ~= nil
+    end, 3000)
+    local title = row_with(lines, 'Mode of test (current: Ask)')
+    T.truthy(title, dump(lines))
+    T.match(lines[title + 1], '^1: Ask: Ask before edits  %(current%)%s*$', dump(lines))
+    T.match(lines[title + 2], '^2: Code%s*$', dump(lines))
+    child:feed('<CR>')
+    child:feed('<Esc>:AcpModel<CR>')
+    T.wait(function()
+      lines = drawn(screen)
+      return row_with(lines, 'Model of test') ~= nil and row_with(lines, 'Type number') ~= nil
+    end, 3000)
+    title = row_with(lines, 'Model of test (current: Model Two)')
+    T.truthy(title, dump(lines))
+    T.match(lines[title + 2], '^2: Model Two  %(current%)%s*$', dump(lines))
+    child:feed('<CR>')
+    -- A config option (the agent's `mode`): the same title.
+    child:lua(H.STUB_SELECT)
+    child:lua([[require('acp.agents.controls').choose_value(require('acp').current(), { id = 'mode', name = 'Mode', type = 'select',
+      currentValue = 'auto', options = { { value = 'ask', name = 'Ask' }, { value = 'auto', name = 'Auto' } } })]])
+    T.eq(child:lua('return _G.asked[1]'), { prompt = 'Mode of test (current: Auto)', items = { 'Ask', 'Auto  (current)' } })
+  end },
 }

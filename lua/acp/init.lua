@@ -358,7 +358,8 @@ end
 --- Picks one of the agent's `items` ({ id, name, description }): the one
 --- named `id`, or one chosen from a list; `apply(core, view, item_id)`.
 --- `what`: { singular, plural } for the messages.
-local function choose_from_agent(what, items, id, apply, view, core)
+---@param current? string the id of the item in use (named in the title, marked)
+local function choose_from_agent(what, items, id, apply, view, core, current)
   if #items == 0 then
     vim.notify(('acp.nvim: %s offers no %s'):format(view.agent, what[1] .. 's'))
     return
@@ -379,11 +380,18 @@ local function choose_from_agent(what, items, id, apply, view, core)
     )
     return
   end
+  local in_use
+  for _, it in ipairs(items) do
+    if current ~= nil and it.id == current then
+      in_use = it.name or it.id
+    end
+  end
   require('acp.util.escape').select(items, {
-    prompt = what[1],
+    prompt = require('acp.agents.controls').title(view, what[1], in_use),
     format_item = function(it)
       local of = require('acp.util.text').of
       return (of(it.name) or of(it.id) or '?') .. (it.description and (': ' .. (of(it.description) or '')) or '')
+        .. (current ~= nil and it.id == current and '  (current)' or '')
     end,
   }, function(it)
     if it then
@@ -422,7 +430,7 @@ function M.mode(id)
   if view then
     return choose_from_agent({ 'mode', 'modes' }, (view.info.modes or {}).availableModes or {}, id, function(c, v, mode)
       c.set_mode(v.thread, mode)
-    end, view, core)
+    end, view, core, view.info.mode or (view.info.modes or {}).currentModeId)
   end
 end
 

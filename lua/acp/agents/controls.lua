@@ -99,6 +99,18 @@ local function format_choice(c)
   return s
 end
 
+--- A picker's title: "Mode of claude (current: Ask)". `what` is the
+--- option's name (capitalized), `current` the current value's label.
+function M.title(view, what, current)
+  local of = require('acp.util.text').of
+  local name = (of(what) or '?'):gsub('^%l', string.upper)
+  local s = ('%s of %s'):format(name, of(view.agent) or '?')
+  if current ~= nil and current ~= '' then
+    s = s .. (' (current: %s)'):format(of(current) or '?')
+  end
+  return s
+end
+
 --- Sets `option` to `value` (a value id or name; 'on'/'off' for a
 --- boolean), or asks with vim.ui.select when `value` is nil.
 function M.choose_value(view, option, value)
@@ -114,7 +126,7 @@ function M.choose_value(view, option, value)
       return set(v)
     end
     return require('acp.util.escape').select({ true, false }, {
-      prompt = option.name or option.id,
+      prompt = M.title(view, option.name or option.id, M.current_label(option)),
       format_item = function(v)
         return (v and 'on' or 'off') .. (v == option.currentValue and '  (current)' or '')
       end,
@@ -143,7 +155,7 @@ function M.choose_value(view, option, value)
     )
   end
   require('acp.util.escape').select(choices, {
-    prompt = option.name or option.id,
+    prompt = M.title(view, option.name or option.id, M.current_label(option)),
     format_item = function(c)
       return format_choice(c) .. (c.value == option.currentValue and '  (current)' or '')
     end,
@@ -172,7 +184,7 @@ function M.config(view, id, value)
     return notify(('unknown config option %q (options: %s)'):format(id, table.concat(ids, ', ')), vim.log.levels.WARN)
   end
   require('acp.util.escape').select(options, {
-    prompt = 'Config option',
+    prompt = M.title(view, 'config options'),
     format_item = function(o)
       local of = require('acp.util.text').of
       return ('%s: %s'):format(of(o.name) or of(o.id) or '?', M.current_label(o) or '?')
@@ -222,8 +234,14 @@ function M.model(view, id)
     end, list)
     return notify(('unknown model %q (models: %s)'):format(id, table.concat(ids, ', ')), vim.log.levels.WARN)
   end
+  local current
+  for _, m in ipairs(list) do
+    if m.modelId == models.currentModelId then
+      current = m.name or m.modelId
+    end
+  end
   require('acp.util.escape').select(list, {
-    prompt = 'model',
+    prompt = M.title(view, 'model', current or models.currentModelId),
     format_item = function(m)
       local of = require('acp.util.text').of
       return (of(m.name) or of(m.modelId) or '?') .. (m.description and (': ' .. (of(m.description) or '')) or '')
