@@ -322,4 +322,27 @@ return {
     child:feed('<M-y>')
     T.eq(H.wait_permission_answer(paths, 1), 'allow')
   end },
+
+  { "a chord's answer typed in Insert mode never stops at a hit-enter prompt (Neovim's own notify, 80 columns)", function()
+    local child = H.start({ config = { permissions = { grace_ms = 60000 } }, turns = {
+      { match = 'go', steps = { ask('t1'), { message = 'done' } } },
+    } })
+    local screen = Screen.attach(child, 80, 24)
+    H.open(child)
+    child:lua([[require('acp').send('go')]])
+    child:wait_for([[local p = require('acp.ask.permission') return p.shown ~= nil and p.in_view()]])
+    child:lua([[require('acp').current():focus_input(true)]])
+    child:wait_for([[return vim.api.nvim_get_mode().mode == 'i']])
+    -- Too early (grace 60 s), the request of another kind, a kind it lacks: each says so.
+    for _, key in ipairs({ '<M-y>', '<M-a>', '<M-n>' }) do
+      child:feed(key)
+      child:lua('return 1')
+      screen:redraw(true)
+      local text = table.concat(screen:shot().text, '\n')
+      T.no_match(text, 'Press ENTER', 'no hit-enter prompt after ' .. key)
+      T.eq(mode(child), 'i', 'still in Insert mode after ' .. key)
+    end
+    T.match(child:cmd('messages'), 'acp%.nvim: wait')
+    T.eq(pending(child), 1)
+  end },
 }

@@ -5,8 +5,10 @@ local keys = require('acp.ask.permission_keys')
 
 local M = {}
 
+--- A chord is typed in Insert mode as often as not: its answer must never
+--- stop there at a hit-enter prompt.
 local function notify(msg, level)
-  vim.notify('acp.nvim: ' .. msg, level or vim.log.levels.INFO)
+  require('acp.util.escape').notice('acp.nvim: ' .. msg, level or vim.log.levels.INFO)
 end
 
 --- Maps the chords in the chat's buffers (`map(buf, modes, lhs, fn, desc)`
@@ -33,7 +35,7 @@ function M.chord(view, kind)
       if it.view == view and not it.undrawable then
         table.insert(p.queue, 1, table.remove(p.queue, i))
         p.render()
-        notify('wait: the permission request is now shown; answer again', vim.log.levels.WARN)
+        notify('wait: the request is now shown; press again', vim.log.levels.WARN)
         return
       end
     end
@@ -48,11 +50,11 @@ function M.chord(view, kind)
   end
   if not p.in_view() then
     p.render(true)
-    notify('wait: the permission request is now shown; answer again', vim.log.levels.WARN)
+    notify('wait: the request is now shown; press again', vim.log.levels.WARN)
     return
   end
   if not p.chords_ready() then
-    notify('wait: the permission request has just been shown; answer again', vim.log.levels.WARN)
+    notify('wait: the request just appeared; press again', vim.log.levels.WARN)
     return
   end
   local i = keys.option_of(item.payload.options, kind)

@@ -15,6 +15,8 @@
 --- * `arg_path(arg)`: a file name typed as a command's argument.
 --- * `select(items, opts, on_choice)`: `vim.ui.select` with one-line rows.
 --- * `url(u)`: the parts of a URL the user must see before opening it.
+--- * `notice(msg, level)`: `vim.notify` that never stops at a hit-enter
+---   prompt: with Neovim's own notify, one line cut to `v:echospace`.
 local M = {}
 
 --- Longest text shown by default (display cells, "…" included).
@@ -183,6 +185,24 @@ function M.url_target(u)
     return ('%s  ⚠ the text before "@" (%s) is not the site'):format(host, M.line(p.userinfo, 80))
   end
   return host
+end
+
+--- Whether `vim.notify` is Neovim's own (an echo kept in `:messages`)
+--- rather than a notifier plugin's.
+function M.plain_notify()
+  local info = debug.getinfo(vim.notify, 'S')
+  return info ~= nil and info.source:find('vim/_editor.lua', 1, true) ~= nil
+end
+
+--- `vim.notify(msg, level)` that never stops at a hit-enter prompt: Neovim's
+--- own notify echoes, and an echo longer than the command line has room for
+--- (`v:echospace`) waits for Enter, in Insert mode too; so there the
+--- message is one line cut to fit. A notifier plugin gets it whole.
+function M.notice(msg, level)
+  if M.plain_notify() then
+    msg = M.line(msg, math.max(20, vim.v.echospace))
+  end
+  vim.notify(msg, level)
 end
 
 return M
