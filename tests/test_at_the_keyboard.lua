@@ -355,4 +355,26 @@ return {
       currentValue = 'auto', options = { { value = 'ask', name = 'Ask' }, { value = 'auto', name = 'Auto' } } })]])
     T.eq(child:lua('return _G.asked[1]'), { prompt = 'Mode of test (current: Auto)', items = { 'Ask', 'Auto  (current)' } })
   end },
+
+  { "a core notification carrying an agent's long error over several lines never stops at a hit-enter prompt while the user types", function()
+    local child = H.start({})
+    local screen = Screen.attach(child, 80, 24)
+    H.open(child)
+    child:lua([[require('acp').current():focus_input(true)]])
+    child:wait_for([[return vim.api.nvim_get_mode().mode == 'i']])
+    child:lua([[
+      local long = ('the model backend said no; '):rep(8)
+      require('acp.core.dispatch').dispatch({ { type = 'notify', level = 'error',
+        message = 'acp.nvim: the agent refused mode `plan`: ' .. long .. '\nsecond line\nthird line' } })
+    ]])
+    child:lua('return 1')
+    screen:redraw(true)
+    local lines = rows(screen)
+    T.eq(row_with(lines, 'Press ENTER'), nil, dump(lines))
+    T.eq(child:lua([[return vim.api.nvim_get_mode().mode]]), 'i')
+    T.match(child:cmd('messages'), 'acp%.nvim: the agent refused mode `plan`: the model.*%(:AcpLog%)')
+    -- The whole text is in the log.
+    local log = table.concat(vim.fn.readfile(child:lua([[return require('acp.config').options.log_file]])), '\n')
+    T.match(log, 'third line')
+  end },
 }

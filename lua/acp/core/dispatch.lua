@@ -110,6 +110,25 @@ local function answer(ev)
   end
 end
 
+--- A notification of the core. It may carry an agent's error text (a
+--- refused mode, a failed sign-in), of any length and over several lines,
+--- and arrives while the user types: with Neovim's own notify a longer echo
+--- would stop at a hit-enter prompt, so the echo is its first line cut to
+--- fit, and the whole text goes to the log (`:AcpLog`).
+function M.notify_core(message, level)
+  local esc = require('acp.util.escape')
+  local lvl = vim.log.levels[tostring(level):upper()] or vim.log.levels.INFO
+  message = tostring(message)
+  if esc.plain_notify() and (message:find('\n') or vim.fn.strdisplaywidth(message) > vim.v.echospace) then
+    local core = require('acp.core')
+    if core.is_loaded() and pcall(core.log, level == 'error' and 'error' or 'warn', message) then
+      local hint = ' (:AcpLog)'
+      message = esc.line(message:match('^[^\n]*'), math.max(20, vim.v.echospace - #hint)) .. hint
+    end
+  end
+  esc.notice(message, lvl)
+end
+
 --- Called by the core with a list of event tables (declared in
 --- lua/acp/core/types.lua).
 ---@param batch acp.Event[]
@@ -117,7 +136,7 @@ function M.dispatch(batch)
   local run, run_thread = {}, nil
   for _, ev in ipairs(batch) do
     if ev.type == 'notify' then
-      vim.notify(ev.message, vim.log.levels[ev.level:upper()] or vim.log.levels.INFO)
+      M.notify_core(ev.message, ev.level)
       if ev.level == 'error' then
         require('acp.events').error(ev.message, 'core')
       end
