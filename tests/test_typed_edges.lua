@@ -68,9 +68,10 @@ return {
       tc({ toolCallId = 'r2', title = 'Read top', kind = 'read', status = 'completed', locations = { { path = dir .. '/f.txt', line = 0 } } }),
       tc({ toolCallId = 'r3', title = 'Read three', kind = 'read', status = 'completed', locations = { { path = dir .. '/f.txt', line = 3 } } }),
     }, { cwd = dir })
-    T.match(text, 'Read f%.txt · completed\n  `[^`]*/f%.txt:1`')
-    T.match(text, 'Read top · completed\n  `[^`]*/f%.txt:1`')
-    T.match(text, 'Read three · completed\n  `[^`]*/f%.txt:3`')
+    -- Inside the session's root, relative to it.
+    T.match(text, 'Read f%.txt · completed\n  `f%.txt:1`')
+    T.match(text, 'Read top · completed\n  `f%.txt:1`')
+    T.match(text, 'Read three · completed\n  `f%.txt:3`')
     child:wait_for([[return require('acp').current().qf_id ~= nil and not require('acp').current().qf_dirty]], 3000)
     local lnums = child:lua([[
       local l = vim.fn.getqflist({ id = require('acp').current().qf_id, items = 0 })
@@ -88,7 +89,8 @@ return {
       upd({ toolCallId = 'x2', status = 'completed', rawOutput = { { type = 'text', text = 'the notes say hi' } } }),
       upd({ toolCallId = 'x3', title = 'false', kind = 'execute', status = 'failed', rawOutput = { exit_code = 1, aggregated_output = '' } }),
     })
-    T.match(text, 'ls · completed\n  input: `ls`\n  ```console\n  alpha%.txt\n  beta%.txt\n  ```\n  exit code 0')
+    -- The command is the title: no input line repeats it.
+    T.match(text, 'ls · completed\n  ```console\n  alpha%.txt\n  beta%.txt\n  ```\n  exit code 0')
     T.match(text, 'Read notes · completed\n  ```console\n  the notes say hi\n  ```')
     T.match(text, 'false · failed\n  exit code 1')
   end },

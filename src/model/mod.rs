@@ -9,6 +9,7 @@ pub mod blocks;
 pub mod entries;
 pub mod events;
 pub mod filetext;
+pub mod paths;
 pub mod raw_output;
 pub mod record;
 pub mod render;

@@ -8,6 +8,7 @@ use super::entries::{
     ClientState, Entry, EntryKind, NoticeLevel, PlanItem, RawOutput, TermExit, ToolCall,
     ToolContent, TERMINAL_TAIL_LINES,
 };
+pub use super::paths::PathDisplay;
 use super::schema::{PlanStatus, ToolKind, ToolStatus};
 use super::textdiff::DiffBody;
 
@@ -304,18 +305,23 @@ pub fn append_fragment(kind: EntryKind, text: &str) -> String {
 }
 
 fn tool_call_markdown(tc: &ToolCall) -> String {
-    tool_call_rendering(tc).0
+    tool_call_rendering(tc, &PathDisplay::default()).0
 }
 
 /// A card's markdown and where its parts are (header, diff bodies, status
-/// words), so the view colours them without reading the text back.
-pub fn tool_call_rendering(tc: &ToolCall) -> (String, CardLayout) {
+/// words), so the view colours them without reading the text back. Paths
+/// show as `paths` says (relative to the session's root, `~` for home): in
+/// the locations, the diff headers, and a title that ends with one (not a
+/// command's: what it runs is shown as the agent sent it).
+pub fn tool_call_rendering(tc: &ToolCall, paths: &PathDisplay) -> (String, CardLayout) {
     let mut diff_rows = Vec::new();
     let mut status_lines = Vec::new();
     let title = if tc.title.is_empty() {
-        tc.id.as_str()
+        tc.id.clone()
+    } else if tc.kind == ToolKind::Execute {
+        tc.title.clone()
     } else {
-        tc.title.as_str()
+        paths.title(&tc.title)
     };
     // Plain text: the buffer holds what the user sees and searches; the
     // view colours the label and the status word with extmarks.
@@ -333,12 +339,19 @@ pub fn tool_call_rendering(tc: &ToolCall) -> (String, CardLayout) {
     let mut out = format!("{label}{HEADER_SEP}{title}{HEADER_SEP}{status}");
     for (path, line) in &tc.locations {
         // 1-based, as the agent sent it (the model maps a legacy 0 to 1).
+        let path = paths.show(path);
         match line {
             Some(l) => out.push_str(&format!("\n  `{path}:{l}`")),
             None => out.push_str(&format!("\n  `{path}`")),
         }
     }
-    if let Some(input) = &tc.raw_input {
+    if let Some(input) = tc.raw_input.as_ref().filter(|i| !repeats_the_card(tc, i)) {
+        // A path alone (no command) shows like the card's other paths.
+        let input = if input.contains(char::is_whitespace) {
+            input.clone()
+        } else {
+            paths.show(input)
+        };
         out.push_str(&format!("\n  input: `{input}`"));
     }
     for c in &tc.content {
@@ -357,7 +370,7 @@ pub fn tool_call_rendering(tc: &ToolCall) -> (String, CardLayout) {
             } => {
                 // Header and fence rows come first, the closing fence last.
                 let before = out.matches('\n').count();
-                diff_markdown(&mut out, path, old_text.is_none(), body);
+                diff_markdown(&mut out, &paths.show(path), old_text.is_none(), body);
                 let after = out.matches('\n').count();
                 if after >= before + 3 {
                     diff_rows.push((before + 3, after - 1));
@@ -408,6 +421,25 @@ pub fn tool_call_rendering(tc: &ToolCall) -> (String, CardLayout) {
         status_lines,
     };
     (out, layout)
+}
+
+/// Whether a raw input's one-line summary only repeats what the card
+/// shows: a path of its locations or diffs, or a command (or path) its
+/// title already holds as a whole word (claude-agent-acp's `file_path`
+/// beside its locations, codex-acp's "Run make" for `make`).
+fn repeats_the_card(tc: &ToolCall, input: &str) -> bool {
+    let shown_path = tc.locations.iter().any(|(p, _)| p == input)
+        || tc
+            .content
+            .iter()
+            .any(|c| matches!(c, ToolContent::Diff { path, .. } if path == input));
+    let word = |c: Option<char>| c.is_none_or(|c| !(c.is_alphanumeric() || c == '_' || c == '-'));
+    let in_title = !input.is_empty()
+        && tc.title.match_indices(input).any(|(at, _)| {
+            word(tc.title[..at].chars().next_back())
+                && word(tc.title[at + input.len()..].chars().next())
+        });
+    shown_path || in_title
 }
 
 /// A unified diff (3 lines of context) in a ```diff block, so the chat's
@@ -719,7 +751,7 @@ mod tests {
                 known: true,
             },
         ];
-        let (md, layout) = tool_call_rendering(&tc);
+        let (md, layout) = tool_call_rendering(&tc, &PathDisplay::default());
         let lines: Vec<&str> = md.split('\n').collect();
         let h = &layout.header;
         assert_eq!(words(&lines, 0, (h.label.from, h.label.to)), "run");
@@ -759,7 +791,7 @@ mod tests {
             exit_code: Some(2),
             ..RawOutput::default()
         });
-        let (md, layout) = tool_call_rendering(&raw);
+        let (md, layout) = tool_call_rendering(&raw, &PathDisplay::default());
         let lines: Vec<&str> = md.split('\n').collect();
         let h = &layout.header;
         assert_eq!(words(&lines, 0, (h.status.from, h.status.to)), "rejected");
@@ -772,7 +804,13 @@ mod tests {
         // A status the protocol does not define has no tone.
         raw.client_state = None;
         raw.status = crate::model::schema::ToolStatus::parse("paused");
-        assert_eq!(tool_call_rendering(&raw).1.header.tone, None);
+        assert_eq!(
+            tool_call_rendering(&raw, &PathDisplay::default())
+                .1
+                .header
+                .tone,
+            None
+        );
 
         // A plan: its label, and the status word of its running steps only.
         let item = |content: &str, status: PlanStatus| PlanItem {

@@ -335,8 +335,29 @@ pub enum DiffBody {
 /// The diff of a tool card from `old` to `new` (a new file is `old` = ""),
 /// bounded in size and time: the diff step of the card rendering, whose
 /// unified lines are exactly those of
-/// `TextDiff::from_lines(old, new).unified_diff().context_radius(3)`.
+/// `TextDiff::from_lines(old, new).unified_diff().context_radius(3)`,
+/// except that two sides both without a final newline (snippets) are
+/// diffed as if both had one.
 pub fn unified_diff_bounded(old: &str, new: &str, limits: &DiffLimits) -> DiffBody {
+    // A snippet (agents send the edited region, Claude Code without its
+    // final newline) is not a file: when no side ends with a newline, the
+    // diff says nothing about it. `\ No newline at end of file` stays only
+    // where the two sides' final newlines really differ.
+    if !old.ends_with('\n') && !new.ends_with('\n') && !(old.is_empty() && new.is_empty()) {
+        let ended = |t: &str| {
+            if t.is_empty() {
+                String::new()
+            } else {
+                format!("{t}\n")
+            }
+        };
+        return diff_of_ended(&ended(old), &ended(new), limits);
+    }
+    diff_of_ended(old, new, limits)
+}
+
+/// `unified_diff_bounded` once the final newlines are settled.
+fn diff_of_ended(old: &str, new: &str, limits: &DiffLimits) -> DiffBody {
     let summary = |reason| {
         let (added, removed) = line_count_delta(old, new);
         DiffBody::Summary {
@@ -637,16 +658,58 @@ mod tests {
     }
 
     #[test]
+    fn a_snippet_without_final_newlines_says_nothing_about_them() {
+        let lines =
+            |old: &str, new: &str| match unified_diff_bounded(old, new, &DiffLimits::default()) {
+                DiffBody::Unified { lines, .. } => lines,
+                other => panic!("{other:?}"),
+            };
+        // claude-agent-acp 0.100.0's Edit: the edited region, no final newline.
+        let claude = lines(
+            "function M.greet()\n  print('helo')",
+            "function M.greet(name)\n  print('hello, ' .. name)",
+        );
+        assert_eq!(
+            claude,
+            [
+                "@@ -1,2 +1,2 @@",
+                "-function M.greet()",
+                "-  print('helo')",
+                "+function M.greet(name)",
+                "+  print('hello, ' .. name)"
+            ]
+        );
+        // A new file, or one emptied, of one line: its line and nothing else.
+        assert_eq!(lines("", "x"), ["@@ -0,0 +1 @@", "+x"]);
+        assert_eq!(lines("x", ""), ["@@ -1 +0,0 @@", "-x"]);
+        // The two sides really differ in their final newline: said once.
+        assert_eq!(
+            lines("a\nb\n", "a\nB"),
+            [
+                "@@ -1,2 +1,2 @@",
+                " a",
+                "-b",
+                "+B",
+                "\\ No newline at end of file"
+            ]
+        );
+        assert_eq!(
+            lines("a", "a\n"),
+            ["@@ -1 +1 @@", "-a", "\\ No newline at end of file", "+a"]
+        );
+    }
+
+    #[test]
     fn bounded_diff_matches_the_unbounded_rendering() {
         let big_old = numbered(2000, 0, "");
         let big_new = numbered(2000, 40, "changed");
         let pairs: Vec<(String, String)> = vec![
             ("a\nb\nc\n".into(), "a\nB\nc\n".into()),
-            ("a\nb\nc".into(), "a\nb\nc\nd".into()),
+            ("a\nb\nc".into(), "a\nb\nc\nd\n".into()),
             ("a\r\nb\r\n".into(), "a\r\nc\r\n".into()),
             ("".into(), "new\nfile\n".into()),
             ("same\n".into(), "same\n".into()),
-            ("x".into(), "".into()),
+            ("x\n".into(), "y".into()),
             (big_old.clone(), big_new.clone()),
         ];
         let all = DiffLimits {
@@ -682,7 +745,7 @@ mod tests {
             other => panic!("{other:?}"),
         }
         // A missing final newline is counted in `more` like it is shown.
-        let old = "1\n".repeat(100) + "end";
+        let old = "1\n".repeat(100) + "end\n";
         let new = "2\n".repeat(100) + "END";
         let want = unbounded_lines(&old, &new);
         assert!(want.iter().any(|l| l.starts_with("\\ No newline")));

@@ -68,6 +68,8 @@ pub struct Thread {
     /// prompt with "auth required"): every status says so until a session
     /// opens, a sign-in succeeds or another prompt starts.
     sign_in: bool,
+    /// How cards name files (relative to the session's root, `~` for home).
+    paths: render::PathDisplay,
 }
 
 impl Thread {
@@ -92,7 +94,14 @@ impl Thread {
             echoes: echo::PromptEchoes::default(),
             own_prompt: None,
             sign_in: false,
+            paths: render::PathDisplay::default(),
         }
+    }
+
+    /// Cards name files as `paths` says (set once, before any entry).
+    pub fn with_paths(mut self, paths: render::PathDisplay) -> Self {
+        self.paths = paths;
+        self
     }
 
     /// The entries (tests; the view gets events and asks for one entry).
@@ -143,7 +152,7 @@ impl Thread {
         let lines = |text: String| text.split('\n').map(str::to_owned).collect();
         match &self.entries[index] {
             Entry::ToolCall(tc) => {
-                let (text, layout) = render::tool_call_rendering(tc);
+                let (text, layout) = render::tool_call_rendering(tc, &self.paths);
                 let card = Box::new(CardMeta::of(tc, layout));
                 (lines(text), Some(ThreadEvent::Card { index, card }))
             }

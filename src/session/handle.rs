@@ -27,6 +27,7 @@ use crate::editor::state::EditorState;
 use crate::log;
 use crate::model::entries::NoticeLevel;
 use crate::model::events::{ThreadEvent, TurnState};
+use crate::model::paths::PathDisplay;
 use crate::model::thread::Thread;
 use crate::model::update::SessionUpdate;
 use crate::protocol::connection::{Connection, SessionSink};
@@ -110,7 +111,10 @@ impl ThreadHandle {
             kept_shown: AtomicBool::new(false),
             mute_replay: AtomicBool::new(false),
             editor: EditorState::new(spec.cwd.clone(), policy).owned_by(id),
-            model: Mutex::new(Thread::new(spec.name.clone())),
+            model: Mutex::new(Thread::new(spec.name.clone()).with_paths(PathDisplay::new(
+                Some(spec.cwd.clone()),
+                std::env::var_os("HOME").map(Into::into),
+            ))),
             spec,
             mcp_servers,
             session: tokio::sync::Mutex::new(None),

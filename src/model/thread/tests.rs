@@ -672,7 +672,7 @@ fn a_command_waiting_for_the_user_reads_so_until_allowed_then_runs() {
         "{md}"
     );
     let tc = t.tool_call("b").unwrap();
-    let (_, layout) = render::tool_call_rendering(tc);
+    let (_, layout) = render::tool_call_rendering(tc, &Default::default());
     assert_eq!(layout.status_lines[0].tone, render::Tone::Waiting);
     // Allowed: it runs.
     t.permission_answered("b", None, None);
