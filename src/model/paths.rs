@@ -113,6 +113,8 @@ mod tests {
                 }
             }
         }
+        // An export holds what the view shows.
+        assert!(t.to_markdown().ends_with(&last.join("\n")));
         last
     }
 

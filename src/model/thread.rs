@@ -121,9 +121,11 @@ impl Thread {
     /// The whole transcript as markdown, entries separated by a blank line,
     /// exactly as the view lays it out.
     pub fn to_markdown(&self) -> String {
-        self.entries
-            .iter()
-            .map(Entry::to_markdown)
+        (0..self.entries.len())
+            .map(|i| match &self.entries[i] {
+                Entry::ToolCall(tc) => render::tool_call_rendering(tc, &self.paths).0,
+                entry => entry.to_markdown(),
+            })
             .collect::<Vec<_>>()
             .join("\n\n")
     }
