@@ -263,10 +263,12 @@ return {
     inline(child)
     local text = screen_text(screen)
     for _, want in ipairs({ 'edit · Edit hello.lua', "+  print('hello, ' .. name)", 'test asks for permission · [edit] Edit hello.lua',
-      'edit /p/hello.lua: +2 -2   (d: review)', '· Apply the edit  [allow once]', '· Skip it  [reject once]',
+      'edit /p/hello.lua: +2 -2', '· Apply the edit  [allow once]', '· Skip it  [reject once]',
       '<M-y> allow once · <M-n> reject · <C-a> more' }) do
       T.contains(text, want, 'in view')
     end
+    -- `d` reviews in the float only: the inline lines do not promise it.
+    T.eq(text:find('(d: review)', 1, true), nil, 'no d hint inline')
     T.eq(mode(child), 'i', 'typing in the input')
     -- Too early: the chord says wait and answers nothing.
     child:feed('<M-y>')

@@ -2,7 +2,7 @@
 --- card's last row in the transcript, for when the float cannot be placed
 --- without covering the card or the turn's text above it (see
 --- permission_place.lua). They say what the float says, shorter: who asks,
---- the kind and title, the command or the edit ("d: review" in the float),
+--- the kind and title, the command or the edit ("d: review" in the float only),
 --- the options with their kinds, and the chords that answer, dim until the
 --- request has been in view for `permissions.grace_ms`, then lit. The
 --- chords answer it exactly as they answer the float; `<C-a>`,
@@ -91,7 +91,9 @@ function M.lines(item, width)
   for _, i in ipairs(body) do
     local l = lines[i]
     if l ~= '' and not (l:match('^  [^ ]') and edited(l:sub(3))) then
-      add(l, warned[i])
+      -- `d` reviews in the float only (here the transcript's keys apply;
+      -- <C-a> opens the float): the hint would promise a key that does nothing.
+      add((l:gsub('%s+%(d: review%)$', '')), warned[i])
     end
   end
   local prefixes = {}
