@@ -288,18 +288,7 @@ function M.open_log(which)
   vim.bo[buf].swapfile = false
   -- q closes the window, as in the review and :AcpTerminal; in the only
   -- window left, the buffer that was there before comes back.
-  vim.keymap.set('n', 'q', function()
-    local api = vim.api
-    if #api.nvim_tabpage_list_wins(0) > 1 or #api.nvim_list_tabpages() > 1 then
-      if pcall(api.nvim_win_close, 0, false) then
-        return
-      end
-    end
-    local alt = vim.fn.bufnr('#')
-    if alt > 0 and alt ~= api.nvim_get_current_buf() and api.nvim_buf_is_valid(alt) then
-      api.nvim_win_set_buf(0, alt)
-    end
-  end, { buffer = buf, nowait = true, desc = 'Close the log' })
+  vim.keymap.set('n', 'q', require('acp.util.window').close_or_previous, { buffer = buf, nowait = true, desc = 'Close the log' })
   vim.cmd('normal! G')
 end
 

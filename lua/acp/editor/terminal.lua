@@ -640,21 +640,6 @@ end
 
 --- Opens a terminal's output (a client terminal or an agent's display
 --- terminal) in a normal buffer that follows new output.
---- `q` in an output buffer: closes its window; in the only window left,
---- shows the buffer that was there before instead (nothing to close).
-local function close_output()
-  if #api.nvim_tabpage_list_wins(0) > 1 or #api.nvim_list_tabpages() > 1 then
-    -- A float of the tab may be left alone with it: then it goes too.
-    if pcall(api.nvim_win_close, 0, false) then
-      return
-    end
-  end
-  local alt = vim.fn.bufnr('#')
-  if alt > 0 and alt ~= api.nvim_get_current_buf() and api.nvim_buf_is_valid(alt) then
-    api.nvim_win_set_buf(0, alt)
-  end
-end
-
 function M.open(view, id)
   local c = core()
   local k = key(view.thread, id)
@@ -674,7 +659,7 @@ function M.open(view, id)
     vim.bo[buf].modifiable = false
     -- A read-only view of the output: `q` closes it (Normal mode; there is
     -- no terminal to type into).
-    vim.keymap.set('n', 'q', close_output, { buffer = buf, nowait = true, desc = 'Close the terminal output' })
+    vim.keymap.set('n', 'q', require('acp.util.window').close_or_previous, { buffer = buf, nowait = true, desc = 'Close the terminal output' })
     M.buffers[k] = buf
     local thread = view.thread
     api.nvim_create_autocmd('BufWipeout', {

@@ -3,6 +3,7 @@
 --- into buffer text (one line, visible characters, cut to a width);
 --- escape.lua makes it safe where Neovim would interpret it (statuslines,
 --- command arguments, `vim.ui.select` items, paths with `~`); winbar.lua
---- keeps a window bar fitted to its window's width.
+--- keeps a window bar fitted to its window's width; window.lua closes the
+--- windows opened for reading (a terminal's output, the log).
 -- May use: nothing.
 return {}
