@@ -274,6 +274,14 @@ M.defaults = {
     project_max_bytes = 20 * 1024 * 1024,
     project_max_chats = 100,
   },
+  -- A git worktree per chat (`:h acp-worktree`, `:AcpWorktree {name}`): its
+  -- branch is `branch_prefix` .. name, its folder `dir`/name; `dir = false`
+  -- puts it beside the repository, in <repo>/../<repo name>.worktrees (a
+  -- relative `dir` is relative to the repository's folder).
+  worktree = {
+    dir = false,
+    branch_prefix = 'acp/',
+  },
   -- Show the agent's current file and line in a non-chat window.
   follow = false,
   follow_debounce_ms = 150,
@@ -462,6 +470,15 @@ local function validate(user, defaults, path)
     elseif p == 'history.chat_max_bytes' or p == 'history.project_max_bytes' or p == 'history.project_max_chats' then
       if type(value) ~= 'number' or value ~= math.floor(value) or value < 1 or value >= 2 ^ 53 then
         fail(p, 'must be a whole number, 1 or more')
+      end
+    elseif p == 'worktree.dir' then
+      if value ~= false then
+        check_type(p, value, 'string')
+      end
+    elseif p == 'worktree.branch_prefix' then
+      check_type(p, value, 'string')
+      if value:find('[%s%c~^:?*%[\\]') or value:find('..', 1, true) or value:sub(1, 1) == '-' or value:sub(1, 1) == '/' then
+        fail(p, "must be the start of a branch name (no spaces, .., ~ ^ : ? * [ \\, no leading - or /), e.g. 'acp/'")
       end
     elseif p == 'terminal.env_deny' then
       check_type(p, value, 'table')
