@@ -239,6 +239,20 @@ cmd('AcpNew', function()
   require('acp').new_session()
 end, { desc = 'Start a new session in the chat of this tab' })
 
+cmd('AcpWorktree', function(o)
+  require('acp.chat.commands').worktree(o)
+end, {
+  nargs = '+',
+  complete = function(lead, line)
+    return #vim.split(vim.trim(line), '%s+') >= 2 and complete_agent(lead) or {}
+  end,
+  desc = 'Make a git worktree {name} on a new branch and open a chat in it (in a new tab)',
+})
+
+cmd('AcpClose', function()
+  require('acp.chat.lifecycle').close_current()
+end, { desc = 'End the chat of this tab for good (in a worktree: keep, merge or remove it)' })
+
 cmd('AcpResume', function(o)
   require('acp').resume(o.args)
 end, { nargs = '?', desc = "Open a session again (default: this chat's last one)" })

@@ -3,7 +3,8 @@
 --- focuses it (and hides it from inside), `:AcpToggle` toggles it,
 --- `:AcpAdd`, `<Plug>(AcpAddSelection)`, `:AcpImage` and `:AcpPasteImage`
 --- attach to its next prompt, `:'<,'>AcpSend` sends with the selection,
---- `:AcpContext` lists or edits what is attached. What they attach is
+--- `:AcpContext` lists or edits what is attached, `:AcpWorktree` opens a
+--- chat in a new git worktree. What they attach is
 --- built in the prompt layer (acp.prompt.context, acp.prompt.image), which
 --- opens no chat: the chat comes from here.
 local chats = require('acp.chat')
@@ -23,8 +24,13 @@ end
 
 --- `:AcpChat [agent]`: from a code window, shows the tab's chat or moves
 --- into it when it is visible; from inside the chat, hides it. Another
---- agent opens a new chat and keeps the old one (`:AcpChats`).
+--- agent opens a new chat and keeps the old one (`:AcpChats`);
+--- `worktree={name}` opens it in a new git worktree (acp.chat.worktree).
 function M.chat(agent)
+  if agent and agent:find('worktree=', 1, true) then
+    local name, who = require('acp.chat.worktree').parse_chat_args(agent)
+    return M.worktree_chat(name, who)
+  end
   local view = chats.current()
   agent = agent ~= '' and agent or nil
   if view and (agent == nil or agent == view.agent) and view:is_visible() then
@@ -99,6 +105,63 @@ end
 --- `:AcpPasteImage`.
 function M.paste_image()
   return require('acp.prompt.image').paste(lifecycle.here)
+end
+
+--- Makes the worktree `name` of the current project's repository, then
+--- opens `agent`'s chat (default: `default_agent`) in a new tab whose
+--- directory is the worktree. `cb(view)` once the chat is open (nil when
+--- it did not open); errors are told with `vim.notify`.
+---@param name string
+---@param agent? string
+---@param cb? fun(view: acp.ChatView?)
+function M.worktree_chat(name, agent, cb)
+  cb = cb or function() end
+  local esc = require('acp.util.escape')
+  agent = (agent and agent ~= '') and agent or require('acp.config').options.default_agent
+  if not require('acp.agents').exists(agent) then
+    notify(('no agent `%s` (see :h acp-agents)'):format(esc.line(agent, 60)), vim.log.levels.ERROR)
+    return cb(nil)
+  end
+  require('acp.editor.worktree').create(name, { cwd = lifecycle.project_root() }, function(wt, err)
+    if not wt then
+      notify('no worktree: ' .. err, vim.log.levels.ERROR)
+      return cb(nil)
+    end
+    vim.cmd('tabnew')
+    local tab = vim.api.nvim_get_current_tabpage()
+    vim.bo.bufhidden = 'wipe'
+    vim.cmd('tcd ' .. esc.fname(wt.path))
+    local msg = ('worktree %s on branch %s (from %s)'):format(esc.line(wt.path, 80, true), wt.branch, wt.base_branch or wt.base_commit:sub(1, 12))
+    if #wt.included > 0 then
+      msg = msg .. (', %d file%s copied from .worktreeinclude'):format(#wt.included, #wt.included == 1 and '' or 's')
+    end
+    vim.notify('acp.nvim: ' .. msg)
+    local opened = false
+    local view = lifecycle.open(agent, {
+      root = wt.path,
+      worktree = wt,
+      on_open = function(v)
+        opened = true
+        cb(v)
+      end,
+    })
+    if not view and not opened then
+      -- The worktree stays (it is the user's now): only the empty tab goes.
+      if vim.api.nvim_tabpage_is_valid(tab) and #vim.api.nvim_list_tabpages() > 1 then
+        pcall(vim.cmd, ('tabclose %d'):format(vim.api.nvim_tabpage_get_number(tab)))
+      end
+      cb(nil)
+    end
+  end)
+end
+
+--- `:AcpWorktree {name} [agent]`.
+function M.worktree(o)
+  local args = o.fargs
+  if #args == 0 or #args > 2 then
+    return notify(':AcpWorktree needs a name and optionally an agent, e.g. :AcpWorktree fix-login claude', vim.log.levels.WARN)
+  end
+  M.worktree_chat(args[1], args[2])
 end
 
 return M

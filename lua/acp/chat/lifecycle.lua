@@ -85,7 +85,66 @@ function M.forget_closed_tabs()
       pcall(core.close_thread, view.thread)
     end
     view:destroy()
+    -- Its worktree: keep, merge or remove, asked now the tab is gone.
+    if view.worktree then
+      require('acp.chat.worktree').finish(view.worktree)
+    end
   end
+end
+
+--- Ends `view` for good: its thread closed in the core (its turn
+--- cancelled, its session no longer routed; the agent process is shared
+--- per agent and folder and ends with Neovim), its windows closed, its
+--- buffers deleted, gone from every list. A chat in a git worktree first
+--- asks (`vim.ui.select`, answered later) whether to keep, merge or remove
+--- the worktree, and is not closed when that question is dismissed;
+--- `opts.worktree` (`'keep'`, `'merge'`, `'remove'`) answers it ahead. A
+--- worktree chat's own tab closes with it when nothing else in it has
+--- unsaved changes.
+---@param view acp.ChatView
+---@param opts? { worktree?: 'keep'|'merge'|'remove' }
+function M.close(view, opts)
+  opts = opts or {}
+  if view.closed then
+    return
+  end
+  local wt = view.worktree
+  if wt and not opts.worktree then
+    require('acp.chat.worktree').ask(view, function(choice)
+      if choice then
+        M.close(view, { worktree = choice })
+      end
+    end)
+    return
+  end
+  view.closed = true
+  for tab, v in pairs(chats.by_tab) do
+    if v == view then
+      chats.by_tab[tab] = nil
+    end
+  end
+  local core = require('acp.core')
+  if core.is_loaded() then
+    pcall(core.close_thread, view.thread)
+  end
+  local tab = view.tab
+  view:destroy()
+  if wt then
+    require('acp.chat.worktree').close_tab(tab, wt)
+    require('acp.chat.worktree').finish(wt, opts.worktree)
+  end
+  -- The threads view and statuslines hear that it is gone.
+  require('acp.events').emit('AcpStateChanged', { agent = view.agent, thread = view.thread, state = 'closed', waiting = false, done_unseen = false })
+  pcall(vim.cmd, 'redrawtabline')
+end
+
+--- `:AcpClose`: ends the current tab's chat (see `M.close`).
+function M.close_current()
+  local view = chats.current()
+  if not view then
+    return vim.notify('acp.nvim: no chat in this tab to close', vim.log.levels.WARN)
+  end
+  M.close(view)
 end
 
 local function normalize(dir)
@@ -123,7 +182,10 @@ M.wide_roots_allowed = {}
 --- and stays reachable (`:AcpChats`). A chat rooted at the home directory
 --- or at / is opened only after the user agrees (asked with
 --- `vim.ui.select`, which may answer later); `opts.on_open(view)` runs
---- once the chat is open, at once or after that answer.
+--- once the chat is open, at once or after that answer. `opts.root`: the
+--- session's root (default: the project of the current buffer);
+--- `opts.worktree`: the git worktree the chat runs in (`view.worktree`,
+--- see acp.editor.worktree).
 function M.open(agent, opts)
   opts = opts or {}
   local tab = vim.api.nvim_get_current_tabpage()
@@ -136,7 +198,7 @@ function M.open(agent, opts)
     return view
   end
   agent = (agent and agent ~= '') and agent or config.options.default_agent
-  local spec, err = require('acp.agents').spec(agent, M.project_root())
+  local spec, err = require('acp.agents').spec(agent, opts.root or M.project_root())
   if not spec then
     vim.notify(err, vim.log.levels.ERROR)
     return nil
@@ -172,6 +234,7 @@ function M.open(agent, opts)
     vim.notify(('acp.nvim: the chat with %s is kept; :AcpChats switches back'):format(view.agent))
   end
   view = require('acp.chat.view').new({ agent = agent, thread = thread, root = spec.cwd, tab = tab })
+  view.worktree = opts.worktree
   chats.by_tab[tab] = view
   chats.by_thread[thread] = view
   require('acp.core.dispatch').register(thread, view)
@@ -190,7 +253,7 @@ end
 --- move to the new chat; `view` is kept, hidden (`:AcpChats`).
 function M.reopen(view, opts)
   opts = opts or {}
-  local spec, err = require('acp.agents').spec(view.agent, M.project_root())
+  local spec, err = require('acp.agents').spec(view.agent, view.worktree and view.worktree.path or M.project_root())
   if not spec then
     vim.notify(err, vim.log.levels.ERROR)
     return nil
@@ -224,6 +287,7 @@ function M.reopen(view, opts)
     tab = tab,
     history_of = opts.resume or opts.kept,
   })
+  new.worktree = view.worktree
   vim.api.nvim_buf_set_lines(new.input, 0, -1, false, vim.api.nvim_buf_get_lines(view.input, 0, -1, false))
   new.context, new.queue = view.context, view.queue
   view.context, view.queue = {}, {}
