@@ -282,6 +282,17 @@ M.defaults = {
     dir = false,
     branch_prefix = 'acp/',
   },
+  -- Notifications (`:h acp-notify`) when, in a chat out of sight (another
+  -- tab, or Neovim without focus), a turn ends, a permission request or a
+  -- request for input waits, the agent wants a sign-in or fails: one
+  -- `vim.notify` and one `User AcpAttention` each; `desktop = true` adds a
+  -- desktop notification (notify-send on Linux, osascript on macOS;
+  -- nothing when missing). `events` picks the occasions.
+  notify = {
+    enabled = true,
+    desktop = false,
+    events = { turn_end = true, permission = true, elicitation = true, sign_in = true, error = true },
+  },
   -- Show the agent's current file and line in a non-chat window.
   follow = false,
   follow_debounce_ms = 150,

@@ -13,6 +13,7 @@
 ---   AcpFileChanged        { path, bufnr?, by = 'agent'|'sync', how, thread? , agent? }
 ---   AcpError              { message, agent?, thread?, source }
 ---   AcpStateChanged       { agent, thread, state, waiting, waiting_for?, done_unseen }
+---   AcpAttention          { reason, agent, thread, title?, message? }
 -- May use: nothing.
 local M = {}
 
@@ -28,6 +29,7 @@ M.names = {
   'AcpFileChanged',
   'AcpError',
   'AcpStateChanged',
+  'AcpAttention',
 }
 
 local queue = {}

@@ -7,6 +7,7 @@
 --- (acp.events) read it from here.
 local api = vim.api
 local chats = require('acp.chat')
+local notify = require('acp.chat.notify')
 
 local M = {}
 
@@ -85,7 +86,8 @@ function M.refresh(view, events)
     end
   end
   local seen = M.in_sight(view)
-  if view.turns_ended ~= m.ended then
+  local ended = view.turns_ended ~= m.ended
+  if ended then
     m.ended = view.turns_ended
     m.done_unseen = m.done_unseen or not seen
   end
@@ -93,6 +95,8 @@ function M.refresh(view, events)
     m.done_unseen = false
   end
   local s = M.of(view)
+  -- Told once when out of sight (acp.chat.notify).
+  view:_guard(nil, notify.observe, view, { events = events, ended = ended, seen = seen, waiting_for = s.waiting_for })
   local key = table.concat({ s.state, s.waiting_for or '', tostring(s.done_unseen) }, '|')
   if key == m.key then
     return
