@@ -330,6 +330,8 @@ plug('n', 'AcpContext', run('AcpContext'), 'List the context attached to the nex
 plug('n', 'AcpImage', ':AcpImage ', 'Attach an image file to the next prompt')
 plug('n', 'AcpPasteImage', run('AcpPasteImage'), "Attach the clipboard's image to the next prompt")
 plug('n', 'AcpCancel', run('AcpCancel'), 'Cancel the running agent turn')
+plug('n', 'AcpClose', run('AcpClose'), 'End the chat of this tab (in a worktree: keep, merge or remove it)')
+plug('n', 'AcpWorktree', ':AcpWorktree ', 'Type the name of a new git worktree to open a chat in')
 plug({ 'n', 'i' }, 'AcpPermission', function()
   require('acp.ask.permission').focus()
 end, 'Answer the pending permission request')
