@@ -297,6 +297,30 @@ end, {
   desc = "Sign in with one of the agent's methods",
 })
 
+cmd('AcpFanout', function(o)
+  require('acp.chat.fanout').command(o.args)
+end, {
+  nargs = '+',
+  complete = function(lead)
+    local out = complete_agent(lead)
+    if vim.startswith('--', lead) then
+      table.insert(out, 1, '--')
+    end
+    return out
+  end,
+  desc = "Send the input's prompt (or the text after --) to a new chat per agent, each in its own git worktree and tab",
+})
+
+cmd('AcpCompare', function(o)
+  require('acp.chat.fanout_compare').open(o.args)
+end, {
+  nargs = '?',
+  complete = function(lead)
+    return package.loaded['acp.chat.fanout'] and require('acp.chat.fanout').complete(lead) or {}
+  end,
+  desc = "Compare the changes of a fan-out's worktrees; t takes one (merges it)",
+})
+
 cmd('AcpConflict', function(o)
   require('acp.editor.conflict').open(o.args)
 end, {
@@ -342,6 +366,8 @@ plug('n', 'AcpLocations', run('AcpLocations'), "Open the chat's quickfix list of
 plug('n', 'AcpMode', run('AcpMode'), "Pick the session's mode")
 plug('n', 'AcpAuth', run('AcpAuth'), "Sign in with one of the agent's methods")
 plug('n', 'AcpConflict', run('AcpConflict'), 'Compare the current buffer with its changed file')
+plug('n', 'AcpFanout', ':AcpFanout ', 'Type the agents to send the prompt to, each in its own worktree')
+plug('n', 'AcpCompare', run('AcpCompare'), "Compare the changes of a fan-out's worktrees")
 plug('n', 'AcpTerminal', ':AcpTerminal ', "Open a terminal's output from the chat")
 plug('n', 'AcpLog', run('AcpLog'), 'Open the acp.nvim log')
 plug('n', 'AcpTrace', run('AcpTrace'), "Show the protocol trace of the chat's agent")
