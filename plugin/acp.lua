@@ -40,6 +40,10 @@ end, {
   desc = 'List the chats and show one in this tab',
 })
 
+cmd('AcpThreads', function(o)
+  require('acp.chat.threads').toggle({ past = o.bang })
+end, { bang = true, desc = "Show or hide the threads view: every chat and its state (with !: the agent's past sessions too)" })
+
 cmd('AcpSend', function(o)
   if o.range > 0 then
     require('acp.chat.commands').send_range(o)
@@ -344,6 +348,7 @@ end
 plug('n', 'AcpChat', run('AcpChat'), 'Open or focus the agent chat of this tab; hide it from inside')
 plug('n', 'AcpChats', run('AcpChats'), 'List the chats and show one in this tab')
 plug('n', 'AcpToggle', run('AcpToggle'), 'Show or hide the agent chat of this tab')
+plug('n', 'AcpThreads', run('AcpThreads'), 'Show or hide the threads view')
 plug('n', 'AcpSend', ':AcpSend ', 'Type a message for the chat')
 plug('x', 'AcpSend', ":<C-u>'<,'>AcpSend ", 'Type a message sent with the selection attached')
 plug('x', 'AcpAddSelection', function()

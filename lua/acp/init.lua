@@ -127,6 +127,7 @@ M.mcp_servers = require('acp.agents').mcp_servers -- :h acp.mcp_servers()
 ---@field waiting_for? 'permission'|'input'|'sign-in' What waits.
 ---@field done_unseen boolean A turn ended while the chat was out of sight (cleared once the user looks at it).
 ---@field label string The chat's name in the tab labels: `ACP {agent} {thread}[: {title}]`.
+---@field threads { working: integer, waiting: integer, done_unseen: integer, error: integer, idle: integer } How many chats of this Neovim are in each state (`:h acp-threads`).
 
 ---@param view acp.ChatView
 ---@return acp.Status
@@ -161,6 +162,7 @@ local function status_of(view)
     waiting_for = attention.waiting_for,
     done_unseen = attention.done_unseen,
     label = esc.statusline(require('acp.chat.layout').chat_label(view), 60),
+    threads = require('acp.chat.threads').counts(),
   }
 end
 

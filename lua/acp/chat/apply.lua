@@ -180,9 +180,11 @@ function on_state.status(d, ev)
     -- A running turn that reports again (cancelling) is the same turn.
     if view.state ~= 'running' then
       view.turns_started = view.turns_started + 1
+      view.turn_at, view.stop_reason = vim.uv.now(), nil
     end
   elseif view.state == 'running' then
     view.turns_ended = view.turns_ended + 1
+    view.turn_at = vim.uv.now()
     d.disk_due, d.turn_over = true, true
   end
   view.state = ev.state
@@ -212,6 +214,7 @@ function on_state.plan(d, ev)
 end
 
 function on_state.turn_ended(d, ev)
+  d.view.stop_reason = ev.stop_reason
   if type(ev.usage) == 'table' then
     d.view.info.turn_usage = ev.usage
     d.meta = true

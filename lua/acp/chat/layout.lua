@@ -319,10 +319,11 @@ end
 -- Tab labels ---------------------------------------------------------------
 
 --- A chat's name in the tab labels: its agent and number (two chats of
---- one agent differ), and the start of its title when the agent gave one.
+--- one agent differ), and the start of its title: the user's name for it
+--- (`r` in `:AcpThreads`), else the agent's title when it gave one.
 function M.chat_label(view)
   local label = ('ACP %s %d'):format(view.agent, view.thread)
-  local title = view.info.title
+  local title = view.name or view.info.title
   if type(title) == 'string' and title ~= '' then
     local text = require('acp.util.text')
     local t = text.visible(title)
@@ -344,6 +345,8 @@ local function acp_label(name)
       return M.chat_label(view), view
     end
     return 'ACP ' .. (rest:match('^%d+/(.*)$') or rest)
+  elseif kind and rest == '' then
+    return 'ACP ' .. kind
   elseif kind then
     return ('ACP %s %s'):format(kind, vim.fn.fnamemodify(rest:match('^%d+/(.*)$') or rest, ':t'))
   end

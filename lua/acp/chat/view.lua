@@ -55,6 +55,9 @@ local apply = require('acp.chat.apply')
 ---@field activity_turns? integer `turns_ended` at the last activity pass (nil before the first).
 ---@field queue { id: integer, text: string|acp.ContentBlock[], context: table[] }[] Messages waiting for the turn to end (acp.prompt.queue), each with its own id.
 ---@field history_of? string The session this chat was opened to load or resume.
+---@field name? string The user's name for the chat (`r` in `:AcpThreads`): shown instead of the agent's title in the tab labels and the threads view.
+---@field turn_at? integer When (vim.uv.now()) the running turn started, or the last one ended.
+---@field stop_reason? string How the last turn ended (the prompt answer's stop reason).
 local ChatView = {}
 ChatView.__index = ChatView
 
@@ -117,6 +120,7 @@ function ChatView.new(opts)
   self.context = {}
   self.qf_entries, self.qf_dirty, self.qf_id = {}, false, nil
   self.activity_turns = nil
+  self.name, self.turn_at, self.stop_reason = nil, nil, nil
 
   self.buf = api.nvim_create_buf(false, true)
   api.nvim_buf_set_name(self.buf, ('acp://chat/%d/%s'):format(self.thread, self.agent))
