@@ -291,6 +291,14 @@ return {
         T.wait(function()
           return not exists(wt_of(dir, 'a'))
         end, 10000, "a's worktree is removed")
+        T.eq(child:lua([[
+          local run = require('acp.chat.fanout').runs['fix-the-greeting']
+          local a = run.members[1].view
+          local open = {}
+          for _, v in pairs(require('acp.chat').by_thread) do open[#open + 1] = v.agent end
+          table.sort(open)
+          return { closed = a.closed, open = open, tabs = #vim.api.nvim_list_tabpages() }
+        ]]), { closed = true, open = { 'b' }, tabs = 3 }, "a's chat and its tab are closed")
         T.wait(function()
           return select(2, git(dir, { 'rev-parse', '--verify', '--quiet', 'refs/heads/acp/fix-the-greeting-a' }, true)) ~= 0
         end, 10000, "a's branch is deleted")

@@ -495,7 +495,7 @@ function M.offer_remove(cmp, taken)
   local names = table.concat(vim.tbl_map(function(m)
     return esc.line(m.agent, 20)
   end, others), ', ')
-  local remove = ('Remove the other worktrees and their branches (%s)'):format(names)
+  local remove = ('Remove the other worktrees and their branches (%s), closing their chats'):format(names)
   local keep = 'Keep them'
   esc.select({ remove, keep }, { prompt = 'The other agents’ work:' }, function(choice)
     if choice ~= remove then
@@ -503,6 +503,15 @@ function M.offer_remove(cmp, taken)
     end
     local n = #others
     for _, m in ipairs(others) do
+      local v = m.view
+      if v and not v.closed then
+        -- The chat goes first, without its own keep/merge/remove question
+        -- (answered here), its tab with it when nothing in it is unsaved.
+        local tab = v.tab
+        v.worktree = nil
+        require('acp.chat.lifecycle').close(v)
+        require('acp.chat.worktree').close_tab(tab, m.wt)
+      end
       require('acp.editor.worktree').remove(m.wt, { force = true }, function(ok, why)
         if ok then
           m.removed = true
