@@ -265,6 +265,32 @@ return {
     wait_row(child, '⎇ ' .. vim.pesc(branch))
   end, timeout = 30000 },
 
+  { ':AcpThreads! and p list the past chats of the agent for this project; <CR> opens one', function()
+    local child = start()
+    H.open(child, 'test')
+    H.turn(child, 'quick')
+    -- A new session in the chat; the first chat, closed, stays kept on disk.
+    child:cmd('AcpNew')
+    child:wait_for([[local v = require('acp').current(); return v.thread == 2 and v.state == 'idle']], 5000)
+    child:lua([[require('acp.chat.lifecycle').close(require('acp.chat').by_thread[1])]])
+    child:cmd('AcpThreads!')
+    wait_row(child, 'Past sessions of test')
+    wait_row(child, '^   quick ')
+    child:feed('p')
+    child:wait_for([[return not table.concat(vim.api.nvim_buf_get_lines(require('acp.chat.threads').buf(), 0, -1, false), '\n'):find('Past')]])
+    child:feed('p')
+    wait_row(child, '^   quick ')
+    child:lua([[
+      local buf = require('acp.chat.threads').buf()
+      for i, l in ipairs(vim.api.nvim_buf_get_lines(buf, 0, -1, false)) do
+        if l:find('^   quick ') then vim.api.nvim_win_set_cursor(0, { i, 0 }) end
+      end
+    ]])
+    child:feed('<CR>')
+    child:wait_for([[local v = require('acp').current(); return v.thread == 3 and v.history_of ~= nil]], 5000)
+    child:wait_for([[return table.concat(require('acp').current():lines(), '\n'):find('quick') ~= nil]], 5000)
+  end, timeout = 30000 },
+
   { 'nothing runs while no threads window is open: no redraw, no autocmd, no timer', function()
     local child = start()
     H.open(child, 'test')
