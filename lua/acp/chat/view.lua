@@ -58,6 +58,8 @@ local apply = require('acp.chat.apply')
 ---@field name? string The user's name for the chat (`r` in `:AcpThreads`): shown instead of the agent's title in the tab labels and the threads view.
 ---@field turn_at? integer When (vim.uv.now()) the running turn started, or the last one ended.
 ---@field stop_reason? string How the last turn ended (the prompt answer's stop reason).
+---@field worktree? { name: string, branch: string, path: string, base_branch?: string, base_commit: string, repo: string, included?: string[] } The git worktree the chat runs in (`:AcpWorktree`, acp.editor.worktree).
+---@field closed? boolean The chat was closed for good (`:AcpClose`): nothing may draw into it.
 local ChatView = {}
 ChatView.__index = ChatView
 
