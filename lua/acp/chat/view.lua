@@ -59,7 +59,7 @@ local apply = require('acp.chat.apply')
 ---@field turn_at? integer When (vim.uv.now()) the running turn started, or the last one ended.
 ---@field stop_reason? string How the last turn ended (the prompt answer's stop reason).
 ---@field worktree? { name: string, branch: string, path: string, base_branch?: string, base_commit: string, repo: string, included?: string[] } The git worktree the chat runs in (`:AcpWorktree`, acp.editor.worktree).
----@field closed? boolean The chat was closed for good (`:AcpClose`): nothing may draw into it.
+---@field closed boolean The chat was closed for good (`:AcpClose`): nothing may draw into it.
 local ChatView = {}
 ChatView.__index = ChatView
 
@@ -123,6 +123,7 @@ function ChatView.new(opts)
   self.qf_entries, self.qf_dirty, self.qf_id = {}, false, nil
   self.activity_turns = nil
   self.name, self.turn_at, self.stop_reason = nil, nil, nil
+  self.worktree, self.closed = nil, false
 
   self.buf = api.nvim_create_buf(false, true)
   api.nvim_buf_set_name(self.buf, ('acp://chat/%d/%s'):format(self.thread, self.agent))
