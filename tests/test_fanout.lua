@@ -9,33 +9,14 @@ local T = require('tests.helpers.expect')
 local H = require('tests.helpers.acp')
 local Screen = require('tests.helpers.screen')
 
-local function git(dir, args, may_fail)
-  local cmd = { 'git', '-C', dir }
-  vim.list_extend(cmd, args)
-  local r = vim.system(cmd, { text = true }):wait()
-  if r.code ~= 0 and not may_fail then
-    error(('git %s: %s'):format(table.concat(args, ' '), r.stderr), 2)
-  end
-  return vim.trim(r.stdout or ''), r.code
-end
+local G = require('tests.helpers.git')
+local git = G.git
 
---- A repository on `main` with greeting.txt committed, alone in its own
---- temporary folder (its worktrees go to <tmp>/repo.worktrees).
+--- A repository on `main` with greeting.txt committed, alone in its own temporary folder
+--- (its worktrees go to <tmp>/repo.worktrees), at a fixed date: the same commit id every
+--- run (the screenshot shows it).
 local function repo()
-  local dir = vim.fn.resolve(T.tmpdir('fan')) .. '/repo'
-  vim.fn.mkdir(dir, 'p')
-  git(dir, { 'init', '-q', '-b', 'main' })
-  git(dir, { 'config', 'user.name', 'Test' })
-  git(dir, { 'config', 'user.email', 'test@example.invalid' })
-  git(dir, { 'config', 'commit.gpgsign', 'false' })
-  T.write_file(dir .. '/greeting.txt', 'hello\n')
-  git(dir, { 'add', '-A' })
-  -- A fixed date: the same commit id every run (the screenshot shows it).
-  git(dir, { '-c', 'user.name=Test', 'commit', '-q', '-m', 'first', '--date=2024-01-01T00:00:00Z' })
-  vim.system({ 'git', '-C', dir, 'commit', '-q', '--amend', '--no-edit', '--date=2024-01-01T00:00:00Z' }, {
-    env = { GIT_COMMITTER_DATE = '2024-01-01T00:00:00Z' },
-  }):wait()
-  return dir
+  return G.repo('fan', { ['greeting.txt'] = 'hello\n' }, nil, { date = '2024-01-01T00:00:00Z' })
 end
 
 local function exists(path)

@@ -243,19 +243,7 @@ return {
   end, timeout = 30000 },
 
   { 'a chat in a git worktree shows its branch', function()
-    local dir = vim.fn.resolve(T.tmpdir('wt')) .. '/repo'
-    vim.fn.mkdir(dir, 'p')
-    for _, args in ipairs({
-      { 'init', '-q', '-b', 'main' },
-      { 'config', 'user.name', 'Test' },
-      { 'config', 'user.email', 'test@example.invalid' },
-      { 'config', 'commit.gpgsign', 'false' },
-    }) do
-      T.eq(vim.system(vim.list_extend({ 'git', '-C', dir }, args)):wait().code, 0)
-    end
-    T.write_file(dir .. '/README', 'hello\n')
-    T.eq(vim.system({ 'git', '-C', dir, 'add', '-A' }):wait().code, 0)
-    T.eq(vim.system({ 'git', '-C', dir, 'commit', '-q', '-m', 'first' }):wait().code, 0)
+    local dir = require('tests.helpers.git').repo('wt')
     local child = H.start({ cwd = dir, env = { GIT_CEILING_DIRECTORIES = T.tmp_root() } })
     child:cmd('AcpWorktree login-fix')
     child:wait_for([[local v = require('acp').current(); return v and v.worktree ~= nil and v.state == 'idle']], 10000)

@@ -6,37 +6,13 @@
 local T = require('tests.helpers.expect')
 local H = require('tests.helpers.acp')
 
---- Runs git in `dir`; its stdout (trimmed). Fails the test when git fails,
---- unless `may_fail`.
-local function git(dir, args, may_fail)
-  local cmd = { 'git', '-C', dir }
-  vim.list_extend(cmd, args)
-  local r = vim.system(cmd, { text = true }):wait()
-  if r.code ~= 0 and not may_fail then
-    error(('git %s: %s'):format(table.concat(args, ' '), r.stderr), 2)
-  end
-  return vim.trim(r.stdout or ''), r.code
-end
+local G = require('tests.helpers.git')
+local git = G.git
 
---- A repository on branch `main` with `files` committed (and `extra`
---- written, not committed); its real path. It sits alone in its own
---- temporary folder, so its worktrees go to <tmp>/repo.worktrees.
+--- A repository on branch `main` with `files` committed (and `extra` written, not
+--- committed); its worktrees go to <tmp>/repo.worktrees.
 local function repo(files, extra)
-  local dir = vim.fn.resolve(T.tmpdir('wt')) .. '/repo'
-  vim.fn.mkdir(dir, 'p')
-  git(dir, { 'init', '-q', '-b', 'main' })
-  git(dir, { 'config', 'user.name', 'Test' })
-  git(dir, { 'config', 'user.email', 'test@example.invalid' })
-  git(dir, { 'config', 'commit.gpgsign', 'false' })
-  for name, content in pairs(files or { ['README'] = 'hello\n' }) do
-    T.write_file(dir .. '/' .. name, content)
-  end
-  git(dir, { 'add', '-A' })
-  git(dir, { 'commit', '-q', '-m', 'first' })
-  for name, content in pairs(extra or {}) do
-    T.write_file(dir .. '/' .. name, content)
-  end
-  return dir
+  return G.repo('wt', files, extra)
 end
 
 local function exists(path)
