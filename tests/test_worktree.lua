@@ -264,4 +264,30 @@ return {
     -- A new chat opens as usual afterwards.
     H.open(child)
   end },
+
+  { ":AcpClose ends the agent's process with the last chat using it; one still used by another chat runs on", function()
+    local dir = repo()
+    local child = H.start({ cwd = dir })
+    local function alive(pid)
+      return vim.uv.kill(pid, 0) == 0
+    end
+    H.open(child)
+    local pid = child:lua([[return require('acp.core').thread_info(require('acp').current().thread).pid]])
+    T.truthy(pid and alive(pid), 'the agent runs')
+    -- A second chat of the same agent in the same folder (its own tab) shares the process.
+    child:cmd('tabnew')
+    H.open(child)
+    T.eq(child:lua([[return require('acp.core').thread_info(require('acp').current().thread).pid]]), pid, 'one process for both')
+    child:cmd('AcpClose')
+    child:lua('return 1')
+    vim.wait(300)
+    T.truthy(alive(pid), 'still used by the first chat')
+    child:cmd('tabfirst')
+    child:cmd('AcpClose')
+    T.truthy(vim.wait(5000, function() return not alive(pid) end, 20), 'the agent process ended with its last chat')
+    -- The next chat starts a new one.
+    H.open(child)
+    local again = child:lua([[return require('acp.core').thread_info(require('acp').current().thread).pid]])
+    T.truthy(again ~= pid and alive(again), 'a new agent process')
+  end },
 }

@@ -1,6 +1,6 @@
 //! The agent processes: one per (agent name, project directory), shared by
-//! every chat that uses that agent there, started on demand and ended
-//! together at Neovim's exit.
+//! every chat that uses that agent there, started on demand, ended when the
+//! last chat using one is closed, and all ended at Neovim's exit.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -60,6 +60,29 @@ impl Agents {
         self.agents
             .lock()
             .remove(&(spec.name.clone(), spec.cwd.clone()));
+    }
+
+    /// Ends the agent process of `spec` now that no chat uses it: SIGTERM
+    /// to its group at once, SIGKILL to what is left after `grace`, waited
+    /// for on a thread of its own (the caller, Neovim's main thread, never
+    /// waits). The next chat with that agent starts a new one.
+    pub fn end(&self, spec: &AgentSpec, grace: Duration) {
+        let key = (spec.name.clone(), spec.cwd.clone());
+        let Some(conn) = self.agents.lock().remove(&key) else {
+            return;
+        };
+        conn.terminate();
+        let _ = std::thread::Builder::new()
+            .name("acp-agent-end".into())
+            .spawn(move || {
+                let deadline = std::time::Instant::now() + grace;
+                while std::time::Instant::now() < deadline && !conn.group_gone() {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                if !conn.group_gone() {
+                    conn.force_kill();
+                }
+            });
     }
 
     /// Ends every agent's process group: SIGTERM to all, then SIGKILL to

@@ -57,10 +57,23 @@ impl Registry {
             .ok_or_else(|| format!("no chat thread {id}"))
     }
 
+    /// Closes a chat for good. When no other chat uses its agent process
+    /// (the same agent in the same folder: a chat in a git worktree has one
+    /// of its own), that process ends too, instead of running on, maybe in
+    /// a removed folder, until Neovim exits.
     pub fn close_thread(&self, id: u64) {
         crate::protocol::elicitation::cancel_thread(id);
-        if let Some(t) = self.threads.lock().remove(&id) {
+        let removed = self.threads.lock().remove(&id);
+        if let Some(t) = removed {
             t.close();
+            let shared = self
+                .threads
+                .lock()
+                .values()
+                .any(|o| o.spec.name == t.spec.name && o.spec.cwd == t.spec.cwd);
+            if !shared {
+                self.agents.end(&t.spec, Duration::from_secs(2));
+            }
         }
     }
 

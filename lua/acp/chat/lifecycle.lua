@@ -93,8 +93,8 @@ function M.forget_closed_tabs()
 end
 
 --- Ends `view` for good: its thread closed in the core (its turn
---- cancelled, its session no longer routed; the agent process is shared
---- per agent and folder and ends with Neovim), its windows closed, its
+--- cancelled, its session no longer routed; the agent process, shared
+--- per agent and folder, ends with the last chat using it), its windows closed, its
 --- buffers deleted, gone from every list. A chat in a git worktree first
 --- asks (`vim.ui.select`, answered later) whether to keep, merge or remove
 --- the worktree, and is not closed when that question is dismissed;
