@@ -91,17 +91,21 @@ function H.enter_permission(child)
     return p.armed and vim.api.nvim_get_current_win() == p.win]], 3000)
 end
 
---- The agent's JSONL log as a list of tables.
+--- The agent's JSONL log as a list of tables: its complete lines only (the agent may be
+--- writing the last one while the test reads; a large event is written in several pieces).
 function H.agent_events(paths)
   local out = {}
-  local f = io.open(paths.agent_log, 'r')
+  local f = io.open(paths.agent_log, 'rb')
   if not f then
     return out
   end
-  for line in f:lines() do
-    out[#out + 1] = vim.json.decode(line)
-  end
+  local data = f:read('*a')
   f:close()
+  for line in data:gmatch('([^\n]*)\n') do
+    if line ~= '' then
+      out[#out + 1] = vim.json.decode(line)
+    end
+  end
   return out
 end
 
