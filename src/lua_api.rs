@@ -248,6 +248,27 @@ fn register_threads(lua: &Lua, m: &Table) -> LuaResult<()> {
         )?,
     )?;
 
+    // Edit and resend: the chat goes on in a fork of its session at a
+    // message, or in a new session; a `reply` event for `reply` says which.
+    m.set(
+        "branch",
+        lua.create_function(|_, (id, opts, reply): (u64, Table, u64)| {
+            let note: String = opts.get("note")?;
+            let how = if opts.get::<Option<bool>>("fork")?.unwrap_or(false) {
+                crate::session::branch::Branch::Fork {
+                    message_id: opts.get("message_id")?,
+                }
+            } else {
+                crate::session::branch::Branch::New
+            };
+            registry()
+                .thread(id)
+                .map_err(lua_err)?
+                .branch(how, note, reply);
+            Ok(())
+        })?,
+    )?;
+
     m.set(
         "reconnect",
         lua.create_function(|_, id: u64| {
@@ -322,7 +343,9 @@ fn register_threads(lua: &Lua, m: &Table) -> LuaResult<()> {
 
     m.set(
         "markdown",
-        lua.create_function(|_, id: u64| Ok(registry().thread(id).map_err(lua_err)?.markdown()))?,
+        lua.create_function(|_, (id, before): (u64, Option<usize>)| {
+            Ok(registry().thread(id).map_err(lua_err)?.markdown(before))
+        })?,
     )?;
 
     m.set(

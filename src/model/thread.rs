@@ -55,6 +55,9 @@ pub struct Thread {
     /// `messageId` of the last chunk: chunks of another message start a new
     /// entry even when the kind is the same.
     last_message_id: Option<String>,
+    /// Entry index -> the agent's `messageId` of the message it shows (when
+    /// the agent sent one): what `session/fork` at a message names.
+    message_ids: std::collections::HashMap<usize, String>,
     /// The last agent entry's index, text length and the scan of its last
     /// line (see `render::agent_fragment`): a streamed line is never read
     /// again to know whether it shows as the user's turn heading.
@@ -90,6 +93,7 @@ impl Thread {
             replaying: false,
             open_turns: Vec::new(),
             last_message_id: None,
+            message_ids: std::collections::HashMap::new(),
             agent_tail: None,
             echoes: echo::PromptEchoes::default(),
             own_prompt: None,
@@ -121,7 +125,13 @@ impl Thread {
     /// The whole transcript as markdown, entries separated by a blank line,
     /// exactly as the view lays it out.
     pub fn to_markdown(&self) -> String {
-        (0..self.entries.len())
+        self.markdown_before(self.entries.len())
+    }
+
+    /// The markdown export of the entries before `end` (what a new session
+    /// gets as the conversation so far, in edit and resend).
+    pub fn markdown_before(&self, end: usize) -> String {
+        (0..end.min(self.entries.len()))
             .map(|i| match &self.entries[i] {
                 Entry::ToolCall(tc) => render::tool_call_rendering(tc, &self.paths).0,
                 entry => entry.to_markdown(),
@@ -327,6 +337,17 @@ impl Thread {
         out
     }
 
+    /// The chat goes on in another session of its agent (a fork at an
+    /// earlier message, or a new one): a notice saying how opens its
+    /// section; updates reach only this section's cards from here on.
+    pub fn new_section(&mut self, text: String) -> Vec<ThreadEvent> {
+        let mut out = Vec::new();
+        self.session_start = self.entries.len();
+        self.reply_started = false;
+        self.push(notice_entry(NoticeLevel::Info, text), &mut out);
+        out
+    }
+
     /// A prompt failed because no session could be opened (the agent did
     /// not start): the chat is not ready, whatever the turn's end said.
     pub fn not_connected(&mut self) -> Vec<ThreadEvent> {
@@ -465,9 +486,14 @@ impl Thread {
     /// The entry as JSON (for the view's keys: review a diff, open a
     /// terminal, reopen a permission).
     pub fn entry_json(&self, index: usize) -> Option<Value> {
-        self.entries
+        let mut v = self
+            .entries
             .get(index)
-            .and_then(|e| serde_json::to_value(e).ok())
+            .and_then(|e| serde_json::to_value(e).ok())?;
+        if let (Some(id), Value::Object(m)) = (self.message_ids.get(&index), &mut v) {
+            m.insert("message_id".into(), Value::String(id.clone()));
+        }
+        Some(v)
     }
 
     /// The prompt request answered. `turn` guards against a late answer.
@@ -615,12 +641,16 @@ impl Thread {
             _ => true,
         };
         if message_id.is_some() {
-            self.last_message_id = message_id;
+            self.last_message_id = message_id.clone();
         }
         let last = self.entries.len().checked_sub(1);
         let mergeable =
             |i: usize| self.entries[i].kind() == kind && same_message && Some(i) != self.own_prompt;
-        if let Some(index) = last.filter(|&i| mergeable(i)) {
+        let merge_into = last.filter(|&i| mergeable(i));
+        if let (Some(id), Some(index)) = (&message_id, merge_into) {
+            self.message_ids.entry(index).or_insert_with(|| id.clone());
+        }
+        if let Some(index) = merge_into {
             if kind == EntryKind::Agent {
                 return self.append_agent(index, &text, out);
             }
@@ -650,7 +680,10 @@ impl Thread {
             EntryKind::Thought => Entry::Thought { text },
             _ => Entry::Agent { text },
         };
-        self.push(entry, out);
+        let index = self.push(entry, out);
+        if let Some(id) = message_id {
+            self.message_ids.insert(index, id);
+        }
     }
 
     /// Appends `chunk` to agent entry `index`. A line of the agent's that

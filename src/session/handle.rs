@@ -267,8 +267,12 @@ impl ThreadHandle {
             .map(|v| (v.output.clone(), v.exit.as_ref().map(|x| x.describe())))
     }
 
-    pub fn markdown(&self) -> String {
-        self.model.lock().to_markdown()
+    pub fn markdown(&self, before: Option<usize>) -> String {
+        let m = self.model.lock();
+        match before {
+            Some(end) => m.markdown_before(end),
+            None => m.to_markdown(),
+        }
     }
 
     pub fn state(&self) -> TurnState {

@@ -4,13 +4,15 @@
 //! connection and the editor handlers call), `opening` (sessions, sign-in),
 //! `turns` (prompts, cancels, the view's requests), `asking` (permission
 //! requests and their answers) with `permission` (the pending requests and
-//! grants), `keeping` (what is kept of the chat on disk, in `kept_chats`). `registry` holds the open chats and `agents` the agent
+//! grants), `keeping` (what is kept of the chat on disk, in `kept_chats`), `branch` (continuing from an earlier
+//! point: a fork of the session at a message, or a new session). `registry` holds the open chats and `agents` the agent
 //! processes they share.
 //!
 //! May use: editor, protocol, runtime, bridge, model, config, log.
 
 pub mod agents;
 mod asking;
+pub mod branch;
 pub mod handle;
 mod keeping;
 pub mod kept_chats;

@@ -36,7 +36,10 @@ pub(super) fn typed_request<T: serde::Serialize>(
 
 /// The MCP servers an agent can take: stdio always, http and sse only when
 /// advertised in `mcpCapabilities`. Returns them and the names left out.
-fn mcp_servers_for(servers: &[McpServer], caps: &Value) -> (Vec<McpServer>, Vec<String>) {
+pub(super) fn mcp_servers_for(
+    servers: &[McpServer],
+    caps: &Value,
+) -> (Vec<McpServer>, Vec<String>) {
     let mut kept = Vec::new();
     let mut dropped = Vec::new();
     for server in servers {
@@ -76,7 +79,7 @@ fn advertised_open(caps: &Value) -> bool {
 /// Events of a `session/new`, `session/load` or `session/resume` answer:
 /// modes, config options and the legacy models. Config options win over
 /// models in the view; both are passed on.
-fn session_answer_events(response: &Value) -> Vec<ThreadEvent> {
+pub(super) fn session_answer_events(response: &Value) -> Vec<ThreadEvent> {
     let mut ev = Vec::new();
     if let Some(modes) = response.get("modes").filter(|m| m.is_object()) {
         ev.push(ThreadEvent::Modes {

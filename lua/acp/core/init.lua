@@ -380,8 +380,11 @@ M.cancel = forward('cancel')
 M.answer_permission = forward('answer_permission')
 ---@type fun(thread: integer)
 M.close_thread = forward('close_thread')
----@type fun(thread: integer): string
+---@type fun(thread: integer, before: integer?): string
 M.markdown = forward('markdown')
+--- Edit and resend: the chat goes on in a fork of its session or a new one.
+---@type fun(thread: integer, opts: { fork?: boolean, message_id?: string, note: string }, reply: integer)
+M.branch = forward('branch')
 --- The protocol trace of the chat's agent, one readable line per message.
 ---@type fun(thread: integer, width: integer?): string[]
 M.trace_lines = forward('trace_lines')

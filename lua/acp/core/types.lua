@@ -222,6 +222,7 @@
 ---@field loadSession? boolean
 ---@field promptCapabilities? acp.PromptCapabilities
 ---@field mcpCapabilities? { http?: boolean, sse?: boolean }
+---@field sessionCapabilities? { fork?: { atMessageId?: boolean }, resume?: table, close?: table, list?: table } `fork` is unstable (`atMessageId`: a fork at a message)
 
 ---@class acp.PromptCapabilities
 ---@field image? boolean
@@ -555,6 +556,7 @@
 ---@field raw_output? { text: string, exit_code?: integer, failed: boolean, json: boolean } json: text is a shape not read, as pretty JSON
 ---@field notes? string[]
 ---@field client_state? acp.ClientState
+---@field message_id? string user, agent, thought: the agent's `messageId` of the message it shows, when it sent one
 
 --- Content of a tool card (snake_case: `old_text`/`new_text`).
 ---@class acp.ToolContent
@@ -646,6 +648,7 @@
 ---@field prompt fun(thread: integer, prompt: string|acp.ContentBlock[], opts: { queued_by_agent?: boolean }?)
 ---@field request fun(thread: integer, method: string, params: table?, reply: integer) a view request; answered by a `reply` event
 ---@field reconnect fun(thread: integer) opens the session again (after a terminal sign-in)
+---@field branch fun(thread: integer, opts: { fork?: boolean, message_id?: string, note: string }, reply: integer) edit and resend: after the notice `note`, the chat goes on in a fork of its session (`session/fork`, at `message_id`: the last message kept) or, without `fork`, in a new session; a `reply` event answers `{ session_id }` or the error
 ---@field answer_elicitation fun(request: integer, response: acp.ElicitationResponse)
 ---@field authenticate fun(thread: integer, method_id: string)
 ---@field auth_methods fun(thread: integer): acp.AuthMethod[]
@@ -653,7 +656,7 @@
 ---@field cancel fun(thread: integer): boolean
 ---@field answer_permission fun(thread: integer, request: integer, option_id: string?)
 ---@field close_thread fun(thread: integer)
----@field markdown fun(thread: integer): string
+---@field markdown fun(thread: integer, before: integer?): string the transcript as markdown (only the entries before index `before`, when given)
 ---@field trace_lines fun(thread: integer, width: integer?): string[] the protocol trace of the chat's agent, one line per message
 ---@field trace_save fun(thread: integer, path: string): integer writes the trace as JSONL (secrets redacted); the message count
 ---@field thread_info fun(thread: integer): acp.ThreadInfo

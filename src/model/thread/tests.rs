@@ -446,6 +446,13 @@ fn message_ids_separate_messages_of_one_kind() {
     t.apply_json(&msg(Some("m2"), "d"));
     let texts: Vec<String> = t.entries()[2..].iter().map(Entry::to_markdown).collect();
     assert_eq!(texts, vec!["abc", "d"]);
+    // Each entry names the message it shows (what a fork at a message needs).
+    assert_eq!(t.entry_json(2).unwrap()["message_id"], "m1");
+    assert_eq!(t.entry_json(3).unwrap()["message_id"], "m2");
+    assert!(
+        t.entry_json(1).unwrap().get("message_id").is_none(),
+        "the heading"
+    );
 }
 
 #[test]

@@ -334,6 +334,22 @@ fn handle_request(
             state.session(id);
             send.respond(responder, Ok(state.session_result(json!({}))));
         }
+        "session/fork" => {
+            // Unstable `session/fork` (`messageId`: fork at that message,
+            // inclusive): a new session; the log tells the test what came.
+            state
+                .log
+                .event(json!({"event": "session/fork", "params": params}));
+            let id = format!(
+                "sess-{}",
+                state.next_session.fetch_add(1, Ordering::Relaxed) + 1
+            );
+            state.session(&id);
+            send.respond(
+                responder,
+                Ok(state.session_result(json!({ "sessionId": id }))),
+            );
+        }
         "session/list" => {
             state
                 .log
