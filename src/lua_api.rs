@@ -65,6 +65,13 @@ fn register_lifecycle(lua: &Lua, m: &Table) -> LuaResult<()> {
             if let Some(max) = opts.get::<Option<usize>>("kept_text_max_bytes")? {
                 crate::editor::kept::KEPT.set_max_bytes(max);
             }
+            if let Some(max) = opts.get::<Option<usize>>("checkpoint_max_bytes")? {
+                crate::editor::checkpoints::MAX_BYTES
+                    .store(max, std::sync::atomic::Ordering::Relaxed);
+            }
+            if let Some(on) = opts.get::<Option<bool>>("checkpoint_git")? {
+                crate::editor::checkpoints::GIT.store(on, std::sync::atomic::Ordering::Relaxed);
+            }
             chats::configure(&opts)?;
             if let Some(path) = opts.get::<Option<String>>("log_file")? {
                 let max = opts

@@ -211,6 +211,7 @@ M.defaults = {
       hide = 'q', -- transcript: hide the chat
       input = 'i', -- transcript: go to the input
       card = '<CR>', -- transcript: review / answer / open the card's terminal
+      restore = 'R', -- transcript, on a turn's `## You`: restore the files to before it
       history_prev = '<C-p>', -- input: the previous prompt (also <Up> on the first line)
       history_next = '<C-n>', -- input: the next prompt (also <Down> on the last line)
       -- Both buffers, normal and insert: answer the permission request in
@@ -268,6 +269,18 @@ M.defaults = {
   -- stay under `chat_max_bytes` (its oldest records dropped); a project
   -- keeps at most `project_max_chats` chats in `project_max_bytes` (its
   -- oldest chats deleted). Read when the core starts.
+  -- Checkpoints (`:h acp-checkpoints`): before every turn, the text of each
+  -- file the agent changes in it, for `:AcpRestore`. Read when the core
+  -- starts.
+  checkpoints = {
+    -- The texts of all of a chat's checkpoints; past it the oldest turns
+    -- are dropped (the chat says so).
+    max_bytes = 64 * 1024 * 1024,
+    -- In a git repository, a snapshot tree of the work tree at each turn's
+    -- start and end (a temporary index; the user's index and stash list are
+    -- untouched), so files a command changed can be restored too.
+    git = true,
+  },
   history = {
     keep = true,
     chat_max_bytes = 1024 * 1024,
@@ -466,6 +479,10 @@ local function validate(user, defaults, path)
       -- The core's ceiling for any terminal's kept output (MAX_OUTPUT_LIMIT).
       if type(value) ~= 'number' or value ~= math.floor(value) or value < 1 or value > 64 * 1024 * 1024 then
         fail(p, 'must be a whole number of bytes from 1 to 64 MiB (67108864)')
+      end
+    elseif p == 'checkpoints.max_bytes' then
+      if type(value) ~= 'number' or value ~= math.floor(value) or value < 0 or value >= 2 ^ 53 then
+        fail(p, 'must be a whole number of bytes, 0 or more')
       end
     elseif p == 'fs.kept_text_max_bytes' then
       if type(value) ~= 'number' or value ~= math.floor(value) or value < 0 or value >= 2 ^ 53 then

@@ -16,6 +16,8 @@
 //! - `agreed`: the text each synced buffer and its file last agreed on
 //!   (the merge base of the buffer sync; the served texts in `state` are
 //!   the agent's side);
+//! - `checkpoints`: per turn, the agent's steps on each file, to put the
+//!   files back to before any turn;
 //! - `kept`: the file texts kept in memory, under one cap;
 //! - `review`: what review compares a changed file with (the agent's steps
 //!   taken back, the user's edits kept) and the records as JSON;
@@ -25,6 +27,7 @@
 //! May use: protocol, runtime, bridge, model, config, platform, log.
 
 pub mod agreed;
+pub mod checkpoints;
 pub mod confine;
 pub mod files;
 pub mod fs;

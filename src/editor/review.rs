@@ -7,7 +7,9 @@
 
 use std::sync::Arc;
 
-use crate::editor::state::{ChangeRecord, EditorState, KeptOriginal, Original, Step, WriteTarget};
+use crate::editor::state::{
+    ChangeRecord, Checkpoint, EditorState, KeptOriginal, Original, Step, WriteTarget,
+};
 use crate::model::revert::revert_text;
 
 /// The text review compares with the file now.
@@ -129,6 +131,9 @@ struct SavedFile {
 struct Saved {
     version: u32,
     files: Vec<SavedFile>,
+    /// The chat's checkpoints (`crate::editor::checkpoints`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    checkpoints: Vec<SavedCheckpoint>,
 }
 
 const EXPORT_VERSION: u32 = 1;
@@ -172,9 +177,13 @@ impl EditorState {
                 original: save(&c.original),
             })
             .collect();
+        // The checkpoints get what the records left, up to a quarter.
+        let mut left = budget.min(EXPORT_TOTAL_MAX / 4);
+        let checkpoints = self.checkpoints_export(&mut left);
         serde_json::to_string(&Saved {
             version: EXPORT_VERSION,
             files,
+            checkpoints,
         })
         .unwrap_or_default()
     }
@@ -202,6 +211,7 @@ impl EditorState {
                 },
             )
         };
+        self.checkpoints_import(saved.checkpoints);
         let records: Vec<ChangeRecord> = saved
             .files
             .into_iter()
@@ -233,6 +243,100 @@ impl EditorState {
             }
         }
         Ok(n)
+    }
+}
+
+// Checkpoints in the export ------------------------------------------------------
+
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub(crate) struct SavedCheckpoint {
+    pub id: u64,
+    pub user_index: usize,
+    pub prompt: String,
+    pub time: f64,
+    #[serde(default)]
+    pub undone: bool,
+    /// (path, before, after); a text left out comes back unknown.
+    pub steps: Vec<(String, Option<String>, Option<String>, bool, bool)>,
+}
+
+impl EditorState {
+    /// The checkpoints for a kept chat, newest first while `budget` lasts
+    /// (older ones past it are left out).
+    pub(crate) fn checkpoints_export(&self, budget: &mut usize) -> Vec<SavedCheckpoint> {
+        let cps = self.checkpoints.lock().list.clone();
+        let mut out = Vec::new();
+        for c in cps.iter().rev() {
+            let bytes = c.bytes();
+            if bytes > *budget {
+                break;
+            }
+            *budget -= bytes;
+            let save = |k: &KeptOriginal| match k.read() {
+                Original::Text(t) => (Some(t.as_str().to_owned()), false),
+                Original::Absent => (None, true),
+                Original::Unknown => (None, false),
+            };
+            out.push(SavedCheckpoint {
+                id: c.id,
+                user_index: c.user_index,
+                prompt: c.prompt.clone(),
+                time: c.time,
+                undone: c.undone,
+                steps: c
+                    .steps
+                    .iter()
+                    .map(|(p, s)| {
+                        let (b, b_absent) = save(&s.before);
+                        let (a, a_absent) = save(&s.after);
+                        (p.clone(), b, a, b_absent, a_absent)
+                    })
+                    .collect(),
+            });
+        }
+        out.reverse();
+        out
+    }
+
+    pub(crate) fn checkpoints_import(&self, saved: Vec<SavedCheckpoint>) {
+        let owner = self.owner;
+        let keep = |path: &str, t: Option<String>, absent: bool| {
+            KeptOriginal::keep(
+                owner,
+                format!("a checkpoint text of {path}"),
+                match (t, absent) {
+                    (Some(t), _) => Original::Text(Arc::new(t)),
+                    (None, true) => Original::Absent,
+                    (None, false) => Original::Unknown,
+                },
+            )
+        };
+        let list: Vec<Checkpoint> = saved
+            .into_iter()
+            .map(|c| Checkpoint {
+                id: c.id,
+                user_index: c.user_index,
+                prompt: c.prompt,
+                time: c.time,
+                undone: c.undone,
+                git_tree: None,
+                steps: c
+                    .steps
+                    .into_iter()
+                    .map(|(p, b, a, ba, aa)| {
+                        let step = Step {
+                            before: keep(&p, b, ba),
+                            after: keep(&p, a, aa),
+                        };
+                        (p, step)
+                    })
+                    .collect(),
+            })
+            .collect();
+        let mut cps = self.checkpoints.lock();
+        if cps.list.is_empty() {
+            cps.list = list;
+        }
     }
 }
 

@@ -159,6 +159,92 @@ impl serde::Serialize for ChangeRecord {
     }
 }
 
+// Checkpoints (the rest is `crate::editor::checkpoints`) --------------------------
+
+/// One turn's checkpoint.
+#[derive(Debug, Clone)]
+pub struct Checkpoint {
+    /// The turn's number in this chat (1, 2, …; continues after a restart).
+    pub id: u64,
+    /// How many user messages the transcript held before this turn's.
+    pub user_index: usize,
+    pub prompt: String,
+    pub time: f64,
+    /// (path, step) in the order made.
+    pub(crate) steps: Vec<(String, Step)>,
+    /// The snapshot tree of the work tree at the turn's start (git only).
+    pub git_tree: Option<String>,
+    /// Restored: its steps are taken back already.
+    pub undone: bool,
+}
+
+impl Checkpoint {
+    pub fn bytes(&self) -> usize {
+        let len = |k: &KeptOriginal| match k.read() {
+            Original::Text(t) => t.len(),
+            _ => 0,
+        };
+        self.steps
+            .iter()
+            .map(|(_, s)| len(&s.before) + len(&s.after))
+            .sum()
+    }
+
+    /// The files the turn changed, in the order first changed.
+    pub fn paths(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for (p, _) in &self.steps {
+            if !out.contains(p) {
+                out.push(p.clone());
+            }
+        }
+        out
+    }
+}
+
+#[derive(Debug, Default)]
+pub struct Checkpoints {
+    pub list: Vec<Checkpoint>,
+    /// Checkpoints dropped to stay under the cap, in all.
+    pub dropped: usize,
+}
+
+impl EditorState {
+    /// One change of the agent's, into the open checkpoint (none before the
+    /// first turn). A step that starts where this turn's last step of the
+    /// file ended extends it.
+    pub(crate) fn checkpoint_step(&self, path: &str, before: &Original, after: &Original) {
+        if self.checkpoints.lock().list.is_empty() {
+            return;
+        }
+        let label = format!("a checkpoint text of {path}");
+        let after_k = KeptOriginal::keep(self.owner, label.clone(), after.clone());
+        let mut cps = self.checkpoints.lock();
+        let Some(cp) = cps.list.last_mut() else {
+            return;
+        };
+        if let Original::Text(b) = before {
+            if let Some((_, last)) = cp.steps.iter_mut().rev().find(|(p, _)| p == path) {
+                if matches!(last.after.read(), Original::Text(a) if Arc::ptr_eq(&a, b) || a == *b) {
+                    last.after = after_k;
+                    return;
+                }
+            }
+        }
+        drop(cps);
+        let before_k = KeptOriginal::keep(self.owner, label, before.clone());
+        if let Some(cp) = self.checkpoints.lock().list.last_mut() {
+            cp.steps.push((
+                path.to_owned(),
+                Step {
+                    before: before_k,
+                    after: after_k,
+                },
+            ));
+        }
+    }
+}
+
 /// What the agent was last served (or wrote) of a file: its hash, and the
 /// text itself when it is small enough to keep as a merge base (and was
 /// not dropped to keep the kept texts under their cap).
@@ -189,6 +275,8 @@ pub struct EditorState {
     /// Changed files in the order first changed.
     pub changes: Mutex<Vec<ChangeRecord>>,
     pub terminals: Mutex<Terminals>,
+    /// One checkpoint per turn (`crate::editor::checkpoints`).
+    pub checkpoints: Mutex<Checkpoints>,
 }
 
 impl EditorState {
@@ -251,6 +339,7 @@ impl EditorState {
         tool_call_id: Option<String>,
         time: f64,
     ) {
+        self.checkpoint_step(path, &before, &after);
         // Texts are kept (and older ones dropped) outside the lock; the
         // original only for a path without a record (the first change's).
         // A step that starts where the last one ended (no edit of anyone

@@ -99,6 +99,50 @@ pub(super) fn register(lua: &Lua, m: &Table) -> LuaResult<()> {
     )?;
 
     m.set(
+        "checkpoints",
+        lua.create_function(|lua, id: u64| {
+            let t = registry().thread(id).map_err(lua_err)?;
+            to_lua(lua, &t.editor.checkpoints_list())
+        })?,
+    )?;
+
+    m.set(
+        "checkpoint_paths",
+        lua.create_function(|lua, (id, turn): (u64, u64)| {
+            let t = registry().thread(id).map_err(lua_err)?;
+            match t.editor.checkpoint_paths(turn) {
+                Some(p) => to_lua(lua, &p),
+                None => Ok(LuaValue::Nil),
+            }
+        })?,
+    )?;
+
+    m.set(
+        "checkpoint_base",
+        lua.create_function(
+            |lua, (id, turn, path, now): (u64, u64, String, Option<mlua::String>)| {
+                let t = registry().thread(id).map_err(lua_err)?;
+                let now = now.map(|n| n.to_string_lossy().to_string());
+                match t.editor.checkpoint_base(turn, &path, now.as_deref()) {
+                    Some(b) => to_lua(lua, &b),
+                    None => Ok(LuaValue::Nil),
+                }
+            },
+        )?,
+    )?;
+
+    m.set(
+        "checkpoint_undone",
+        lua.create_function(|lua, (id, turn): (u64, u64)| {
+            let t = registry().thread(id).map_err(lua_err)?;
+            let undone = t.editor.checkpoint_undone(turn);
+            // Kept chats keep the mark.
+            t.save_kept();
+            to_lua(lua, &undone)
+        })?,
+    )?;
+
+    m.set(
         "writes",
         lua.create_function(|lua, id: u64| {
             let t = registry().thread(id).map_err(lua_err)?;

@@ -118,6 +118,14 @@ impl Thread {
         self.state
     }
 
+    /// How many user messages the transcript holds.
+    pub fn user_messages(&self) -> usize {
+        self.entries
+            .iter()
+            .filter(|e| matches!(e, Entry::User { .. }))
+            .count()
+    }
+
     pub fn current_turn(&self) -> u64 {
         self.turn
     }

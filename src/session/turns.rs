@@ -153,14 +153,46 @@ impl ThreadHandle {
             if model.state() == TurnState::Running && !queued_by_agent {
                 return Err("the agent is still answering: the message waits in the queue".into());
             }
+            let users = model.user_messages();
             let (turn, events) = model.begin_turn(&text);
             bridge().push_all(self.id, events);
-            turn
+            (turn, users)
         };
+        let (turn, users) = turn;
+        let (checkpoint, dropped) = self.editor.checkpoint_begin(users, &text, now_secs());
+        if !dropped.is_empty() {
+            self.notice(
+                NoticeLevel::Info,
+                format!(
+                    "Checkpoints passed checkpoints.max_bytes: the oldest were dropped (turn {}); :AcpRestore cannot go back before turn {}",
+                    dropped
+                        .iter()
+                        .map(u64::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    dropped.last().map_or(0, |d| d + 1)
+                ),
+            );
+        }
         self.record_prompt(&text);
         self.permissions.lock().new_turn();
         let this = self.clone();
         spawn(async move {
+            // In a git repository: a snapshot of the work tree before the
+            // agent runs anything, and one after, for the files commands
+            // change (see `editor::checkpoints`).
+            let cwd = this.spec.cwd.clone();
+            let top = tokio::task::spawn_blocking(move || {
+                let top = crate::editor::checkpoints::git_top(&cwd)?;
+                let tree = crate::editor::checkpoints::git_snapshot(&top)?;
+                Some((top, tree))
+            })
+            .await
+            .ok()
+            .flatten();
+            if let Some((_, tree)) = &top {
+                this.editor.checkpoint_set_git(checkpoint, tree.clone());
+            }
             let result = async {
                 let (conn, answer) = this
                     .session_request("session/prompt", |sid| PromptRequest::new(sid, blocks))
@@ -213,6 +245,20 @@ impl ThreadHandle {
                         ev
                     });
                 }
+            }
+            if let Some((top, start)) = top {
+                let ed = this.clone();
+                let _ = tokio::task::spawn_blocking(move || {
+                    let Some(end) = crate::editor::checkpoints::git_snapshot(&top) else {
+                        return;
+                    };
+                    for (path, before, after) in
+                        crate::editor::checkpoints::git_changes(&top, &start, &end)
+                    {
+                        ed.editor.checkpoint_add(checkpoint, &path, before, after);
+                    }
+                })
+                .await;
             }
             // The turn ended, one way or another: its transcript is kept.
             this.save_kept();
@@ -319,4 +365,12 @@ fn prompt_display_text(blocks: &[ContentBlock]) -> String {
         .filter(|s| !s.is_empty())
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// Seconds since the epoch.
+fn now_secs() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
 }

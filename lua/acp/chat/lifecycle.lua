@@ -39,6 +39,8 @@ function M.core()
       log_file = config.options.log_file,
       log_max_bytes = config.options.log_max_bytes,
       kept_text_max_bytes = config.options.fs.kept_text_max_bytes,
+      checkpoint_max_bytes = config.options.checkpoints.max_bytes,
+      checkpoint_git = config.options.checkpoints.git,
       secret_names = config.options.terminal.env_deny,
       dispatch = require('acp.core.dispatch').dispatch,
     })

@@ -142,6 +142,7 @@ function ChatView.new(opts)
   require('acp.prompt').attach(self)
   require('acp.completion').attach(self.input)
   require('acp.chat.activity').attach(self)
+  require('acp.editor.checkpoint').attach(self, config.options.chat.keys.restore)
   -- Buffers of the session's files follow the disk.
   require('acp.editor.sync').attach(self)
 

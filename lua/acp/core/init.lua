@@ -349,6 +349,15 @@ M.review_keep = forward('review_keep')
 M.review_export = forward('review_export')
 ---@type fun(thread: integer, json: string): integer
 M.review_import = forward('review_import')
+--- Checkpoints: one per turn, the agent's steps on each file it changed.
+---@type fun(thread: integer): acp.Checkpoint[]
+M.checkpoints = forward('checkpoints')
+---@type fun(thread: integer, turn: integer): string[]?
+M.checkpoint_paths = forward('checkpoint_paths')
+---@type fun(thread: integer, turn: integer, path: string, now: string?): acp.ReviewBase?
+M.checkpoint_base = forward('checkpoint_base')
+---@type fun(thread: integer, turn: integer): integer[]
+M.checkpoint_undone = forward('checkpoint_undone')
 
 -- Chats.
 ---@type fun(spec: acp.AgentSpec): integer

@@ -596,6 +596,17 @@
 ---@field steps integer the agent's changes not yet accepted
 ---@field accepted boolean
 
+--- A turn's checkpoint (`checkpoints`): the files the agent changed in it.
+---@class acp.Checkpoint
+---@field id integer the turn's number in this chat (continues after a restart)
+---@field user_index integer user messages in the transcript before this turn's
+---@field prompt string what the user said (cut)
+---@field time number seconds since the epoch
+---@field files string[] the files the turn changed
+---@field git boolean a snapshot tree of the work tree was taken at its start
+---@field undone boolean restored: its changes were taken back
+---@field bytes integer the texts it keeps
+
 ---@class acp.TerminalText
 ---@field output string
 ---@field exit? string
@@ -644,6 +655,10 @@
 ---@field review_keep fun(thread: integer, path: string, before: string, after: string) review's "keep": the agent's changes of `path` so far become one, from `before` (the review's left text after the keep) to `after` (the text now)
 ---@field review_export fun(thread: integer): string the change records with their chains and decisions as JSON (texts over 1 MiB, or past 8 MiB in all, are left out and come back unknown)
 ---@field review_import fun(thread: integer, json: string): integer restores an export into this chat (each file replaces its record); how many files
+---@field checkpoints fun(thread: integer): acp.Checkpoint[] the chat's checkpoints, oldest first
+---@field checkpoint_paths fun(thread: integer, turn: integer): string[]? the files a restore to before `turn` puts back (nil: no such checkpoint)
+---@field checkpoint_base fun(thread: integer, turn: integer, path: string, now: string?): acp.ReviewBase? `path` from its text `now` with the changes of `turn` and later taken back (edits since kept); nil when those turns did not change it
+---@field checkpoint_undone fun(thread: integer, turn: integer): integer[] marks `turn` and later ones undone; their ids
 ---@field open_thread fun(spec: acp.AgentSpec): integer
 ---@field prompt fun(thread: integer, prompt: string|acp.ContentBlock[], opts: { queued_by_agent?: boolean }?)
 ---@field request fun(thread: integer, method: string, params: table?, reply: integer) a view request; answered by a `reply` event
