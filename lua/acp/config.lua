@@ -212,6 +212,9 @@ M.defaults = {
       input = 'i', -- transcript: go to the input
       card = '<CR>', -- transcript: review / answer / open the card's terminal
       restore = 'R', -- transcript, on a turn's `## You`: restore the files to before it
+      -- transcript, on a message of yours: edit it and resend it (the files
+      -- and the conversation go back to before it); elsewhere `e` moves as usual
+      edit_message = 'e',
       history_prev = '<C-p>', -- input: the previous prompt (also <Up> on the first line)
       history_next = '<C-n>', -- input: the next prompt (also <Down> on the last line)
       -- Both buffers, normal and insert: answer the permission request in

@@ -41,6 +41,9 @@ function M.cancel()
     vim.notify('acp.nvim: no chat in this tab')
     return false
   end
+  if view.editing and view.state ~= 'running' and view:stop_editing() then
+    return false
+  end
   local ok, res = pcall(core.cancel, view.thread)
   if not ok then
     vim.notify('acp.nvim: ' .. require('acp.util.text').error(res), vim.log.levels.WARN)

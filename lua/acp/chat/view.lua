@@ -60,6 +60,7 @@ local apply = require('acp.chat.apply')
 ---@field stop_reason? string How the last turn ended (the prompt answer's stop reason).
 ---@field worktree? { name: string, branch: string, path: string, base_branch?: string, base_commit: string, repo: string, included?: string[] } The git worktree the chat runs in (`:AcpWorktree`, acp.editor.worktree).
 ---@field closed boolean The chat was closed for good (`:AcpClose`): nothing may draw into it.
+---@field editing? { turn: integer, index: integer } The input edits turn `turn`'s message (entry `index`): sending resends it from there (acp.chat.resend).
 local ChatView = {}
 ChatView.__index = ChatView
 
@@ -124,6 +125,7 @@ function ChatView.new(opts)
   self.activity_turns = nil
   self.name, self.turn_at, self.stop_reason = nil, nil, nil
   self.worktree, self.closed = nil, false
+  self.editing = nil
 
   self.buf = api.nvim_create_buf(false, true)
   api.nvim_buf_set_name(self.buf, ('acp://chat/%d/%s'):format(self.thread, self.agent))
@@ -165,8 +167,10 @@ function ChatView:_keymaps()
   end, 'Send the message to the agent')
   for _, buf in ipairs({ self.input, self.buf }) do
     map(buf, { 'n', 'i' }, keys.cancel, function()
-      require('acp.chat').cancel()
-    end, 'Cancel the running turn')
+      if not (self.editing and self.state ~= 'running' and require('acp.chat.resend').stop(self)) then
+        require('acp.chat').cancel()
+      end
+    end, 'Cancel the running turn (or drop the edit of an earlier message)')
   end
   local key = config.options.permissions.focus_key
   if key then
@@ -185,6 +189,7 @@ function ChatView:_keymaps()
     self:focus_input(true)
   end, 'Go to the input area')
   require('acp.prompt.history').attach(self.input)
+  require('acp.chat.resend').attach(self, map)
 end
 
 --- Opens the chat windows in the current tab (or focuses them), at the
@@ -226,15 +231,7 @@ function ChatView:show(focus_input)
     layout.watch(self, self.input_win)
     local wo = vim.wo[self.input_win]
     wo.wrap, wo.number, wo.relativenumber, wo.signcolumn, wo.winfixheight = true, false, false, 'no', true
-    -- The keys as configured (a key set to false is not offered).
-    local keys, hints = config.options.chat.keys, {}
-    for _, k in ipairs({ { keys.send, 'send' }, { keys.cancel, 'cancel' } }) do
-      if k[1] then
-        hints[#hints + 1] = k[1]:gsub('%%', '%%%%') .. ' ' .. k[2]
-      end
-    end
-    hints[#hints + 1] = '@ mention'
-    vim.wo[self.input_win].winbar = '%#AcpInputTitle# Message %*%#Comment# ' .. table.concat(hints, ' · ') .. '%<%*'
+    vim.wo[self.input_win].winbar = self:input_winbar()
     require('acp.prompt.context').render(self)
   end
   -- Once both exist: a split of a 'winfixbuf' window may not take
@@ -245,6 +242,27 @@ function ChatView:show(focus_input)
   if focus_input then
     self:focus_input(opts.start_insert)
   end
+end
+
+--- The input's winbar: its keys as configured (a key set to false is
+--- not offered), or what it edits (acp.chat.resend).
+function ChatView:input_winbar()
+  if self.editing then
+    return require('acp.chat.resend').winbar(self)
+  end
+  local keys, hints = config.options.chat.keys, {}
+  for _, k in ipairs({ { keys.send, 'send' }, { keys.cancel, 'cancel' } }) do
+    if k[1] then
+      hints[#hints + 1] = k[1]:gsub('%%', '%%%%') .. ' ' .. k[2]
+    end
+  end
+  hints[#hints + 1] = '@ mention'
+  return '%#AcpInputTitle# Message %*%#Comment# ' .. table.concat(hints, ' · ') .. '%<%*'
+end
+
+--- Drops the edit of an earlier message (:AcpCancel while no turn runs).
+function ChatView:stop_editing()
+  return require('acp.chat.resend').stop(self)
 end
 
 function ChatView:focus_input(insert)
@@ -277,6 +295,13 @@ function ChatView:submit()
   local text = vim.trim(table.concat(lines, '\n'))
   if text == '' and #(self.context or {}) == 0 then
     vim.notify('acp.nvim: nothing to send', vim.log.levels.WARN)
+    return
+  end
+  if self.editing then
+    if require('acp.chat.resend').submit(self, text) then
+      require('acp.prompt.history').reset(self.input)
+      api.nvim_buf_set_lines(self.input, 0, -1, false, {})
+    end
     return
   end
   if self:send(text) then
