@@ -623,6 +623,23 @@ return {
     T.eq(T.read_file(file), 'one\nTWO (codex)\nthree\nfour\nFIVE (user)\n', 'both edits written')
   end, timeout = 60000 },
 
+  { 'codex-acp patches a file on disk itself; :AcpRestore to before that turn puts the file back', function()
+    local dir = H.project({ ['notes.txt'] = ORIGINAL })
+    local file = dir .. '/notes.txt'
+    local child = start_codex(dir)
+    run_patch_turn(child, file)
+    T.eq(T.read_file(file), 'one\nTWO (codex)\nthree\nfour\nfive\n', 'codex patched the file on disk')
+    child:lua(H.STUB_SELECT)
+    child:lua([[_G.pick = { 'Restore' }]])
+    child:cmd('AcpRestore 1')
+    T.wait(function()
+      return T.read_file(file) == ORIGINAL
+    end, 5000, 'the file is back to its text before the turn')
+    T.match(child:lua([[return _G.asked[1].prompt]]), 'notes%.txt', 'the file was named before the restore')
+    child:wait_for([[return table.concat(require('acp').current():lines(), '\n'):find('1 file put back to before turn 1', 1, true) ~= nil]], 3000)
+    no_prompt(child)
+  end, timeout = 60000 },
+
   { 'Claude Code (claude-agent-acp): with its long title the header keeps agent, state, mode and model; the edit\'s float hides neither the explanation nor the card; <M-y> from Insert mode answers after the grace period, Insert continues, the edit lands', function()
     real_chord('claude', { title = true, header = { '^ ACP  test · waiting for you · %[Manual%] · Default' } })
   end, timeout = 240000 },
