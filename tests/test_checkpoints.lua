@@ -102,7 +102,9 @@ return {
     T.match(H.transcript_text(child), 'Turns 2–3 undone by :AcpRestore: 2 files put back to before turn 2')
 
     -- What the user sees: turns 2 and 3 folded under a line saying so.
+    -- (b.txt out of sight: its path names the test's temporary folder.)
     child:cmd('wincmd t')
+    child:cmd('enew')
     local screen = Screen.attach(child, 100, 30)
     child:lua([[vim.api.nvim_set_current_win(require('acp').current().win); vim.cmd('normal! gg')]])
     Screen.expect(screen:shot(), 'checkpoint_undone_turns')

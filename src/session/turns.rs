@@ -223,6 +223,22 @@ impl ThreadHandle {
                 }
             }
             .await;
+            // The files the turn's commands changed are in its checkpoint
+            // before the turn shows as ended.
+            if let Some((top, start)) = top {
+                let ed = this.clone();
+                let _ = tokio::task::spawn_blocking(move || {
+                    let Some(end) = crate::editor::checkpoints::git_snapshot(&top) else {
+                        return;
+                    };
+                    for (path, before, after) in
+                        crate::editor::checkpoints::git_changes(&top, &start, &end)
+                    {
+                        ed.editor.checkpoint_add(checkpoint, &path, before, after);
+                    }
+                })
+                .await;
+            }
             match result {
                 Ok(None) => {}
                 Ok(Some(v)) => {
@@ -245,20 +261,6 @@ impl ThreadHandle {
                         ev
                     });
                 }
-            }
-            if let Some((top, start)) = top {
-                let ed = this.clone();
-                let _ = tokio::task::spawn_blocking(move || {
-                    let Some(end) = crate::editor::checkpoints::git_snapshot(&top) else {
-                        return;
-                    };
-                    for (path, before, after) in
-                        crate::editor::checkpoints::git_changes(&top, &start, &end)
-                    {
-                        ed.editor.checkpoint_add(checkpoint, &path, before, after);
-                    }
-                })
-                .await;
             }
             // The turn ended, one way or another: its transcript is kept.
             this.save_kept();
