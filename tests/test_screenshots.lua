@@ -26,6 +26,7 @@ local function start(turns, config)
 end
 
 local function shot(screen, name)
+  screen:settle()
   Screen.expect(screen:shot(), name)
 end
 

@@ -204,6 +204,21 @@ end
 
 local ATTR_CHARS = '0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ'
 
+--- Tree-sitter parses in the background (Neovim 0.12): an injected language (a code block's
+--- Lua) may be highlighted a few milliseconds after its text shows. Parses every highlighted
+--- buffer of the child to the end, so that a reference screenshot taken next never depends
+--- on that timing. Not while the child waits for keys at a prompt (it would not run Lua then).
+function Screen:settle()
+  local ok, mode = pcall(self.child.rpc, self.child, 'nvim_get_mode')
+  if ok and type(mode) == 'table' and not mode.blocking then
+    self.child:lua([[
+      for _, h in pairs(vim.treesitter.highlighter.active or {}) do
+        pcall(function() h.tree:parse(true) end)
+      end
+    ]])
+  end
+end
+
 --- The screen now: { text = lines, attrs = lines of one character per cell }. Attribute
 --- characters are given in order of first appearance, so the map does not depend on the
 --- child's highlight ids.
