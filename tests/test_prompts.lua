@@ -381,7 +381,8 @@ return {
     H.enter_permission(child)
     child:feed('n')
     H.wait_idle(child)
-    T.eq(child:lua([[return require('acp.chat.follow').waiting]]), nil)
+    -- The wait ends with the turn (the chat's activity pass after the drain that ended it).
+    child:wait_for([[return require('acp.chat.follow').waiting == nil]], 3000)
     T.eq(child:lua([[local w = ...; return { vim.fn.fnamemodify(vim.api.nvim_buf_get_name(vim.api.nvim_win_get_buf(w)), ':t'), vim.wo[w].winbar }]], { win }),
       { 'hello.txt', 'mine' }, "the window's own winbar is back")
   end },
