@@ -26,16 +26,9 @@ end
 function M.git(cwd, args, cb)
   local cmd = { 'git', '-C', cwd }
   vim.list_extend(cmd, args)
-  local ok, e = pcall(vim.system, cmd, { text = true, env = { GIT_TERMINAL_PROMPT = '0', NVIM = '' } }, function(res)
-    vim.schedule(function()
-      cb(res.code == 0, res.stdout or '', vim.trim(res.stderr or ''))
-    end)
+  require('acp.util.job').run(cmd, { env = { GIT_TERMINAL_PROMPT = '0', NVIM = '' } }, function(res)
+    cb(res.code == 0, res.stdout, vim.trim(res.stderr))
   end)
-  if not ok then
-    vim.schedule(function()
-      cb(false, '', tostring(e))
-    end)
-  end
 end
 
 --- A slug of `text` for branch and folder names: lower case ASCII letters,

@@ -94,16 +94,7 @@ end
 
 --- Runs `cmd` as a job; `cb(res)` runs on the main loop.
 local function job(cmd, cb)
-  local ok, err = pcall(vim.system, cmd, { text = true, stdin = false }, function(res)
-    vim.schedule(function()
-      cb(res)
-    end)
-  end)
-  if not ok then
-    vim.schedule(function()
-      cb({ code = -1, stdout = '', stderr = tostring(err) })
-    end)
-  end
+  require('acp.util.job').run(cmd, nil, cb)
 end
 
 --- Reads file `path` with libuv requests; `cb(data_or_nil, err)` runs on

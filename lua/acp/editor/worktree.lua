@@ -22,17 +22,9 @@ end
 local function git(dir, args, cb)
   local cmd = { 'git', '-C', dir }
   vim.list_extend(cmd, args)
-  local ok, err = pcall(vim.system, cmd, {
-    text = true,
+  require('acp.util.job').run(cmd, {
     env = { GIT_TERMINAL_PROMPT = '0', GIT_MERGE_AUTOEDIT = 'no', GIT_EDITOR = 'true', NVIM = '' },
-  }, vim.schedule_wrap(function(r)
-    cb({ code = r.code, stdout = r.stdout or '', stderr = r.stderr or '' })
-  end))
-  if not ok then
-    vim.schedule(function()
-      cb({ code = -1, stdout = '', stderr = tostring(err) })
-    end)
-  end
+  }, cb)
 end
 M._git = git
 
