@@ -529,7 +529,7 @@ local refreshing
 --- A notice that fits the command line (`v:echospace`): it comes right
 --- before the picker, and a longer one stops at a hit-enter prompt there.
 local function one_line(msg, level)
-  vim.notify(require('acp.util.escape').line(msg, math.max(20, vim.v.echospace)), level)
+  require('acp.util.escape').notice(msg, level)
 end
 
 --- `msg` in the log (`:AcpLog`), when the core runs; whether it went there.
