@@ -386,4 +386,21 @@ return {
     T.eq(child:lua([[local w = ...; return { vim.fn.fnamemodify(vim.api.nvim_buf_get_name(vim.api.nvim_win_get_buf(w)), ':t'), vim.wo[w].winbar }]], { win }),
       { 'hello.txt', 'mine' }, "the window's own winbar is back")
   end },
+
+  { 'follow: a location for a file not yet created that arrives after its turn ended is not waited for (the winbar stays the window\'s own)', function()
+    -- The rejected write's last card update can come in the drain that ends
+    -- the turn; its debounced location then fires with no turn running.
+    local dir = H.project({ ['hello.txt'] = 'hello\n' })
+    local child = H.start({ cwd = dir, config = { follow = true, follow_debounce_ms = 20 }, turns = { { match = 'go', steps = {
+      { message = 'done' },
+    } } } })
+    child:cmd('edit ' .. dir .. '/hello.txt')
+    local win = child:lua('return vim.api.nvim_get_current_win()')
+    child:lua([[vim.wo.winbar = 'mine']])
+    H.open(child)
+    H.turn(child, 'go')
+    child:lua([[local view = require('acp.chat').current(); require('acp.chat.follow').location(view, ..., 1)]], { dir .. '/notes.txt' })
+    child:wait_for([[return require('acp.chat.follow').pending == nil]], 3000)
+    T.eq(child:lua([[return { require('acp.chat.follow').waiting == nil, vim.wo[...].winbar }]], { win }), { true, 'mine' })
+  end },
 }

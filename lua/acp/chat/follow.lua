@@ -156,7 +156,13 @@ function show(view, path, line)
     return
   end
   if not is_file(real) then
-    wait_for(view, win, real, line)
+    -- Only a running turn can still create it. A location that reaches
+    -- here after its turn ended (the rejected write's last card update
+    -- came in the drain that ended the turn, and the debounce fired
+    -- after) would leave "not created yet" in the winbar for good.
+    if view.turns_started > view.turns_ended then
+      wait_for(view, win, real, line)
+    end
     return
   end
   stop_waiting()
