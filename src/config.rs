@@ -48,6 +48,16 @@ pub struct AgentSpec {
     /// (config `agents.<name>.keep_daemons`).
     #[serde(default)]
     pub keep_daemons: Vec<String>,
+    /// The client's system prompt for this agent's sessions (config
+    /// `system_prompt`, `agents.<name>.system_prompt`; never empty), sent
+    /// only to agents that advertise `sessionCapabilities.systemPrompt`.
+    #[serde(default)]
+    pub system_prompt: Option<String>,
+    /// Values set right after `session/new` (config `agents.<name>.defaults`),
+    /// as `[key, value]` pairs in the order to apply them: a config option
+    /// id, or `model` / `mode`.
+    #[serde(default)]
+    pub defaults: Vec<(String, serde_json::Value)>,
 }
 
 fn default_line_max() -> usize {
@@ -73,6 +83,10 @@ pub struct Timeouts {
     /// The `authenticate` answer; past it the sign-in is given up with a
     /// message (an agent that never answers leaves no silent wait).
     pub authenticate: u64,
+    /// A session idle this long (no turn, nothing pending) is closed in the
+    /// agent when it can close and resume sessions; the next prompt resumes
+    /// it. 0: never.
+    pub idle_close: u64,
 }
 
 impl Default for Timeouts {
@@ -82,6 +96,7 @@ impl Default for Timeouts {
             session_new: 30_000,
             cancel_grace: 5_000,
             authenticate: 60_000,
+            idle_close: 30 * 60 * 1000,
         }
     }
 }

@@ -57,7 +57,7 @@ return {
     T.eq(errs[1], 'acp.nvim: setup: `chat.width` must be a number, got string')
     T.eq(errs[2], 'acp.nvim: setup: `colour` is not a known option (see :h acp-config)')
     T.eq(errs[3], 'acp.nvim: setup: `agents.x.args` must be a table, got string')
-    T.eq(errs[4], 'acp.nvim: setup: `agents.x.flags` is not a known agent field (cmd, args, env, install, registry, mcp_servers, keep_daemons)')
+    T.eq(errs[4], 'acp.nvim: setup: `agents.x.flags` is not a known agent field (cmd, args, env, install, registry, mcp_servers, keep_daemons, system_prompt, defaults)')
     T.eq(errs[5], 'acp.nvim: setup: `agents.x.cmd` is required')
     T.match(errs[6], '`default_agent` is "nope", which is not in `agents`')
     -- Through the public API the error is a notification, not a traceback.

@@ -13,7 +13,11 @@ M.defaults = {
   -- (`:AcpInstall`); entries given in `setup()` override both, and
   -- `name = false` removes one. `keep_daemons` lists the executable names
   -- of processes the agent starts that may outlive it and Neovim (default
-  -- none: everything the agent started ends with it).
+  -- none: everything the agent started ends with it). `system_prompt`
+  -- replaces the global one for this agent (`false`: none). `defaults` are
+  -- set in every new session before the first message, e.g. { model =
+  -- 'sonnet', mode = 'plan', thought_level = 'high' }: a config option id
+  -- (or category), else the agent's modes for `mode` and models for `model`.
   agents = {
     claude = { cmd = 'claude-agent-acp', args = {}, env = {}, registry = 'claude-acp', install = 'npm install -g @agentclientprotocol/claude-agent-acp' },
     gemini = { cmd = 'gemini', args = { '--acp' }, env = {}, install = ':AcpInstall gemini (or npm install -g @google/gemini-cli)' },
@@ -70,6 +74,10 @@ M.defaults = {
     -- The answer to `authenticate` (`:AcpAuth`); past it the sign-in is
     -- given up with a message.
     authenticate = 60000,
+    -- A chat's session idle this long (no turn, no update) is closed in the
+    -- agent (`session/close`) when the agent can close and resume sessions;
+    -- the next message resumes it first (`session/resume`). 0: never.
+    idle_close = 30 * 60 * 1000,
   },
   -- The protocol trace of each agent (`:AcpTrace`, `:AcpTraceSave`): the
   -- last messages in both directions and the agent's stderr.
@@ -83,6 +91,12 @@ M.defaults = {
   -- advertise them. An agent's own `mcp_servers` (in `agents`) are added; one
   -- of the same name replaces the global one.
   mcp_servers = {},
+  -- Instructions added to every agent's own system prompt, in every session
+  -- (new, loaded, resumed): a non-empty string, or false for none. Sent
+  -- only to agents that advertise `sessionCapabilities.systemPrompt`; for
+  -- the others the chat says it was not sent. `agents.<name>.system_prompt`
+  -- replaces it for one agent.
+  system_prompt = false,
   -- A message sent while a turn runs: 'client' keeps it in the chat's queue
   -- until the turn ends (`:AcpQueue` edits or drops it); 'agent' sends it at
   -- once to agents that queue prompts themselves (they advertise
@@ -379,6 +393,17 @@ local function validate(user, defaults, path)
       for name, agent in pairs(value) do
         local ap = 'agents.' .. tostring(name)
         if agent ~= false then
+--- A system prompt: a string with text in it, or false (none).
+function M.check_system_prompt(p, value)
+  if value == false then
+    return
+  end
+  check_type(p, value, 'string')
+  if vim.trim(value) == '' then
+    fail(p, 'must not be empty (false: no system prompt)')
+  end
+end
+
           check_type(ap, agent, 'table')
         end
         for k, v in pairs(agent or {}) do
@@ -407,12 +432,24 @@ local function validate(user, defaults, path)
               end
             end
           else
-            fail(ap .. '.' .. tostring(k), 'is not a known agent field (cmd, args, env, install, registry, mcp_servers, keep_daemons)')
+            fail(ap .. '.' .. tostring(k), 'is not a known agent field (cmd, args, env, install, registry, mcp_servers, keep_daemons, system_prompt, defaults)')
           end
         end
       end
     elseif p == 'mcp_servers' then
       M.check_mcp_servers(p, value)
+          elseif k == 'system_prompt' then
+            M.check_system_prompt(ap .. '.system_prompt', v)
+          elseif k == 'defaults' then
+            check_type(ap .. '.defaults', v, 'table')
+            for dk, dv in pairs(v) do
+              if type(dk) ~= 'string' or dk == '' then
+                fail(ap .. '.defaults', 'must map option ids to values, e.g. { model = "sonnet", mode = "plan" }')
+              end
+              if type(dv) ~= 'string' and type(dv) ~= 'boolean' then
+                fail(ap .. '.defaults.' .. dk, 'must be a string (a value id or name) or a boolean')
+              end
+            end
     elseif p == 'install.sources' then
       check_type(p, value, 'table')
     elseif p == 'queue' then
@@ -428,6 +465,8 @@ local function validate(user, defaults, path)
         check_type(p, value, 'string')
         if not (value:match('^https?://[^%s]+$') or value:match('^file:///[^%s]*$')) then
           fail(p, 'must be an https://, http:// or file:/// URL, or false')
+    elseif p == 'system_prompt' then
+      M.check_system_prompt(p, value)
         end
       end
     elseif p == 'install.registry_timeout_ms' then

@@ -160,6 +160,8 @@ impl Connection {
         };
         let conn = Connection::new(spec, 0);
         conn.reaped.store(true, Ordering::SeqCst);
+            system_prompt: None,
+            defaults: Vec::new(),
         conn.book.lock().sessions = sessions.iter().map(|s| s.to_string()).collect();
         Arc::new(conn)
     }

@@ -67,10 +67,20 @@ impl Agents {
     /// for on a thread of its own (the caller, Neovim's main thread, never
     /// waits). The next chat with that agent starts a new one.
     pub fn end(&self, spec: &AgentSpec, grace: Duration) {
+        if let Some(conn) = self.take(spec) {
+            Self::finish(conn, grace);
+        }
+    }
+
+    /// Takes the agent process of `spec` out of the map (the next chat
+    /// starts a new one); `finish` ends it.
+    pub fn take(&self, spec: &AgentSpec) -> Option<Arc<Connection>> {
         let key = (spec.name.clone(), spec.cwd.clone());
-        let Some(conn) = self.agents.lock().remove(&key) else {
-            return;
-        };
+        self.agents.lock().remove(&key)
+    }
+
+    /// Ends a process taken out with `take` (see `end`).
+    pub fn finish(conn: Arc<Connection>, grace: Duration) {
         conn.terminate();
         let _ = std::thread::Builder::new()
             .name("acp-agent-end".into())

@@ -83,7 +83,15 @@ pub struct ThreadHandle {
     /// This handle, for the tasks it spawns from `&self` callbacks.
     me: Weak<ThreadHandle>,
     /// Set when the chat is closed: the agent's requests for it are refused.
-    closed: AtomicBool,
+    pub(super) closed: AtomicBool,
+    /// The last activity (prompt, turn end, update, view request): the
+    /// idle clock (`lifecycle::watch_idle`).
+    pub(super) last_active: Mutex<std::time::Instant>,
+    /// A task watches the bound session for idleness.
+    pub(super) idle_watch: AtomicBool,
+    /// The session closed in the agent while idle: the next prompt
+    /// resumes it (`session/resume`) instead of starting a new one.
+    pub(super) reaped: Mutex<Option<String>>,
 }
 
 impl ThreadHandle {
@@ -129,6 +137,9 @@ impl ThreadHandle {
             agents,
             me: me.clone(),
             closed: AtomicBool::new(false),
+            last_active: Mutex::new(std::time::Instant::now()),
+            idle_watch: AtomicBool::new(false),
+            reaped: Mutex::new(None),
         })
     }
 
@@ -142,14 +153,17 @@ impl ThreadHandle {
     }
 
     /// The chat is closed: its turn is cancelled and its session no longer
-    /// routed to it.
-    pub(super) fn close(self: &Arc<Self>) {
+    /// routed to it. Returns the session to close in the agent (when it
+    /// advertises `session/close`).
+    pub(super) fn close(self: &Arc<Self>) -> Option<(Arc<Connection>, String)> {
+        let to_close = self.to_close();
         self.closed.store(true, Ordering::SeqCst);
         self.cancel();
         self.save_kept();
         if let Some((conn, sid)) = self.current.lock().clone() {
             conn.unroute(&sid);
         }
+        to_close
     }
 
     /// Marks the chat closed (every chat, at Neovim's exit).
@@ -341,6 +355,7 @@ impl SessionSink for ThreadHandle {
         if self.mute_replay.load(Ordering::SeqCst) {
             return;
         }
+        self.touch();
         self.with_model(|m| m.apply_update(&update));
     }
 

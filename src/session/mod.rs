@@ -5,7 +5,8 @@
 //! `turns` (prompts, cancels, the view's requests), `asking` (permission
 //! requests and their answers) with `permission` (the pending requests and
 //! grants), `keeping` (what is kept of the chat on disk, in `kept_chats`), `branch` (continuing from an earlier
-//! point: a fork of the session at a message, or a new session). `registry` holds the open chats and `agents` the agent
+//! point: a fork of the session at a message, or a new session), `lifecycle`
+//! (system prompt, defaults, idle sessions closed and resumed, closing). `registry` holds the open chats and `agents` the agent
 //! processes they share.
 //!
 //! May use: editor, protocol, runtime, bridge, model, config, log.
@@ -16,6 +17,7 @@ pub mod branch;
 pub mod handle;
 mod keeping;
 pub mod kept_chats;
+mod lifecycle;
 mod opening;
 pub mod permission;
 pub mod registry;

@@ -172,7 +172,41 @@ impl ThreadHandle {
             Vec::new()
         };
         let mut opened = None;
-        let wanted = self.resume.lock().take();
+        // A session closed while idle comes back quietly, as it was.
+        let idle = self.reaped.lock().take();
+        if let Some(sid) = idle {
+            match self
+                .resume_idle(&cx, &sid, &caps, &mcp_servers, &directories)
+                .await
+            {
+                Ok(response) => opened = Some((sid, response)),
+                Err(e) => self.with_model(|m| {
+                    m.notice(
+                        NoticeLevel::Info,
+                        format!("The idle session `{sid}` could not be resumed ({e}): this message starts a new session"),
+                    )
+                }),
+            }
+        }
+        if opened.is_none()
+            && self.spec.system_prompt.is_some()
+            && super::lifecycle::system_prompt(&self.spec, &caps).is_none()
+        {
+            self.with_model(|m| {
+                m.notice(
+                    NoticeLevel::Info,
+                    format!(
+                        "system_prompt not sent: `{}` does not take a client system prompt",
+                        self.spec.name
+                    ),
+                )
+            });
+        }
+        let wanted = if opened.is_some() {
+            None
+        } else {
+            self.resume.lock().take()
+        };
         if let Some(wanted) = wanted {
             match self
                 .open_existing(&conn, &cx, &wanted, &caps, &mcp_servers, &directories)
@@ -202,6 +236,7 @@ impl ThreadHandle {
                 let mut params = NewSessionRequest::new(self.spec.cwd.clone());
                 params.mcp_servers = mcp_servers;
                 params.additional_directories = directories;
+                params.system_prompt = super::lifecycle::system_prompt(&self.spec, &caps);
                 let limit = self.spec.timeouts.session_new;
                 let response = tokio::time::timeout(
                     Duration::from_millis(limit),
@@ -270,6 +305,10 @@ impl ThreadHandle {
         conn.route(&session_id, self.clone() as Arc<dyn SessionSink>)
             .await;
         Ok((conn, session_id))
+        if !resumed {
+            self.apply_defaults(&cx, &session_id, &response).await;
+        }
+        self.watch_idle(&caps);
     }
 
     /// `session/load` or `session/resume` of `session_id`; the answer (may
@@ -298,11 +337,13 @@ impl ThreadHandle {
             p.mcp_servers = mcp_servers.to_vec();
             p.additional_directories = directories.to_vec();
             typed_request("session/resume", &p)?
+            p.system_prompt = super::lifecycle::system_prompt(&self.spec, caps);
         } else if advertised("/loadSession") {
             let mut p = LoadSessionRequest::new(session_id.to_owned(), self.spec.cwd.clone());
             p.mcp_servers = mcp_servers.to_vec();
             p.additional_directories = directories.to_vec();
             typed_request("session/load", &p)?
+            p.system_prompt = super::lifecycle::system_prompt(&self.spec, caps);
         } else {
             return Err(format!("`{}` cannot load sessions", self.spec.name));
         };

@@ -60,20 +60,37 @@ impl Registry {
     /// Closes a chat for good. When no other chat uses its agent process
     /// (the same agent in the same folder: a chat in a git worktree has one
     /// of its own), that process ends too, instead of running on, maybe in
-    /// a removed folder, until Neovim exits.
+    /// a removed folder, until Neovim exits. Its session is closed in the
+    /// agent first (`session/close`, when advertised), waited for a bounded
+    /// time off the main thread.
     pub fn close_thread(&self, id: u64) {
         crate::protocol::elicitation::cancel_thread(id);
         let removed = self.threads.lock().remove(&id);
         if let Some(t) = removed {
-            t.close();
+            let to_close = t.close();
             let shared = self
                 .threads
                 .lock()
                 .values()
                 .any(|o| o.spec.name == t.spec.name && o.spec.cwd == t.spec.cwd);
-            if !shared {
-                self.agents.end(&t.spec, Duration::from_secs(2));
+            // Out of the map now: a chat opened meanwhile starts its own.
+            let end = if shared { None } else { self.agents.take(&t.spec) };
+            if to_close.is_none() {
+                if let Some(conn) = end {
+                    Agents::finish(conn, Duration::from_secs(2));
+                }
+                return;
             }
+            crate::runtime::spawn(async move {
+                if let Some((conn, sid)) = to_close {
+                    if let Err(e) = super::lifecycle::close_session(&conn, &sid).await {
+                        crate::log::warn(format!("session/close of {sid} failed: {e}"));
+                    }
+                }
+                if let Some(conn) = end {
+                    Agents::finish(conn, Duration::from_secs(2));
+                }
+            });
         }
     }
 

@@ -48,6 +48,7 @@ impl ThreadHandle {
     pub fn request(self: &Arc<Self>, method: String, mut params: Value, reply: u64) {
         let this = self.clone();
         spawn(async move {
+        self.touch();
             let result = async {
                 if !VIEW_METHODS.contains(&method.as_str()) {
                     return Err(format!("`{method}` is not a request the view may send"));
@@ -199,6 +200,7 @@ impl ThreadHandle {
                     .await?;
                 match answer {
                     Ok(v) => Ok(Some(v)),
+        self.touch();
                     Err(e) => {
                         // A sign-in the prompt asks for (Kimi names its
                         // methods only there): `:AcpAuth` offers them, and
@@ -286,6 +288,7 @@ impl ThreadHandle {
     /// The view learns the result from the agent's `current_mode_update`
     /// (or, for agents that send none, from the successful answer).
     pub fn set_mode(self: &Arc<Self>, mode_id: String) {
+            this.touch();
         let this = self.clone();
         spawn(async move {
             let result = async {

@@ -149,6 +149,37 @@ function M.mcp_servers(name)
   return out
 end
 
+--- The system prompt of an agent config `conf`: its own (`false`: none),
+--- else the global `system_prompt`; nil when none.
+function M.system_prompt(conf, o)
+  local own = type(conf) == 'table' and conf.system_prompt
+  if type(conf) == 'table' and conf.system_prompt ~= nil then
+    return own or nil
+  end
+  return o.system_prompt or nil
+end
+
+--- An agent config's `defaults` as [key, value] pairs in the order they
+--- are set: `model` first (it can change what else is offered), then
+--- `mode`, then the rest by name.
+function M.defaults(conf)
+  local d = type(conf) == 'table' and type(conf.defaults) == 'table' and conf.defaults or {}
+  local rank = { model = 1, mode = 2 }
+  local keys = vim.tbl_keys(d)
+  table.sort(keys, function(a, b)
+    local ra, rb = rank[a] or 3, rank[b] or 3
+    if ra ~= rb then
+      return ra < rb
+    end
+    return a < b
+  end)
+  local out = {}
+  for _, k in ipairs(keys) do
+    out[#out + 1] = { k, d[k] }
+  end
+  return out
+end
+
 --- What the core needs to start agent `name` in project `root`
 --- (acp.AgentSpec): its command, the MCP servers, the capabilities and the
 --- policy the config gives; nil and a message naming what to do when the
@@ -189,6 +220,9 @@ function M.spec(name, root)
       allow_write_outside = o.fs.allow_outside_roots,
       allow_terminal_outside = o.terminal.allow_outside_roots,
       save_unmodified = o.fs.save_unmodified,
+    -- The agent's own (false: none), else the global one.
+    system_prompt = M.system_prompt(conf, o),
+    defaults = M.defaults(conf),
       shell = o.terminal.shell,
       terminal_confirm = o.terminal.confirm,
       terminal_output_max_bytes = o.terminal.output_max_bytes,

@@ -482,7 +482,7 @@
 ---@field mcp_servers? table[]
 ---@field caps? { fs_read?: boolean, fs_write?: boolean, terminal?: boolean }
 ---@field line_max? integer the longest message (bytes) the agent may send
----@field timeouts? { initialize?: integer, session_new?: integer, cancel_grace?: integer, authenticate?: integer } ms
+---@field timeouts? { initialize?: integer, session_new?: integer, cancel_grace?: integer, authenticate?: integer, idle_close?: integer } ms (`idle_close`: an idle session closed in the agent and resumed by the next prompt; 0 never)
 ---@field trace_max? integer messages kept in the protocol trace
 ---@field keep_daemons? string[] executable names of the agent's descendants allowed to outlive it and Neovim
 ---@field policy? acp.Policy
@@ -517,6 +517,8 @@
 ---@field terminal_output_max_bytes? integer output kept per terminal without the agent's `outputByteLimit`
 ---@field terminal_inert_env? string[][] `{ name, value }` pairs a grant disregards (`terminal.inert_env`)
 
+---@field system_prompt? string appended to the agent's instructions in every session (sent only when it advertises `sessionCapabilities.systemPrompt`)
+---@field defaults? [string, string|boolean][] set in order right after `session/new`: a config option id (or category), else `mode` / `model` through the legacy requests
 --- A request the user's policy answers "allow once" without asking.
 ---@class acp.AutoAllowRule
 ---@field kind string the card's tool kind as first recorded

@@ -161,6 +161,10 @@ pub struct Turn {
 impl Turn {
     /// The turn played when no scripted turn matches.
     pub fn echo(prompt_text: &str) -> Turn {
+    /// Steps played after the prompt was answered, while no turn runs
+    /// (updates between turns).
+    #[serde(default)]
+    pub after: Vec<Step>,
         Turn {
             steps: vec![Step::Chunks {
                 kind: ChunkKind::Message,

@@ -158,6 +158,19 @@ impl TurnRun {
 
 struct Exec<'a> {
     run: &'a TurnRun,
+        if !self.turn.after.is_empty() {
+            let mut after = Exec {
+                run: &self,
+                guard: None,
+                cancel_seen: false,
+                chosen: None,
+            };
+            for step in &self.turn.after {
+                if after.step(step).await.is_err() {
+                    break;
+                }
+            }
+        }
     guard: Option<OwnedMutexGuard<()>>,
     /// Set once a cancel was observed; with `ignore_cancel` it turns the
     /// final stop reason into "cancelled".
