@@ -187,6 +187,9 @@ local function full_chat()
       H.req('fs/write_text_file', { path = other, content = 'uno\n' }, { expect_error = { code = -32602 } }),
       { update = { sessionUpdate = 'tool_call_update', toolCallId = 'e1', status = 'completed' } },
       { update = { sessionUpdate = 'session_info_update', title = 'Contract chat' } },
+      { update = { sessionUpdate = 'session_info_update', updatedAt = '2026-11-25T10:00:00Z' } },
+      { update = { sessionUpdate = 'notice', severity = 'info', title = 'Contract notice' } },
+      { update = { sessionUpdate = 'compaction_update', compactionId = 'k1', status = 'completed' } },
       { update = { sessionUpdate = 'usage_update', used = 10, size = 100 } },
       { message = ' Done.' },
     } } },
@@ -285,9 +288,9 @@ return {
     local seen = sorted_keys(rec.events)
     -- The chat really produced every kind of event.
     T.eq(seen, {
-      'added', 'agent', 'appended', 'call', 'card', 'commands', 'config_options', 'elicitation', 'elicitation_complete',
-      'elicitation_done', 'files', 'mode', 'models', 'modes',
-      'notify', 'permission', 'permission_done', 'plan', 'replaced', 'reply', 'session', 'status', 'terminal_output', 'title', 'turn_ended', 'turn_started', 'usage',
+      'added', 'agent', 'agent_notice', 'appended', 'call', 'card', 'commands', 'config_options', 'elicitation', 'elicitation_complete',
+      'elicitation_done', 'files', 'marks', 'mode', 'models', 'modes',
+      'notify', 'permission', 'permission_done', 'plan', 'replaced', 'reply', 'session', 'status', 'terminal_output', 'title', 'turn_ended', 'turn_started', 'updated_at', 'usage',
     })
     -- ... which are exactly the events types.lua declares.
     T.eq(seen, names_under(types, 'acp.Event.'), 'event classes in types.lua = events delivered')

@@ -170,7 +170,10 @@ impl Merge {
                     | ThreadEvent::TurnEnded { .. }
                     | ThreadEvent::TerminalOutput { .. }
                     | ThreadEvent::Card { .. }
-                    | ThreadEvent::Plan { .. } => Merge::Neutral,
+                    | ThreadEvent::Plan { .. }
+                    | ThreadEvent::UpdatedAt { .. }
+                    | ThreadEvent::Marks { .. }
+                    | ThreadEvent::AgentNotice { .. } => Merge::Neutral,
                 }
             }
             UiEvent::Permission { thread, .. } | UiEvent::PermissionDone { thread, .. } => {

@@ -19,6 +19,10 @@ pub enum EntryKind {
     ToolCall,
     Plan,
     Notice,
+    /// The agent's `notice` (its severity coloured).
+    AgentNotice,
+    /// A context compaction (folded under its first line).
+    Compaction,
 }
 
 impl EntryKind {
@@ -31,6 +35,8 @@ impl EntryKind {
             EntryKind::ToolCall => "tool_call",
             EntryKind::Plan => "plan",
             EntryKind::Notice => "notice",
+            EntryKind::AgentNotice => "agent_notice",
+            EntryKind::Compaction => "compaction",
         }
     }
 }
@@ -236,6 +242,8 @@ pub enum Entry {
         level: NoticeLevel,
         text: String,
     },
+    AgentNotice(super::compaction::AgentNotice),
+    Compaction(super::compaction::Compaction),
 }
 
 impl Entry {
@@ -248,6 +256,8 @@ impl Entry {
             Entry::ToolCall(_) => EntryKind::ToolCall,
             Entry::Plan { .. } => EntryKind::Plan,
             Entry::Notice { .. } => EntryKind::Notice,
+            Entry::AgentNotice(_) => EntryKind::AgentNotice,
+            Entry::Compaction(_) => EntryKind::Compaction,
         }
     }
 }

@@ -37,8 +37,25 @@ pub enum ThreadEvent {
     },
     /// The chat is bound to this agent session.
     Session { session_id: String },
-    /// `session_info_update`: the session's title.
-    Title { title: String },
+    /// `session_info_update`: the session's title (None: the agent cleared it).
+    Title { title: Option<String> },
+    /// `session_info_update`: the session's last activity, ISO 8601 as sent
+    /// (None: the agent cleared it).
+    UpdatedAt { updated_at: Option<String> },
+    /// What the view colours in an agent notice or a compaction, sent with
+    /// every `Added`/`Replaced` of one (right after it).
+    Marks {
+        index: usize,
+        marks: Vec<super::render::Mark>,
+    },
+    /// A live `notice` of the agent (not one replayed from history), for
+    /// `vim.notify` of warnings and errors; its entry comes as `Added`.
+    AgentNotice {
+        severity: String,
+        title: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        description: Option<String>,
+    },
     /// The current session mode (`current_mode_update`, `set_mode`).
     Mode { mode_id: String },
     /// The modes the agent offers (`session/new`'s `modes`).

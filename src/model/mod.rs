@@ -6,9 +6,11 @@
 //! May use: nothing.
 
 pub mod blocks;
+pub mod compaction;
 pub mod entries;
 pub mod events;
 pub mod filetext;
+pub mod patch;
 pub mod paths;
 pub mod raw_output;
 pub mod record;

@@ -1,10 +1,10 @@
 //! What a chat keeps of its conversation to show it again after the chat
 //! or Neovim is gone: the `session/update`s that make its transcript
 //! (message, thought and user chunks, tool calls and their updates, plans,
-//! titles) as the agent sent them, and the user's prompts as
-//! `user_message_chunk`s. Consecutive chunks of one message are coalesced
-//! into one record; the records are bounded in bytes, the oldest dropped
-//! first. Replayed through the thread's own update path
+//! titles, the agent's notices and compactions) as the agent sent them,
+//! and the user's prompts as `user_message_chunk`s. Consecutive chunks of
+//! one message are coalesced into one record; the records are bounded in
+//! bytes, the oldest dropped first. Replayed through the thread's own update path
 //! (`Thread::replay_kept`), they render as they did.
 //!
 //! Updates about the live session only (commands, modes, config options,
@@ -15,7 +15,7 @@ use std::collections::VecDeque;
 use serde_json::{json, Value};
 
 /// The kinds of `session/update` a kept transcript holds.
-const KEPT_KINDS: [&str; 7] = [
+const KEPT_KINDS: [&str; 10] = [
     "user_message_chunk",
     "agent_message_chunk",
     "agent_thought_chunk",
@@ -23,6 +23,9 @@ const KEPT_KINDS: [&str; 7] = [
     "tool_call_update",
     "plan",
     "session_info_update",
+    "notice",
+    "compaction_update",
+    "compaction_summary_chunk",
 ];
 
 fn is_chunk(kind: &str) -> bool {
@@ -128,6 +131,7 @@ impl Recorder {
         };
         if last.get("sessionUpdate").and_then(Value::as_str) != Some(kind)
             || last.get("messageId") != update.get("messageId")
+            || last.get("compactionId") != update.get("compactionId")
             || chunk_text(last).is_none()
         {
             return false;
@@ -365,6 +369,7 @@ mod tests {
             "gemini-cli",
             "mistral-vibe",
             "cline",
+            "notices",
         ] {
             let path = format!("{}/tests/traces/{name}.jsonl", env!("CARGO_MANIFEST_DIR"));
             let text = std::fs::read_to_string(&path).unwrap();

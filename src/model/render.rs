@@ -12,6 +12,9 @@ pub use super::paths::PathDisplay;
 use super::schema::{PlanStatus, ToolKind, ToolStatus};
 use super::textdiff::DiffBody;
 
+mod notices;
+pub use notices::{compaction_rendering, notice_rendering, Mark};
+
 impl Entry {
     /// The entry as markdown text (no trailing newline).
     pub fn to_markdown(&self) -> String {
@@ -174,6 +177,8 @@ pub fn entry_markdown(entry: &Entry) -> String {
         Entry::Thought { text } => format!("{THOUGHT_HEADER}\n> {}", text.replace('\n', "\n> ")),
         Entry::ToolCall(tc) => tool_call_markdown(tc),
         Entry::Plan { items } => plan_markdown(items),
+        Entry::AgentNotice(n) => notice_rendering(n).0,
+        Entry::Compaction(c) => compaction_rendering(c).0,
         Entry::Notice { level, text } => {
             let icon = match level {
                 NoticeLevel::Info => "ℹ",

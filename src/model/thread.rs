@@ -9,9 +9,12 @@
 //! that were never announced, and a strict parse would drop such updates.
 
 mod cards;
+mod compaction;
 mod echo;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod patch_tests;
 
 use serde_json::Value;
 
@@ -38,6 +41,8 @@ pub struct Thread {
     /// Whether the reply heading of the current turn was written.
     reply_started: bool,
     pub title: Option<String>,
+    /// `session_info_update`'s `updatedAt`, as sent.
+    pub updated_at: Option<String>,
     /// The output of the terminals its cards show.
     terminals: TerminalViews,
     /// Index of the current turn's first entry: a `tool_call` announcing an
@@ -87,6 +92,7 @@ impl Thread {
             turn_started_at: None,
             reply_started: false,
             title: None,
+            updated_at: None,
             terminals: TerminalViews::default(),
             turn_start: 0,
             session_start: 0,
@@ -180,6 +186,14 @@ impl Thread {
                 let (text, plan) = render::plan_rendering(items);
                 let plan = Box::new(plan);
                 (lines(text), Some(ThreadEvent::Plan { index, plan }))
+            }
+            Entry::AgentNotice(n) => {
+                let (text, marks) = render::notice_rendering(n);
+                (lines(text), Some(ThreadEvent::Marks { index, marks }))
+            }
+            Entry::Compaction(c) => {
+                let (text, marks) = render::compaction_rendering(c);
+                (lines(text), Some(ThreadEvent::Marks { index, marks }))
             }
             entry => (entry.lines(), None),
         }
@@ -590,11 +604,13 @@ impl Thread {
                 self.tool_call_with(patch, *announce, &mut out, |_| {})
             }
             SessionUpdate::Plan(items) => self.plan(items.clone(), &mut out),
-            SessionUpdate::Title(title) => {
-                self.title = Some(title.clone());
-                out.push(ThreadEvent::Title {
-                    title: title.clone(),
-                });
+            SessionUpdate::SessionInfo { title, updated_at } => {
+                self.session_info(title, updated_at, &mut out)
+            }
+            SessionUpdate::Notice(n) => self.agent_notice(n, &mut out),
+            SessionUpdate::Compaction(patch) => self.compaction(patch, &mut out),
+            SessionUpdate::CompactionChunk { id, text } => {
+                self.compaction_chunk(id, text, &mut out)
             }
             SessionUpdate::Mode(mode_id) => out.push(ThreadEvent::Mode {
                 mode_id: mode_id.clone(),

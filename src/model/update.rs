@@ -11,7 +11,9 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use crate::model::compaction::{self, AgentNotice, CompactionPatch};
 use crate::model::entries::{EntryKind, PlanItem, RawOutput, ToolContent};
+use crate::model::patch::Patch;
 use crate::model::schema::{PermissionOptionKind, PlanPriority, PlanStatus, ToolKind, ToolStatus};
 
 /// One `session/update`, typed.
@@ -30,8 +32,18 @@ pub enum SessionUpdate {
         announce: bool,
     },
     Plan(Vec<PlanItem>),
-    /// `session_info_update` with a title.
-    Title(String),
+    /// `session_info_update`: `title` and `updatedAt` with patch semantics
+    /// (omitted: unchanged, `null`: cleared, a value: replaced).
+    SessionInfo {
+        title: Patch<String>,
+        updated_at: Patch<String>,
+    },
+    /// `notice`.
+    Notice(AgentNotice),
+    /// `compaction_update`.
+    Compaction(CompactionPatch),
+    /// `compaction_summary_chunk`: the compaction's id and the text appended.
+    CompactionChunk { id: String, text: String },
     /// `current_mode_update`.
     Mode(String),
     /// `available_commands_update` (the list, kept as the agent sent it for
@@ -47,7 +59,9 @@ pub enum SessionUpdate {
 }
 
 /// The fields of a tool call or of an update to one. `None` means absent
-/// (or `null`, or malformed): the card keeps its value.
+/// (or `null`, or malformed): the card keeps its value (the schema's
+/// `Option` fields of `tool_call_update`: `null` is "no update"). A value
+/// replaces, an empty list too (`content: []`, `locations: []`).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ToolCallPatch {
     pub id: String,
@@ -56,7 +70,7 @@ pub struct ToolCallPatch {
     pub status: Option<ToolStatus>,
     /// Replaces the card's locations when present. Lines are 1-based.
     pub locations: Option<Vec<(String, Option<u64>)>>,
-    /// Replaces the card's content when present and non-empty.
+    /// Replaces the card's content when present (`[]` empties it).
     pub content: Option<Vec<ToolContent>>,
     /// One-line summary of `rawInput` as the card shows it.
     pub raw_input: Option<String>,
@@ -68,7 +82,8 @@ pub struct ToolCallPatch {
     /// `rawInput.env`: variables the command gets (an object, or a list of
     /// `{name, value}`).
     pub env: Option<BTreeMap<String, String>>,
-    pub raw_output: Option<RawOutput>,
+    /// `Some(None)`: a `rawOutput` with nothing to show replaces the old one.
+    pub raw_output: Option<Option<RawOutput>>,
     /// `_meta` (the adapters' display terminals live here).
     pub meta: Option<Value>,
 }
@@ -121,7 +136,14 @@ pub fn parse_update(update: &Value) -> SessionUpdate {
             })
         }
         "plan" => Some(SessionUpdate::Plan(parse_plan(update))),
-        "session_info_update" => str_field(update, "title").map(SessionUpdate::Title),
+        "session_info_update" => Some(SessionUpdate::SessionInfo {
+            title: Patch::text(update, "title"),
+            updated_at: Patch::text(update, "updatedAt"),
+        }),
+        "notice" => compaction::parse_notice(update).map(SessionUpdate::Notice),
+        "compaction_update" => compaction::parse_compaction(update).map(SessionUpdate::Compaction),
+        "compaction_summary_chunk" => compaction::parse_compaction_chunk(update)
+            .map(|(id, text)| SessionUpdate::CompactionChunk { id, text }),
         "current_mode_update" => str_field(update, "currentModeId").map(SessionUpdate::Mode),
         "available_commands_update" => field(update, "availableCommands")
             .filter(|v| v.is_array())
@@ -163,13 +185,12 @@ pub fn parse_tool_call(v: &Value) -> Option<ToolCallPatch> {
         }),
         content: field(v, "content")
             .and_then(Value::as_array)
-            .filter(|c| !c.is_empty())
             .map(|c| c.iter().filter_map(tool_content).collect()),
         raw_input: raw.map(one_line_summary),
         command: raw.and_then(command_text),
         cwd: raw.and_then(|r| str_field(r, "cwd")),
         env: raw.and_then(|r| field(r, "env")).map(env_of),
-        raw_output: field(v, "rawOutput").and_then(raw_output),
+        raw_output: field(v, "rawOutput").map(raw_output),
         meta: field(v, "_meta").cloned(),
     })
 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     AuthCapabilities, BooleanConfigOptionCapabilities, ClientCapabilities,
-    ClientSessionCapabilities, ElicitationCapabilities, ElicitationFormCapabilities,
+    ClientSessionCapabilities, CompactionCapabilities, NoticeCapabilities, ElicitationCapabilities, ElicitationFormCapabilities,
     ElicitationUrlCapabilities, FileSystemCapabilities, Implementation, InitializeRequest,
     SessionConfigOptionsCapabilities,
 };
@@ -44,9 +44,16 @@ fn client_capabilities(caps: &Caps) -> ClientCapabilities {
             .write_text_file(caps.fs_write))
         .terminal(caps.terminal)
         .auth(AuthCapabilities::new().terminal(true))
-        .session(ClientSessionCapabilities::new().config_options(
-            SessionConfigOptionsCapabilities::new().boolean(BooleanConfigOptionCapabilities::new()),
-        ))
+        .session(
+            ClientSessionCapabilities::new()
+                .config_options(
+                    SessionConfigOptionsCapabilities::new()
+                        .boolean(BooleanConfigOptionCapabilities::new()),
+                )
+                // Shown in the chat (`notice`, `compaction_update`).
+                .notices(NoticeCapabilities::new())
+                .compaction(CompactionCapabilities::new()),
+        )
         .elicitation(
             ElicitationCapabilities::new()
                 .form(ElicitationFormCapabilities::new())

@@ -62,14 +62,16 @@ function M.list(view, done)
   page(nil)
 end
 
---- How a session reads in the picker: title (the live one for the chat's
---- own session), time, cwd.
+--- How a session reads in the picker: title and time (the live ones for
+--- the chat's own session), cwd.
 function M.format(view, s)
   local title = s.title
   if s.sessionId == view.info.session and view.info.title then
     title = view.info.title
   end
-  local time = type(s.updatedAt) == 'string' and s.updatedAt:gsub('T', ' '):gsub('%.%d+', ''):gsub('Z$', '') or ''
+  -- The live session's last activity, as its `session_info_update` said.
+  local updated = s.sessionId == view.info.session and view.info.updated_at or s.updatedAt
+  local time = type(updated) == 'string' and updated:gsub('T', ' '):gsub('%.%d+', ''):gsub('Z$', '') or ''
   local cwd = type(s.cwd) == 'string' and vim.fn.fnamemodify(s.cwd, ':~') or ''
   local here = s.sessionId == view.info.session and ' (this chat)' or ''
   -- The agent's text: one line (a title with newlines would show as

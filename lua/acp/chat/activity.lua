@@ -68,6 +68,8 @@ local function fold_long_cards(view, touched)
           view:_fold_entry(win, index, 1)
         end
       end
+    elseif e and e.kind == 'compaction' then
+      require('acp.chat.notices').fold(view, index)
     end
   end
 end

@@ -13,6 +13,7 @@ local M = {}
 local info_field = {
   session = { 'session', 'session_id' },
   title = { 'title', 'title' },
+  updated_at = { 'updated_at', 'updated_at' },
   mode = { 'mode', 'mode_id' },
   modes = { 'modes', 'modes' },
   commands = { 'commands', 'commands' },
@@ -205,6 +206,16 @@ function on_state.card(d, ev)
   end
   view.cards[ev.index] = card
   d.touched[ev.index] = true
+end
+
+--- What to colour in an agent notice or a compaction (acp.Event.marks).
+function on_state.marks(d, ev)
+  d.view.marks[ev.index] = ev.marks
+  d.touched[ev.index] = true
+end
+
+function on_state.agent_notice(d, ev)
+  require('acp.chat.notices').notify(d.view, ev)
 end
 
 --- Where a plan's parts are (acp.PlanLayout), right after its rendering.

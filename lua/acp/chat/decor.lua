@@ -58,6 +58,16 @@ end
 --- Decorates entry `index` of `view` (rows first..last).
 local function entry(view, index)
   local e = view.entries[index]
+  local notices = require('acp.chat.notices')
+  if notices.is_ours(e) then
+    local first, last = view:entry_range(index)
+    if first then
+      api.nvim_buf_clear_namespace(view.buf, ns, first, last + 1)
+      local lines = api.nvim_buf_get_lines(view.buf, first, last + 1, false)
+      notices.decorate(view, index, view.buf, ns, first, lines, tone_group)
+    end
+    return
+  end
   if not (e and (e.kind == 'tool_call' or e.kind == 'plan')) then
     return
   end

@@ -31,6 +31,7 @@ local apply = require('acp.chat.apply')
 ---@field last_index? integer Index of the last entry.
 ---@field cards table<integer, acp.CardMeta> Entry index -> metadata of each tool card.
 ---@field plans table<integer, acp.PlanLayout> Entry index -> where each plan's parts are.
+---@field marks table<integer, table[]> Entry index -> what to colour in an agent notice or a compaction (acp.Event.marks).
 ---@field flood_at? integer When the last flood drain came (uv.now()).
 ---@field highlight_paused? boolean Highlighting stopped during a flood.
 ---@field frozen table<integer, true> Entries whose highlights are frozen (acp.chat.markdown.freeze).
@@ -109,6 +110,7 @@ function ChatView.new(opts)
   self.last_index = nil
   self.cards = {}
   self.plans = {}
+  self.marks = {}
   self.flood_at, self.highlight_paused = nil, nil
   self.frozen, self.live_row = {}, nil
   self._winbar_set = false

@@ -32,7 +32,7 @@
 ---@alias acp.TurnState 'connecting'|'idle'|'running'|'disconnected'
 
 --- Kinds of transcript entries.
----@alias acp.EntryKind 'user'|'heading'|'agent'|'thought'|'tool_call'|'plan'|'notice'
+---@alias acp.EntryKind 'user'|'heading'|'agent'|'thought'|'tool_call'|'plan'|'notice'|'agent_notice'|'compaction'
 
 ---@alias acp.NoticeLevel 'info'|'warn'|'error'
 
@@ -128,11 +128,37 @@
 ---@field thread integer
 ---@field session_id string
 
---- `session_info_update`: the session's title.
+--- `session_info_update`: the session's title (nil: the agent cleared it).
 ---@class acp.Event.title
 ---@field type 'title'
 ---@field thread integer
+---@field title? string
+
+--- `session_info_update`: the session's last activity, ISO 8601 as sent
+--- (nil: the agent cleared it).
+---@class acp.Event.updated_at
+---@field type 'updated_at'
+---@field thread integer
+---@field updated_at? string
+
+--- What the view colours in an agent notice or a compaction, right after
+--- each `added`/`replaced` of one: `role` is `label`, a notice's severity
+--- (`info`, `warning`, `error`) or a status tone (acp.Tone).
+---@class acp.Event.marks
+---@field type 'marks'
+---@field thread integer
+---@field index integer
+---@field marks { row: integer, from: integer, to: integer, role: string }[]
+
+--- A live `notice` of the agent (its entry comes as `added`, kind
+--- `agent_notice`): warnings and errors also go to `vim.notify`.
+---@class acp.Event.agent_notice
+---@field type 'agent_notice'
+---@field thread integer
+---@field severity 'info'|'warning'|'error'|string
 ---@field title string
+---@field description? string
+
 
 --- The current session mode (`current_mode_update`, `set_mode`).
 ---@class acp.Event.mode
@@ -355,6 +381,9 @@
 ---| acp.Event.status
 ---| acp.Event.session
 ---| acp.Event.title
+---| acp.Event.updated_at
+---| acp.Event.marks
+---| acp.Event.agent_notice
 ---| acp.Event.mode
 ---| acp.Event.modes
 ---| acp.Event.commands
@@ -559,6 +588,9 @@
 ---@field notes? string[]
 ---@field client_state? acp.ClientState
 ---@field message_id? string user, agent, thought: the agent's `messageId` of the message it shows, when it sent one
+---@field severity? string agent_notice: `info`, `warning`, `error` or as sent (and its `title`, `description`)
+---@field summary? string compaction: the retained summary (and its `id`, `status`: `in_progress`, `completed`, `failed`, `cancelled` or as sent)
+---@field error? string compaction
 
 --- Content of a tool card (snake_case: `old_text`/`new_text`).
 ---@class acp.ToolContent

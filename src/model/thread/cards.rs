@@ -282,9 +282,10 @@ const GENERIC_TITLES: &[&str] = &[
     "Bash", "Read", "Write", "Edit", "Search", "Fetch", "Terminal", "Tool",
 ];
 
-/// Merge rules seen in real traffic: absent/null fields keep their value,
-/// `content`/`locations` replace when present (an empty content list means
-/// "no change"), unknown kinds become `other`, and a known kind is never
+/// Merge rules (the schema's, and what real traffic needs): absent/null
+/// fields keep their value, a value replaces (`content: []` and
+/// `locations: []` empty them, a `rawOutput` with nothing to show clears
+/// the output), unknown kinds become `other`, and a known kind is never
 /// changed behind the user's back.
 pub fn merge_tool_call(tc: &mut ToolCall, update: &ToolCallPatch) {
     // Once the user was asked about the call, what they read stays: a
@@ -343,6 +344,6 @@ pub fn merge_tool_call(tc: &mut ToolCall, update: &ToolCallPatch) {
         tc.env = update.env.clone().unwrap_or_default();
     }
     if let Some(output) = &update.raw_output {
-        tc.raw_output = Some(output.clone());
+        tc.raw_output = output.clone();
     }
 }
