@@ -46,8 +46,13 @@ pub enum UiEvent {
         request: u64,
         payload: serde_json::Value,
     },
-    /// An elicitation that needs no answer any more.
-    ElicitationDone { request: u64 },
+    /// An elicitation that needs no answer any more; `withdrawn` when the
+    /// agent took it back (`$/cancel_request`), absent otherwise.
+    ElicitationDone {
+        request: u64,
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        withdrawn: bool,
+    },
     /// `elicitation/complete` for a URL elicitation.
     ElicitationComplete { elicitation_id: String },
     /// The agent's answer to a request the view made (`lua_api` `request`).

@@ -284,6 +284,9 @@ async fn handle_notification(conn: &Arc<Connection>, msg: UntypedMessage) {
             Some(id) => elicitation::complete(id),
             None => log::warn("elicitation/complete without elicitationId"),
         },
+        // Taken by the SDK first: it marks the request it names, whose
+        // waiting permission or elicitation then withdraws itself.
+        "$/cancel_request" => {}
         // Extension notifications (`_auth/status_update`, ...) are optional.
         m if m.starts_with('_') => {}
         m => log::info(format!("ignored notification {m}")),

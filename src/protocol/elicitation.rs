@@ -19,6 +19,8 @@ use crate::log;
 struct Pending {
     thread: Option<u64>,
     responder: Responder<Value>,
+    /// Dropped with the request: ends the wait for its `$/cancel_request`.
+    _watch: tokio::sync::oneshot::Sender<()>,
 }
 
 static PENDING: LazyLock<Mutex<HashMap<u64, Pending>>> = LazyLock::new(Default::default);
@@ -27,13 +29,47 @@ static NEXT: AtomicU64 = AtomicU64::new(0);
 /// Shows the request to the user (the view gets an `elicitation` event).
 pub fn ask(thread: Option<u64>, payload: Value, responder: Responder<Value>) {
     let request = NEXT.fetch_add(1, Ordering::Relaxed) + 1;
-    PENDING
-        .lock()
-        .insert(request, Pending { thread, responder });
+    let cancellation = responder.cancellation();
+    let (watch, answered) = tokio::sync::oneshot::channel::<()>();
+    PENDING.lock().insert(
+        request,
+        Pending {
+            thread,
+            responder,
+            _watch: watch,
+        },
+    );
     bridge().push(UiEvent::Elicitation {
         thread,
         request,
         payload,
+    });
+    // The agent may withdraw it (`$/cancel_request`) while it waits.
+    tokio::spawn(async move {
+        tokio::select! {
+            () = cancellation.cancelled() => withdraw(request),
+            _ = answered => {}
+        }
+    });
+}
+
+/// The agent withdrew request `request`: it gets the cancelled-request
+/// error (nobody answered for the user) and the view closes the form with
+/// a line saying so. One already answered is left alone.
+fn withdraw(request: u64) {
+    let Some(pending) = PENDING.lock().remove(&request) else {
+        return;
+    };
+    if let Err(e) = pending
+        .responder
+        .respond_with_error(agent_client_protocol::Error::request_cancelled())
+    {
+        log::warn(format!("withdrawn elicitation not answered: {e}"));
+    }
+    log::info(format!("elicitation {request} withdrawn by the agent"));
+    bridge().push(UiEvent::ElicitationDone {
+        request,
+        withdrawn: true,
     });
 }
 
@@ -63,7 +99,10 @@ pub fn answer(request: u64, response: Value) -> Result<(), String> {
     if let Err(e) = pending.responder.respond(response) {
         log::warn(format!("elicitation answer not sent: {e}"));
     }
-    bridge().push(UiEvent::ElicitationDone { request });
+    bridge().push(UiEvent::ElicitationDone {
+        request,
+        withdrawn: false,
+    });
     Ok(())
 }
 

@@ -2,6 +2,8 @@
 //! user's policy first, then shown as a float) and the client's own
 //! question before running a terminal, and how their answers go back.
 
+use std::sync::Arc;
+
 use agent_client_protocol::v1::Responder;
 use serde_json::{json, Value};
 use tokio::sync::oneshot;
@@ -21,11 +23,15 @@ use crate::model::update::{
     input_paths, input_summary, relative_path, PermissionOption, PermissionRequest,
     MAX_INPUT_FILES, MAX_PERMISSION_OPTIONS,
 };
+use crate::runtime::spawn;
 
 /// Requests the view may send through `ThreadHandle::request`.
 /// JSON-RPC codes of refused permission requests.
 const INVALID_PARAMS: i32 = -32602;
 const INTERNAL_ERROR: i32 = -32603;
+
+/// The card's line for a request the agent withdrew (`$/cancel_request`).
+pub const WITHDRAWN: &str = "the agent withdrew this request";
 
 /// The most permission requests of one chat that wait for the user; more
 /// are refused at once (an agent cannot bury the editor in floats).
@@ -226,16 +232,60 @@ impl ThreadHandle {
             request.options.clone(),
             session_cwd,
         );
+        let cancellation = responder.cancellation();
+        let (watch, answered) = oneshot::channel::<()>();
         let request_id = self.permissions.lock().add(Pending {
             reply: ReplyTo::Agent(responder),
             tool_id,
             subject: card.subject,
             options: request.options,
+            watch: Some(watch),
         });
         bridge().push(UiEvent::Permission {
             thread: self.id,
             request: request_id,
             payload: Box::new(payload),
+        });
+        // The agent may withdraw the request (`$/cancel_request`) while it
+        // waits; the wait ends when the request is answered or drained.
+        let me = self.live().map(|this| Arc::downgrade(&this));
+        if let Some(me) = me {
+            spawn(async move {
+                tokio::select! {
+                    () = cancellation.cancelled() => {
+                        if let Some(this) = me.upgrade() {
+                            this.withdraw_permission(request_id);
+                        }
+                    }
+                    _ = answered => {}
+                }
+            });
+        }
+    }
+
+    /// The agent withdrew request `request`: it gets the cancelled-request
+    /// error (nobody answered for the user), the float closes and the card
+    /// says so. A request already answered is left alone.
+    fn withdraw_permission(&self, request: u64) {
+        let Some(pending) = self.permissions.lock().withdraw(request) else {
+            return;
+        };
+        if let ReplyTo::Agent(responder) = pending.reply {
+            if let Err(e) =
+                responder.respond_with_error(agent_client_protocol::Error::request_cancelled())
+            {
+                log::warn(format!("withdrawn permission request not answered: {e}"));
+            }
+        }
+        log::info(format!(
+            "permission request {request} withdrawn by the agent"
+        ));
+        self.with_model(|m| {
+            m.permission_answered(&pending.tool_id, None, Some(WITHDRAWN.to_owned()))
+        });
+        bridge().push(UiEvent::PermissionDone {
+            thread: self.id,
+            request,
         });
     }
 
@@ -289,6 +339,7 @@ impl ThreadHandle {
             tool_id: tool_id.clone(),
             subject: Subject::new(ToolKind::Execute, command),
             options: options.clone(),
+            watch: None,
         });
         let title = format!("Run `{command}`");
         let payload = PermissionAsk {

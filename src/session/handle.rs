@@ -145,7 +145,7 @@ impl ThreadHandle {
 
     /// This chat as an `Arc` while it is open (a closed chat answers no
     /// request of the agent).
-    fn live(&self) -> Option<Arc<Self>> {
+    pub(super) fn live(&self) -> Option<Arc<Self>> {
         if self.closed.load(Ordering::SeqCst) {
             return None;
         }

@@ -36,6 +36,9 @@ pub struct Pending {
     pub tool_id: String,
     pub subject: Subject,
     pub options: Vec<PermissionOption>,
+    /// Dropped with the request (answered, drained): ends the task that
+    /// waits for the agent's `$/cancel_request` of it.
+    pub watch: Option<oneshot::Sender<()>>,
 }
 
 /// The user's choice.
@@ -124,6 +127,12 @@ impl Permissions {
                 self.always.push((subject.clone(), o.kind.clone()));
             }
         }
+    }
+
+    /// Request `id`, removed unanswered and unrecorded: the agent withdrew
+    /// it (`$/cancel_request`). None when it is no longer pending.
+    pub fn withdraw(&mut self, id: u64) -> Option<Pending> {
+        self.pending.remove(&id)
     }
 
     /// Every pending request, removed (a cancelled turn, a dead agent).
@@ -227,6 +236,7 @@ mod tests {
             tool_id: "t".into(),
             subject: subject(ToolKind::Execute, text),
             options: options(),
+            watch: None,
         }
     }
 

@@ -486,6 +486,16 @@ function M.on_event(ev)
     for _, it in ipairs(M.queue) do
       if it.request == ev.request then
         remove(ev.request)
+        if ev.withdrawn then
+          -- The agent took it back ($/cancel_request): nobody answered it.
+          local msg = 'the agent withdrew this request'
+          if type(it.payload.message) == 'string' and it.payload.message ~= '' then
+            msg = ('%s: %s'):format(msg, text.fit(it.payload.message:match('^[^\n]*'), 80))
+          end
+          if not (it.thread and pcall(require('acp.core').notice, it.thread, 'info', msg)) then
+            notify(msg)
+          end
+        end
         break
       end
     end

@@ -329,10 +329,12 @@
 ---@field request integer
 ---@field payload { mode: 'form'|'url', message?: string, sessionId?: string, requestedSchema?: table, url?: string, elicitationId?: string }
 
---- An elicitation that needs no answer any more (answered or cancelled).
+--- An elicitation that needs no answer any more (answered or cancelled);
+--- `withdrawn` when the agent took it back (`$/cancel_request`).
 ---@class acp.Event.elicitation_done
 ---@field type 'elicitation_done'
 ---@field request integer
+---@field withdrawn? boolean
 
 --- `elicitation/complete`: a URL elicitation finished.
 ---@class acp.Event.elicitation_complete

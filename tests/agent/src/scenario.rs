@@ -292,6 +292,10 @@ pub struct Request {
     /// release a terminal while its `wait_for_exit` is pending.
     #[serde(default)]
     pub background: bool,
+    /// Withdraw the request (`$/cancel_request`) this long after sending
+    /// it, unless it is answered by then.
+    #[serde(default)]
+    pub cancel_after_ms: Option<u64>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -394,6 +394,15 @@ impl Exec<'_> {
         });
         send.out.note_sent();
         let log = self.run.log.clone();
+        if let Some(ms) = request.cancel_after_ms {
+            let handle = sent.cancellation_handle();
+            let (log, method) = (log.clone(), request.method.clone());
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+                log.event(json!({"event": "cancel_request", "method": method}));
+                let _ = handle.cancel();
+            });
+        }
         let checked = request.expect.is_some() || request.expect_error.is_some();
         if request.background {
             let request = request.clone();
