@@ -48,9 +48,14 @@ cmd('AcpSend', function(o)
   if o.range > 0 then
     require('acp.chat.commands').send_range(o)
   else
-    require('acp').send(o.args)
+    require('acp').send(o.args, o.bang and { steer = true } or nil)
   end
-end, { nargs = '+', range = true, desc = 'Send a message to the chat of this tab (with a range: the selection attached)' })
+end, {
+  nargs = '+',
+  range = true,
+  bang = true,
+  desc = 'Send a message to the chat of this tab (with a range: the selection attached; with !: steer the running turn)',
+})
 
 cmd('AcpAdd', function(o)
   require('acp.chat.commands').add(o)

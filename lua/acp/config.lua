@@ -100,7 +100,8 @@ M.defaults = {
   -- A message sent while a turn runs: 'client' keeps it in the chat's queue
   -- until the turn ends (`:AcpQueue` edits or drops it); 'agent' sends it at
   -- once to agents that queue prompts themselves (they advertise
-  -- `promptQueueing` or `steering`), and queues it for the others.
+  -- `promptQueueing`), and queues it for the others. Steering the running
+  -- turn instead is `:AcpSend!` / `chat.keys.steer`.
   queue = 'client',
   -- Extra root directories for every session, besides its cwd (the project
   -- root). `fs/*` reads and writes stay inside the roots, and a terminal's
@@ -237,6 +238,9 @@ M.defaults = {
       permission_allow = '<M-y>', -- allow once
       permission_always = '<M-a>', -- allow always
       permission_reject = '<M-n>', -- reject once
+      -- Input, normal and insert: steer the running turn with the message
+      -- (`_session/steering`, for agents that offer it; queued for others).
+      steer = '<M-s>',
     },
   },
   -- Context attached to prompts (`:h acp-context`): selections, `@`

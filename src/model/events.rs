@@ -77,6 +77,10 @@ pub enum ThreadEvent {
         name: String,
         info: Value,
         capabilities: Value,
+        /// The agent takes `_session/steering` (a message into the running
+        /// turn): `_meta.steering` of its `initialize` answer, or of its
+        /// capabilities.
+        steering: bool,
     },
     /// A prompt was sent: turn `turn` runs.
     TurnStarted { turn: u64 },

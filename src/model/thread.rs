@@ -11,6 +11,7 @@
 mod cards;
 mod compaction;
 mod echo;
+mod steer;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

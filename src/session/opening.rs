@@ -291,6 +291,7 @@ impl ThreadHandle {
                 name: agent.clone(),
                 info: init.get("agentInfo").cloned().unwrap_or(Value::Null),
                 capabilities: caps.clone(),
+                steering: offers_steering(&init),
             });
             ev.extend(m.session_ready(agent));
             ev.push(ThreadEvent::Session {
@@ -581,5 +582,43 @@ mod tests {
             session_answer_events(&Value::Null).is_empty(),
             "a null load answer"
         );
+    }
+}
+
+/// Whether the agent takes `_session/steering`: claude-agent-acp says so in
+/// the `_meta` of its `initialize` answer (`{"steering": {"supported":
+/// true}}`); a `_meta.steering` in `agentCapabilities` counts too.
+pub(super) fn offers_steering(init: &Value) -> bool {
+    let offered = |v: Option<&Value>| match v {
+        Some(Value::Bool(b)) => *b,
+        Some(Value::Object(o)) => o.get("supported").and_then(Value::as_bool) != Some(false),
+        _ => false,
+    };
+    offered(init.pointer("/_meta/steering"))
+        || offered(init.pointer("/agentCapabilities/_meta/steering"))
+}
+
+#[cfg(test)]
+mod steering_tests {
+    use serde_json::json;
+
+    use super::offers_steering;
+
+    #[test]
+    fn steering_is_read_where_the_adapters_put_it() {
+        // claude-agent-acp 0.100: the `initialize` answer's own `_meta`.
+        assert!(offers_steering(
+            &json!({"_meta": {"steering": {"supported": true}}})
+        ));
+        assert!(offers_steering(
+            &json!({"agentCapabilities": {"_meta": {"steering": true}}})
+        ));
+        assert!(!offers_steering(
+            &json!({"_meta": {"steering": {"supported": false}}})
+        ));
+        assert!(!offers_steering(
+            &json!({"agentCapabilities": {"_meta": {"claudeCode": {"promptQueueing": true}}}})
+        ));
+        assert!(!offers_steering(&json!(null)));
     }
 }

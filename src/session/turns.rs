@@ -31,6 +31,7 @@ const VIEW_METHODS: &[&str] = &[
     "session/close",
     "session/delete",
     "logout",
+    "_session/steering",
 ];
 
 /// Those that act on this chat's session by default.
@@ -38,6 +39,7 @@ const SESSION_METHODS: &[&str] = &[
     "session/set_config_option",
     "session/set_model",
     "session/close",
+    "_session/steering",
 ];
 
 impl ThreadHandle {
@@ -96,6 +98,27 @@ impl ThreadHandle {
                     let options = options.clone();
                     self.with_model(|_| vec![ThreadEvent::ConfigOptions { options }]);
                 }
+            }
+            "_session/steering" => {
+                let outcome = answer.get("outcome").and_then(Value::as_str);
+                let note = match outcome {
+                    Some("injected") => "↪ steered into the running turn",
+                    Some("startedNewTurn") => "↪ the agent started a new turn with this message",
+                    // `promptRequired`: the view sends it as a prompt.
+                    _ => return,
+                };
+                let text = params
+                    .get("prompt")
+                    .and_then(Value::as_array)
+                    .map(|blocks| {
+                        blocks
+                            .iter()
+                            .map(content_block_text)
+                            .collect::<Vec<_>>()
+                            .join("\n")
+                    })
+                    .unwrap_or_default();
+                self.with_model(|m| m.steered(&text, note));
             }
             "session/close" | "session/delete" => {
                 let sid = params.get("sessionId").and_then(Value::as_str);

@@ -241,6 +241,7 @@ function on_state.agent(d, ev)
   local view = d.view
   view.agent_name, view.agent_info = ev.name, ev.info
   view.capabilities = type(ev.capabilities) == 'table' and ev.capabilities or {}
+  view.steering = ev.steering == true
 end
 
 --- Events that need the buffer as the events so far left it.

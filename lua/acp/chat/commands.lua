@@ -89,7 +89,7 @@ function M.send_range(o)
   if not item then
     return notify(err)
   end
-  return lifecycle.send(o.args, { context = { item } })
+  return lifecycle.send(o.args, { context = { item }, steer = o.bang or nil })
 end
 
 --- `:AcpContext [list | clear | remove {n}]`.

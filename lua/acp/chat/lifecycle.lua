@@ -333,10 +333,11 @@ end
 
 --- Sends `text` to the current tab's chat, opening it (without moving the
 --- cursor) when needed. `opts.context`: items attached to this prompt
---- only (see `acp.prompt.context`), besides the chat's pending ones. Returns true
+--- only (see `acp.prompt.context`), besides the chat's pending ones;
+--- `opts.steer`: while a turn runs, steer it (`acp.prompt.steer`). Returns true
 --- when the prompt was sent (or waits for the agent to be ready).
 ---@param text string
----@param opts? { context?: table[] }
+---@param opts? { context?: table[], steer?: boolean }
 ---@return boolean
 function M.send(text, opts)
   if type(text) ~= 'string' or vim.trim(text) == '' then

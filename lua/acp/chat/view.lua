@@ -45,6 +45,7 @@ local apply = require('acp.chat.apply')
 ---@field agent_name? string The agent's own name, from the `agent` event.
 ---@field agent_info? acp.AgentInfo `agentInfo` from the `agent` event.
 ---@field capabilities? acp.AgentCapabilities From the `agent` event ({} when the agent sent none); nil until it came.
+---@field steering boolean The agent takes `_session/steering` (acp.prompt.steer); from the `agent` event.
 ---@field agent_waiters { fn: fun(), timer: uv.uv_timer_t }[] Callbacks of `when_agent`.
 ---@field sync_roots? string[] The session's roots, as the buffer sync checks them (acp.editor.sync).
 ---@field open_roots? string[] The session's roots (real paths), as agent paths are checked before opening (acp.editor.open).
@@ -119,6 +120,7 @@ function ChatView.new(opts)
   self.turns_started, self.turns_ended = 0, 0
   self.info = {}
   self.agent_name, self.agent_info, self.capabilities = nil, nil, nil
+  self.steering = false
   self.agent_waiters = {}
   self.sync_roots, self.open_roots = nil, nil
   self.review_accepted_entries = nil
@@ -167,6 +169,9 @@ function ChatView:_keymaps()
   map(self.input, 'i', keys.send, function()
     self:submit()
   end, 'Send the message to the agent')
+  map(self.input, { 'n', 'i' }, keys.steer, function()
+    self:submit({ steer = true })
+  end, 'Steer the running turn with the message (queued when the agent does not offer it)')
   for _, buf in ipairs({ self.input, self.buf }) do
     map(buf, { 'n', 'i' }, keys.cancel, function()
       if not (self.editing and self.state ~= 'running' and require('acp.chat.resend').stop(self)) then
@@ -292,7 +297,7 @@ function ChatView:is_visible()
 end
 
 --- Sends the input area's text as a prompt.
-function ChatView:submit()
+function ChatView:submit(opts)
   local lines = api.nvim_buf_get_lines(self.input, 0, -1, false)
   local text = vim.trim(table.concat(lines, '\n'))
   if text == '' and #(self.context or {}) == 0 then
@@ -306,7 +311,7 @@ function ChatView:submit()
     end
     return
   end
-  if self:send(text) then
+  if self:send(text, opts) then
     require('acp.prompt.history').reset(self.input)
     api.nvim_buf_set_lines(self.input, 0, -1, false, {})
   end
@@ -322,6 +327,9 @@ function ChatView:send(prompt, opts)
     return false
   end
   local queue = require('acp.prompt.queue')
+  if opts and opts.steer and queue.busy(self) then
+    return require('acp.prompt.steer').send(self, prompt, opts)
+  end
   local route = queue.route(self)
   if route == 'queue' then
     -- A turn runs: the message waits and goes when it ends.

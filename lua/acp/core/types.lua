@@ -222,6 +222,7 @@
 ---@field name string The agent's name (`agentInfo.name`, else the configured one).
 ---@field info? acp.AgentInfo `agentInfo` from `initialize`.
 ---@field capabilities? acp.AgentCapabilities `agentCapabilities` from `initialize`.
+---@field steering boolean The agent takes `_session/steering` (its `initialize` answer's `_meta.steering`, or its capabilities').
 
 --- A prompt was sent: turn `turn` runs.
 ---@class acp.Event.turn_started

@@ -3,7 +3,8 @@
 --- the transcript when none is shown), and is sent when the turn ends.
 --- Each has an id: `:AcpQueue` edits (back into the input area) or drops
 --- the one picked, wherever the turn's end moved it. With `queue = 'agent'`, agents that queue prompts themselves
---- (`_meta.claudeCode.promptQueueing`, `_meta.steering`) get it at once.
+--- (`_meta.claudeCode.promptQueueing`) get it at once. Steering (a message
+--- into the running turn) is acp.prompt.steer.
 local config = require('acp.config')
 
 local api = vim.api
@@ -20,8 +21,10 @@ function M.agent_queues(view)
     return false
   end
   local claude = type(meta.claudeCode) == 'table' and meta.claudeCode or {}
-  return claude.promptQueueing == true or meta.steering == true
-    or (type(meta.steering) == 'table')
+  -- `_meta.steering` is not this: such an agent takes a message into the
+  -- running turn through `_session/steering` (acp.prompt.steer), and a
+  -- second `session/prompt` would only wait or be refused.
+  return claude.promptQueueing == true
 end
 
 --- Whether a message sent now must wait: a turn runs, or a session loads.

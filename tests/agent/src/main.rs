@@ -88,7 +88,7 @@ impl State {
                 agent_caps[key] = v.clone();
             }
         }
-        json!({
+        let mut result = json!({
             "protocolVersion": 1,
             "agentCapabilities": agent_caps,
             "agentInfo": {
@@ -96,7 +96,11 @@ impl State {
                 "version": env!("CARGO_PKG_VERSION"),
             },
             "authMethods": self.agent.auth_methods,
-        })
+        });
+        if let Some(meta) = &self.agent.init_meta {
+            result["_meta"] = meta.clone();
+        }
+        result
     }
 }
 
@@ -383,6 +387,36 @@ fn handle_request(
             } else {
                 let error = agent_client_protocol::Error::invalid_params().data("unknown modelId");
                 send.respond(responder, Err(error));
+            }
+        }
+        "_session/steering" => {
+            // claude-agent-acp's shape: `{sessionId, prompt, _meta?}` in,
+            // `{outcome}` out; an injected message shows in the turn.
+            state
+                .log
+                .event(json!({"event": "steering", "params": params}));
+            let id = params["sessionId"].as_str().unwrap_or_default().to_owned();
+            let text = prompt_text(params.get("prompt").unwrap_or(&Value::Null));
+            if let Some(e) = &state.agent.steering_error {
+                let error = agent_client_protocol::Error::new(-32603, e.clone());
+                send.respond(responder, Err(error));
+                return Ok(());
+            }
+            let opted =
+                params.pointer("/_meta/steering/idleBehavior") == Some(&json!("promptRequired"));
+            let outcome = match &state.agent.steering_outcome {
+                Some(o) => o.clone(),
+                None if state.session(&id).turn_running() => "injected".to_owned(),
+                None if opted => "promptRequired".to_owned(),
+                None => "startedNewTurn".to_owned(),
+            };
+            send.respond(responder, Ok(json!({ "outcome": outcome })));
+            if outcome == "injected" {
+                let update = json!({"sessionId": id, "update": {
+                    "sessionUpdate": "agent_message_chunk",
+                    "content": {"type": "text", "text": format!("steered: {text}\n")},
+                }});
+                send_update(&cx, update);
             }
         }
         "session/prompt" => {

@@ -59,6 +59,18 @@ pub struct AgentConfig {
     /// `agentCapabilities._meta`, verbatim (e.g. prompt queueing).
     #[serde(default)]
     pub meta: Option<Value>,
+    /// The `_meta` of the `initialize` answer itself, verbatim (where
+    /// claude-agent-acp advertises `steering`).
+    #[serde(default)]
+    pub init_meta: Option<Value>,
+    /// `_session/steering`: answer with this outcome instead of the one the
+    /// session's state gives (`injected` while a turn runs, else
+    /// `promptRequired` when the client opts in, else `startedNewTurn`).
+    #[serde(default)]
+    pub steering_outcome: Option<String>,
+    /// `_session/steering`: fail with this message (-32603).
+    #[serde(default)]
+    pub steering_error: Option<String>,
     /// Legacy `models` of the session answers; `session/set_model` picks
     /// among `availableModels`.
     #[serde(default)]

@@ -42,6 +42,11 @@ impl Session {
         }
     }
 
+    /// A turn holds the session now (a steering message goes into it).
+    pub fn turn_running(&self) -> bool {
+        self.turn_lock.try_lock().is_err()
+    }
+
     /// Number a new prompt (called in the dispatch loop, in wire order).
     pub fn next_prompt(&self) -> u64 {
         self.prompts.fetch_add(1, Ordering::SeqCst) + 1
