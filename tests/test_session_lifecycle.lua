@@ -256,4 +256,18 @@ return {
     T.match(text, 'Background index')
     T.eq(child:lua([[return require('acp').current().info.title]]), 'Indexed project')
   end },
+
+  { 'a turn the agent ended itself with "cancelled" (a rejected permission): what it sends after that answer is shown', function()
+    local child = H.start({ turns = { { match = 'edit', steps = { { message = 'I wanted to edit' }, { stop = 'cancelled' } },
+      after = {
+        { sleep_ms = 100 },
+        { update = { sessionUpdate = 'agent_message_chunk', content = { type = 'text', text = 'Fine, I left the file alone.' } } },
+      } } } })
+    H.open(child)
+    H.turn(child, 'edit it')
+    child:wait_for([[return table.concat(require('acp').current():lines(), '\n'):find('left the file alone') ~= nil]], 3000)
+    local lines = H.transcript(child)
+    T.eq(lines[#lines], 'Fine, I left the file alone.')
+    T.match(H.transcript_text(child), 'Cancelled by the agent')
+  end },
 }

@@ -557,11 +557,15 @@ impl Thread {
         match stop_reason {
             "end_turn" => {}
             "cancelled" => {
-                self.cancelled = true;
                 self.push(
                     notice_entry(NoticeLevel::Warn, "Cancelled by the agent".into()),
                     &mut out,
                 );
+        // The answer of the current turn (even a late one): what the agent
+        // sends after it is no cancelled output in flight, and is shown.
+        if turn == self.turn {
+            self.cancelled = false;
+        }
             }
             other => {
                 self.push(

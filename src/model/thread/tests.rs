@@ -260,12 +260,19 @@ fn a_requested_cancel_ends_when_the_agent_answers_or_after_the_grace() {
     let last = t.entries().last().unwrap().lines().join("\n");
     assert!(last.contains("did not end its turn within 5 s"), "{last}");
     assert!(
+        t.apply_json(&chunk("agent_message_chunk", "in flight"))
+            .is_empty(),
+        "before its late answer"
+    );
+    assert!(
         t.end_turn(turn, "cancelled").is_empty(),
         "the late answer is ignored"
     );
-    assert!(t
-        .apply_json(&chunk("agent_message_chunk", "late"))
-        .is_empty());
+    assert!(
+        !t.apply_json(&chunk("agent_message_chunk", "after it"))
+            .is_empty(),
+        "what comes after the answer is shown"
+    );
 }
 
 #[test]
