@@ -108,11 +108,18 @@ pub struct Caps {
     pub fs_read: bool,
     pub fs_write: bool,
     pub terminal: bool,
+    /// Plans by id (`plan_update`, `plan_removed`): config
+    /// `experimental.plan_v2`.
+    pub plan_v2: bool,
+    /// Subagents as child sessions: config `experimental.subagents`.
+    pub subagents: bool,
 }
 
 impl Default for Caps {
     fn default() -> Self {
         Self {
+            plan_v2: false,
+            subagents: false,
             fs_read: true,
             fs_write: true,
             terminal: true,

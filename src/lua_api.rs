@@ -25,6 +25,7 @@ use crate::{log, runtime};
 
 mod chats;
 mod review;
+mod subagents;
 
 fn lua_err(msg: impl Into<String>) -> mlua::Error {
     mlua::Error::runtime(msg.into())
@@ -51,6 +52,7 @@ pub fn module(lua: &Lua) -> LuaResult<Table> {
     register_editor_calls(lua, &m)?;
     review::register(lua, &m)?;
     chats::register(lua, &m)?;
+    subagents::register(lua, &m)?;
     Ok(m)
 }
 

@@ -131,6 +131,17 @@ M.defaults = {
     -- unknown. Read once, when the core starts.
     kept_text_max_bytes = 256 * 1024 * 1024,
   },
+  -- Protocol features of a schema newer than the core's SDK, advertised to
+  -- agents only when on (`:h acp-experimental`).
+  experimental = {
+    -- Plans by id (`plan_update` with a checklist or Markdown,
+    -- `plan_removed`): each shown in its turn, updated in place.
+    plan_v2 = false,
+    -- Subagents as child sessions: a folded block under the tool call that
+    -- started each, with its own live transcript and state; their
+    -- permission requests name them.
+    subagents = false,
+  },
   -- `terminal/*`: commands the agent runs, each in its own process group.
   -- They are not sandboxed (`:h acp-security`).
   terminal = {

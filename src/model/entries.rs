@@ -23,6 +23,8 @@ pub enum EntryKind {
     AgentNotice,
     /// A context compaction (folded under its first line).
     Compaction,
+    /// A subagent's block (a child session of the agent's).
+    Subagent,
 }
 
 impl EntryKind {
@@ -37,6 +39,7 @@ impl EntryKind {
             EntryKind::Notice => "notice",
             EntryKind::AgentNotice => "agent_notice",
             EntryKind::Compaction => "compaction",
+            EntryKind::Subagent => "subagent",
         }
     }
 }
@@ -218,6 +221,131 @@ pub struct PlanItem {
     pub priority: PlanPriority,
 }
 
+// Plans by id and subagents (read in `delegation`).
+
+/// What a plan by id holds (`plan_update`'s `plan`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum PlanBody {
+    Items {
+        items: Vec<PlanItem>,
+    },
+    /// A whole Markdown document; `path` names its file (shown, never read).
+    Markdown {
+        content: String,
+        path: Option<String>,
+    },
+    /// A plan in a file the client does not read (`uri`).
+    File {
+        uri: String,
+    },
+}
+
+/// A plan by id as the transcript keeps it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct IdPlan {
+    pub id: String,
+    /// Its markdown, as the thread last rendered it.
+    #[serde(skip)]
+    pub shown: String,
+    pub body: PlanBody,
+    /// `plan_removed`: the block stays one line saying so.
+    pub removed: bool,
+    /// The items, for the status area's progress line (as a legacy plan).
+    pub items: Vec<PlanItem>,
+}
+
+/// A subagent's work state (`subagent_update.state`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct SubagentState {
+    /// `running`, `idle`, `requires_action`, `unknown`, or what was sent.
+    pub state: String,
+    pub stop_reason: Option<String>,
+}
+
+/// One line (or paragraph) of a subagent's own transcript.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ChildLine {
+    pub kind: EntryKind,
+    /// The tool call, plan or message it shows (updated in place).
+    pub key: Option<String>,
+    pub text: String,
+}
+
+/// A subagent: a child session the agent created, shown as a block under
+/// the tool call that started it, with its own live transcript.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Subagent {
+    pub session_id: String,
+    /// Its markdown, as the thread last rendered it.
+    #[serde(skip)]
+    pub shown: String,
+    pub title: Option<String>,
+    pub description: Option<String>,
+    pub state: Option<SubagentState>,
+    pub can_cancel: bool,
+    /// The tool call whose content links to this session.
+    pub tool_call_id: Option<String>,
+    /// That tool call's title, as the block names it.
+    pub tool_title: Option<String>,
+    pub lines: Vec<ChildLine>,
+}
+
+impl Subagent {
+    pub fn new(session_id: &str) -> Self {
+        Subagent {
+            session_id: session_id.to_owned(),
+            shown: String::new(),
+            title: None,
+            description: None,
+            state: None,
+            can_cancel: false,
+            tool_call_id: None,
+            tool_title: None,
+            lines: Vec::new(),
+        }
+    }
+
+    /// The name the user reads (the title, else the session id).
+    pub fn name(&self) -> &str {
+        self.title.as_deref().unwrap_or(&self.session_id)
+    }
+
+    /// Adds `text` of `kind` to its transcript: a chunk continues the last
+    /// line of the same kind and key; a keyed line is replaced in place.
+    pub fn push(&mut self, kind: EntryKind, key: Option<&str>, text: &str, append: bool) {
+        if let Some(k) = key {
+            if let Some(line) = self
+                .lines
+                .iter_mut()
+                .rev()
+                .find(|l| l.kind == kind && l.key.as_deref() == Some(k))
+            {
+                if append {
+                    line.text.push_str(text);
+                } else {
+                    line.text = text.to_owned();
+                }
+                return;
+            }
+        } else if append {
+            if let Some(line) = self
+                .lines
+                .last_mut()
+                .filter(|l| l.kind == kind && l.key.is_none())
+            {
+                line.text.push_str(text);
+                return;
+            }
+        }
+        self.lines.push(ChildLine {
+            kind,
+            key: key.map(str::to_owned),
+            text: text.to_owned(),
+        });
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 #[serde(tag = "entry", rename_all = "snake_case")]
 pub enum Entry {
@@ -244,6 +372,9 @@ pub enum Entry {
     },
     AgentNotice(super::compaction::AgentNotice),
     Compaction(super::compaction::Compaction),
+    /// A plan by id (`plan_update`), shown as a plan.
+    IdPlan(IdPlan),
+    Subagent(Subagent),
 }
 
 impl Entry {
@@ -258,6 +389,8 @@ impl Entry {
             Entry::Notice { .. } => EntryKind::Notice,
             Entry::AgentNotice(_) => EntryKind::AgentNotice,
             Entry::Compaction(_) => EntryKind::Compaction,
+            Entry::IdPlan(_) => EntryKind::Plan,
+            Entry::Subagent(_) => EntryKind::Subagent,
         }
     }
 }

@@ -204,6 +204,9 @@ pub struct PermissionAsk {
     /// card it points to, and the card's raw input when it carries none
     /// (`session::shown`).
     pub tool_call: Value,
+    /// The subagent that asks (its title), when a child session asks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subagent: Option<String>,
 }
 
 /// What allowing a permission request grants.

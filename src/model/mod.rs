@@ -7,6 +7,7 @@
 
 pub mod blocks;
 pub mod compaction;
+pub mod delegation;
 pub mod entries;
 pub mod events;
 pub mod filetext;
@@ -15,6 +16,7 @@ pub mod paths;
 pub mod raw_output;
 pub mod record;
 pub mod render;
+pub mod render_delegation;
 pub mod revert;
 pub mod schema;
 pub mod shellwords;

@@ -179,6 +179,8 @@ pub fn entry_markdown(entry: &Entry) -> String {
         Entry::Plan { items } => plan_markdown(items),
         Entry::AgentNotice(n) => notice_rendering(n).0,
         Entry::Compaction(c) => compaction_rendering(c).0,
+        Entry::IdPlan(p) => p.shown.clone(),
+        Entry::Subagent(s) => s.shown.clone(),
         Entry::Notice { level, text } => {
             let icon = match level {
                 NoticeLevel::Info => "ℹ",

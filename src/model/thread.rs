@@ -10,6 +10,9 @@
 
 mod cards;
 mod compaction;
+mod delegation;
+#[cfg(test)]
+mod delegation_tests;
 mod echo;
 mod steer;
 #[cfg(test)]
@@ -79,6 +82,8 @@ pub struct Thread {
     sign_in: bool,
     /// How cards name files (relative to the session's root, `~` for home).
     paths: render::PathDisplay,
+    /// Child session id -> the entry of its subagent block.
+    subagents: std::collections::HashMap<String, usize>,
 }
 
 impl Thread {
@@ -106,6 +111,7 @@ impl Thread {
             own_prompt: None,
             sign_in: false,
             paths: render::PathDisplay::default(),
+            subagents: std::collections::HashMap::new(),
         }
     }
 
@@ -185,6 +191,16 @@ impl Thread {
             }
             Entry::Plan { items } => {
                 let (text, plan) = render::plan_rendering(items);
+                let plan = Box::new(plan);
+                (lines(text), Some(ThreadEvent::Plan { index, plan }))
+            }
+            Entry::IdPlan(p) => {
+                let (text, plan) = super::render_delegation::id_plan_rendering(p);
+                let plan = Box::new(plan);
+                (lines(text), Some(ThreadEvent::Plan { index, plan }))
+            }
+            Entry::Subagent(s) => {
+                let (text, plan) = super::render_delegation::subagent_rendering(s);
                 let plan = Box::new(plan);
                 (lines(text), Some(ThreadEvent::Plan { index, plan }))
             }
@@ -606,7 +622,15 @@ impl Thread {
                 text,
             } => self.chunk(*kind, message_id.as_deref(), text, &mut out),
             SessionUpdate::ToolCall { patch, announce } => {
-                self.tool_call_with(patch, *announce, &mut out, |_| {})
+                self.tool_call_with(patch, *announce, &mut out, |_| {});
+                self.link_subagents(patch, &mut out);
+            }
+            SessionUpdate::PlanById { id, body } => self.plan_by_id(id, body, &mut out),
+            SessionUpdate::PlanRemoved(id) => self.plan_removed(id, &mut out),
+            SessionUpdate::Subagent(patch) => self.subagent(patch, &mut out),
+            SessionUpdate::SessionMessage(m) => self.session_message(m, &mut out),
+            SessionUpdate::Child { session_id, update } => {
+                self.child_update(session_id, update, &mut out)
             }
             SessionUpdate::Plan(items) => self.plan(items.clone(), &mut out),
             SessionUpdate::SessionInfo { title, updated_at } => {

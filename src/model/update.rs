@@ -53,6 +53,22 @@ pub enum SessionUpdate {
     ConfigOptions(Value),
     /// `usage_update` without its `sessionUpdate` key.
     Usage(Value),
+    /// `plan_update`: a plan by id, replaced whole.
+    PlanById {
+        id: String,
+        body: crate::model::delegation::PlanBody,
+    },
+    /// `plan_removed`.
+    PlanRemoved(String),
+    /// `subagent_update`: a child session announced or patched.
+    Subagent(crate::model::delegation::SubagentPatch),
+    /// `session_message` / `session_message_chunk`.
+    SessionMessage(crate::model::delegation::SessionMessage),
+    /// An update of a subagent's own session (routed to its parent's chat).
+    Child {
+        session_id: String,
+        update: Box<SessionUpdate>,
+    },
     /// An update kind this client does not use, or one missing what it
     /// needs (e.g. a tool call without an id).
     Ignored(String),
@@ -86,6 +102,8 @@ pub struct ToolCallPatch {
     pub raw_output: Option<Option<RawOutput>>,
     /// `_meta` (the adapters' display terminals live here).
     pub meta: Option<Value>,
+    /// Child sessions its content links to (content of type `session`).
+    pub sessions: Vec<String>,
 }
 
 /// One option of a permission request (the view gets the ones the core
@@ -136,6 +154,18 @@ pub fn parse_update(update: &Value) -> SessionUpdate {
             })
         }
         "plan" => Some(SessionUpdate::Plan(parse_plan(update))),
+        "plan_update" => crate::model::delegation::parse_plan_update(update)
+            .map(|(id, body)| SessionUpdate::PlanById { id, body }),
+        "plan_removed" => {
+            crate::model::delegation::parse_plan_removed(update).map(SessionUpdate::PlanRemoved)
+        }
+        "subagent_update" => {
+            crate::model::delegation::parse_subagent_update(update).map(SessionUpdate::Subagent)
+        }
+        "session_message" | "session_message_chunk" => {
+            crate::model::delegation::parse_session_message(update, kind == "session_message_chunk")
+                .map(SessionUpdate::SessionMessage)
+        }
         "session_info_update" => Some(SessionUpdate::SessionInfo {
             title: Patch::text(update, "title"),
             updated_at: Patch::text(update, "updatedAt"),
@@ -192,6 +222,15 @@ pub fn parse_tool_call(v: &Value) -> Option<ToolCallPatch> {
         env: raw.and_then(|r| field(r, "env")).map(env_of),
         raw_output: field(v, "rawOutput").map(raw_output),
         meta: field(v, "_meta").cloned(),
+        sessions: field(v, "content")
+            .and_then(Value::as_array)
+            .map(|c| {
+                c.iter()
+                    .filter(|i| str_field(i, "type").as_deref() == Some("session"))
+                    .filter_map(|i| str_field(i, "sessionId"))
+                    .collect()
+            })
+            .unwrap_or_default(),
     })
 }
 

@@ -91,6 +91,8 @@ pub struct Connection {
     pub(super) leftovers: Mutex<Vec<ProcId>>,
     /// Requests sent and not answered, and the sessions the agent created.
     pub(super) book: Mutex<Bookkeeping>,
+    /// Subagent session id -> the session that owns it (its chat's).
+    pub(super) children: Mutex<HashMap<String, String>>,
 }
 
 /// What the connection knows of the traffic so far, to name malformed
@@ -127,6 +129,7 @@ impl Connection {
             reaped: AtomicBool::new(false),
             leftovers: Mutex::new(Vec::new()),
             book: Mutex::new(Bookkeeping::default()),
+            children: Mutex::new(HashMap::new()),
             spec,
             pid,
             state,
@@ -290,6 +293,24 @@ impl Connection {
 
     pub(super) fn sink_for(&self, session_id: &str) -> Option<Arc<dyn SessionSink>> {
         self.routes.lock().get(session_id).and_then(Weak::upgrade)
+    }
+
+    /// `parent` announced child session `child` (`subagent_update`): the
+    /// child's traffic goes to the chat of `parent`'s own owner.
+    pub(super) fn note_child(&self, parent: &str, child: &str) {
+        let mut children = self.children.lock();
+        let root = children
+            .get(parent)
+            .cloned()
+            .unwrap_or_else(|| parent.to_owned());
+        if child != root {
+            children.entry(child.to_owned()).or_insert(root);
+        }
+    }
+
+    /// The session that owns subagent session `sid` (None: not a subagent).
+    pub(super) fn owner_of(&self, sid: &str) -> Option<String> {
+        self.children.lock().get(sid).cloned()
     }
 
     pub(super) fn routed_sinks(&self) -> Vec<Arc<dyn SessionSink>> {

@@ -67,6 +67,24 @@ fn client_capabilities(caps: &Caps) -> ClientCapabilities {
     advertised
 }
 
+/// Capabilities of a newer schema than the SDK's, added to `initialize`'s
+/// params as JSON: `plan` (plans by id) and `subagents`, each only when
+/// its `experimental` option is on.
+fn advertise_newer(params: &mut Value, caps: &Caps) {
+    let Some(advertised) = params
+        .get_mut("clientCapabilities")
+        .and_then(Value::as_object_mut)
+    else {
+        return;
+    };
+    if caps.plan_v2 {
+        advertised.insert("plan".into(), serde_json::json!({}));
+    }
+    if caps.subagents {
+        advertised.insert("subagents".into(), serde_json::json!({}));
+    }
+}
+
 pub(super) async fn run_protocol(
     conn: Arc<Connection>,
     stdin: tokio::process::ChildStdin,
@@ -110,8 +128,9 @@ pub(super) async fn run_protocol(
             let request = InitializeRequest::new(ProtocolVersion::V1)
                 .client_capabilities(client_capabilities(&main.spec.caps))
                 .client_info(Implementation::new("acp.nvim", env!("CARGO_PKG_VERSION")));
-            let params = serde_json::to_value(&request)
+            let mut params = serde_json::to_value(&request)
                 .map_err(|e| agent_client_protocol::Error::internal_error().data(e.to_string()))?;
+            advertise_newer(&mut params, &main.spec.caps);
             // Kept as sent: sign-in methods of kinds the typed schema does
             // not know (`env_var`) keep their fields.
             let limit = main.spec.timeouts.initialize;
@@ -251,6 +270,21 @@ async fn apply_session_update(conn: &Arc<Connection>, params: &Value) {
     // The one parse into the model's types.
     let raw = update;
     let update = update::parse_update(raw);
+    // A subagent's own updates go to its owner's chat, wrapped as its.
+    if let update::SessionUpdate::Subagent(child) = &update {
+        conn.note_child(sid, &child.session_id);
+    }
+    let owner = conn.owner_of(sid);
+    let (sid, update) = match &owner {
+        Some(owner) => (
+            owner.as_str(),
+            update::SessionUpdate::Child {
+                session_id: sid.to_owned(),
+                update: Box::new(update),
+            },
+        ),
+        None => (sid, update),
+    };
     let _order = conn.apply.lock().await;
     match conn.sink_for(sid) {
         Some(sink) => {
@@ -323,7 +357,9 @@ fn handle_request(conn: &Arc<Connection>, msg: UntypedMessage, responder: Respon
         elicitation::ask(thread, raw, responder);
         return;
     }
-    match conn.sink_for(request.session_id()) {
+    // A subagent's requests go to its owner's chat.
+    let owner = conn.owner_of(request.session_id());
+    match conn.sink_for(owner.as_deref().unwrap_or(request.session_id())) {
         Some(sink) => sink.agent_request(request, responder),
         None => {
             let _ = responder.respond_with_error(

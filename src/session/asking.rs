@@ -104,6 +104,7 @@ fn shown_request(
         options,
         grant,
         tool_call,
+        subagent: None,
     }
 }
 
@@ -201,10 +202,16 @@ impl ThreadHandle {
         // The request may announce the call or add to it, but the kind the
         // card was first given stays (see `thread::merge_tool_call`), and
         // so do the title and command once a request was shown.
-        let (card, view) = self.with_model_value(|m| {
+        let (card, view, subagent) = self.with_model_value(|m| {
             let ev = m.permission_requested(&request.tool_call, &request.dropped);
             let view = m.tool_call(&tool_id).map(super::shown::card_view);
-            (ev, (Self::card_of(m, &tool_id), view))
+            // A subagent's request names it in the float.
+            let subagent = raw
+                .get("sessionId")
+                .and_then(Value::as_str)
+                .and_then(|sid| m.subagent_info(sid))
+                .map(|(name, _, _)| name);
+            (ev, (Self::card_of(m, &tool_id), view, subagent))
         });
         let rules = &self.editor.policy.auto_allow;
         let session_cwd = &self.spec.cwd;
@@ -225,13 +232,14 @@ impl ThreadHandle {
         }
         // The float shows the card the request points to, merged with it.
         let shown = super::shown::shown_params(&raw, view.as_ref());
-        let payload = shown_request(
+        let mut payload = shown_request(
             &shown,
             &tool_id,
             &card,
             request.options.clone(),
             session_cwd,
         );
+        payload.subagent = subagent;
         let cancellation = responder.cancellation();
         let (watch, answered) = oneshot::channel::<()>();
         let request_id = self.permissions.lock().add(Pending {
@@ -361,6 +369,7 @@ impl ThreadHandle {
                 "kind": "execute",
                 "rawInput": {"command": command, "cwd": cwd},
             }),
+            subagent: None,
         };
         bridge().push(UiEvent::Permission {
             thread: self.id,

@@ -22,4 +22,5 @@ mod opening;
 pub mod permission;
 pub mod registry;
 mod shown;
+mod subagents;
 mod turns;

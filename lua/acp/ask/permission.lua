@@ -115,7 +115,7 @@ local function push(out, prefix, value)
 end
 
 local function agent_name(item)
-  return text.line(item.view and item.view.agent, 'the agent')
+  return require('acp.ask.subagent').asker(item, text.line(item.view and item.view.agent, 'the agent'))
 end
 
 --- How each option kind reads in the float.

@@ -17,6 +17,9 @@ end
 function M.card_action(view)
   local row = api.nvim_win_get_cursor(0)[1] - 1
   local index, kind = view:entry_at(row)
+  if kind == 'subagent' then
+    return require('acp.chat.subagents').card_action(view, index)
+  end
   if kind ~= 'tool_call' then
     return false
   end
@@ -70,6 +73,11 @@ local function fold_long_cards(view, touched)
       end
     elseif e and e.kind == 'compaction' then
       require('acp.chat.notices').fold(view, index)
+    elseif e and e.kind == 'subagent' then
+      -- A subagent's transcript is folded under its header line.
+      for _, win in ipairs(vim.fn.win_findbuf(view.buf)) do
+        view:_fold_entry(win, index, 1)
+      end
     end
   end
 end

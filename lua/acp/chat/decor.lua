@@ -68,7 +68,7 @@ local function entry(view, index)
     end
     return
   end
-  if not (e and (e.kind == 'tool_call' or e.kind == 'plan')) then
+  if not (e and (e.kind == 'tool_call' or e.kind == 'plan' or e.kind == 'subagent')) then
     return
   end
   local first, last = view:entry_range(index)
@@ -78,7 +78,7 @@ local function entry(view, index)
   local buf = view.buf
   api.nvim_buf_clear_namespace(buf, ns, first, last + 1)
   local lines = api.nvim_buf_get_lines(buf, first, last + 1, false)
-  if e.kind == 'plan' then
+  if e.kind == 'plan' or e.kind == 'subagent' then
     local plan = view.plans[index]
     if plan then
       mark(buf, first, lines[1], plan.label.from, plan.label.to, 'AcpCardKind')

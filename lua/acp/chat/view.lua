@@ -688,12 +688,12 @@ function ChatView:_refold(indices)
 end
 
 function ChatView:_fold_all(win)
-  if not config.options.chat.fold_thoughts then
-    return
-  end
+  local thoughts = config.options.chat.fold_thoughts
   for index, e in pairs(self.entries) do
-    if e.kind == 'thought' then
+    if e.kind == 'thought' and thoughts then
       self:_fold_entry(win, index)
+    elseif e.kind == 'subagent' then
+      self:_fold_entry(win, index, 1)
     end
   end
 end

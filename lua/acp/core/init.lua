@@ -384,6 +384,10 @@ M.set_mode = forward('set_mode')
 --- True when a running turn was cancelled.
 ---@type fun(thread: integer): boolean
 M.cancel = forward('cancel')
+--- Cancels one subagent's work (when the agent offers it): true, or
+--- false and why not.
+---@type fun(thread: integer, session_id: string): boolean, string?
+M.cancel_subagent = forward('cancel_subagent')
 --- Answers a `permission` event: an option id, or nil for "cancelled".
 ---@type fun(thread: integer, request: integer, option_id: string?)
 M.answer_permission = forward('answer_permission')

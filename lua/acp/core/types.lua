@@ -32,7 +32,7 @@
 ---@alias acp.TurnState 'connecting'|'idle'|'running'|'disconnected'
 
 --- Kinds of transcript entries.
----@alias acp.EntryKind 'user'|'heading'|'agent'|'thought'|'tool_call'|'plan'|'notice'|'agent_notice'|'compaction'
+---@alias acp.EntryKind 'user'|'heading'|'agent'|'thought'|'tool_call'|'plan'|'notice'|'subagent'|'agent_notice'|'compaction'
 
 ---@alias acp.NoticeLevel 'info'|'warn'|'error'
 
@@ -287,6 +287,7 @@
 ---@field options acp.PermissionOption[] The options the core accepts as an answer (text ids, each once), in the agent's order.
 ---@field grant? acp.Grant What allowing grants (execute, a card with no kind that shows a command, edit, delete, move).
 ---@field tool_call acp.ToolCallUpdate What the float shows of the call: the agent's `toolCall` with the content and locations of the card it points to (which holds the request's own, merged) and the card's raw input (a one-line text) when the request carries none; shown, never trusted.
+---@field subagent? string The subagent that asks (its title, else its session id), when the request came from a subagent's session.
 
 --- What allowing a permission request grants. `command`: exactly this
 --- command (word for word), in `cwd`, with `env` (a `terminal/create` of it
@@ -512,7 +513,7 @@
 ---@field env? table<string, string>
 ---@field cwd string
 ---@field mcp_servers? table[]
----@field caps? { fs_read?: boolean, fs_write?: boolean, terminal?: boolean }
+---@field caps? { fs_read?: boolean, fs_write?: boolean, terminal?: boolean, plan_v2?: boolean, subagents?: boolean }
 ---@field line_max? integer the longest message (bytes) the agent may send
 ---@field timeouts? { initialize?: integer, session_new?: integer, cancel_grace?: integer, authenticate?: integer, idle_close?: integer } ms (`idle_close`: an idle session closed in the agent and resumed by the next prompt; 0 never)
 ---@field trace_max? integer messages kept in the protocol trace
@@ -576,7 +577,7 @@
 
 --- A transcript entry as the core keeps it (`entry` says which kind).
 ---@class acp.Entry
----@field entry acp.EntryKind
+---@field entry acp.EntryKind|'id_plan' id_plan: a plan by id (kind `plan`)
 ---@field text? string user, heading, agent, thought, notice
 ---@field level? acp.NoticeLevel notice
 ---@field items? { content: string, status: acp.PlanStatus, priority: acp.PlanPriority }[] plan
@@ -594,6 +595,15 @@
 ---@field severity? string agent_notice: `info`, `warning`, `error` or as sent (and its `title`, `description`)
 ---@field summary? string compaction: the retained summary (and its `id`, `status`: `in_progress`, `completed`, `failed`, `cancelled` or as sent)
 ---@field error? string compaction
+---@field body? { type: 'items'|'markdown'|'file', items?: table[], content?: string, path?: string, uri?: string } id_plan
+---@field removed? boolean id_plan: `plan_removed` came
+---@field session_id? string subagent: its child session
+---@field description? string subagent
+---@field state? { state: string, stop_reason?: string } subagent: `running`, `idle`, `requires_action`, `unknown`
+---@field can_cancel? boolean subagent: the agent offers to cancel its work
+---@field tool_call_id? string subagent: the tool call that started it
+---@field tool_title? string subagent
+---@field lines? { kind: acp.EntryKind, key?: string, text: string }[] subagent: its own transcript
 
 --- Content of a tool card (snake_case: `old_text`/`new_text`).
 ---@class acp.ToolContent
@@ -706,6 +716,7 @@
 ---@field auth_methods fun(thread: integer): acp.AuthMethod[]
 ---@field set_mode fun(thread: integer, mode_id: string)
 ---@field cancel fun(thread: integer): boolean
+---@field cancel_subagent fun(thread: integer, session_id: string): boolean, string? false and why when it cannot be cancelled
 ---@field answer_permission fun(thread: integer, request: integer, option_id: string?)
 ---@field close_thread fun(thread: integer)
 ---@field markdown fun(thread: integer, before: integer?): string the transcript as markdown (only the entries before index `before`, when given)

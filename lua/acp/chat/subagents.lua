@@ -1,0 +1,35 @@
+--- Subagent blocks in the chat (a child session the agent created, shown
+--- under the tool call that started it, its transcript folded): the card
+--- key on one cancels its work when the agent offers that and it runs,
+--- else opens or closes its fold.
+local api = vim.api
+
+local M = {}
+
+--- The card key on subagent block `index` of `view`.
+function M.card_action(view, index)
+  local ok, e = pcall(require('acp.core').entry, view.thread, index)
+  if not (ok and type(e) == 'table') then
+    return false
+  end
+  local state = type(e.state) == 'table' and e.state.state or 'running'
+  if e.can_cancel and (state == 'running' or state == 'requires_action') then
+    local done, why = require('acp.core').cancel_subagent(view.thread, e.session_id)
+    if done then
+      vim.notify('acp.nvim: cancelling the subagent', vim.log.levels.INFO)
+    else
+      require('acp.util.escape').notice('acp.nvim: ' .. tostring(why), vim.log.levels.WARN)
+    end
+    return true
+  end
+  local row = api.nvim_win_get_cursor(0)[1]
+  if vim.fn.foldlevel(row) > 0 or vim.fn.foldlevel(row + 1) > 0 then
+    local target = vim.fn.foldlevel(row) > 0 and row or row + 1
+    api.nvim_win_set_cursor(0, { target, 0 })
+    vim.cmd('silent! normal! za')
+    api.nvim_win_set_cursor(0, { row, 0 })
+  end
+  return true
+end
+
+return M
