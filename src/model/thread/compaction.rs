@@ -96,11 +96,45 @@ impl Thread {
     }
 
     /// `compaction_summary_chunk`: text appended to the summary (a first
-    /// seen id starts a compaction in progress).
+    /// seen id starts a compaction in progress). A streamed summary at the
+    /// end of the transcript grows by `Appended` (as agent text does), not
+    /// by a rendering of the whole block per chunk.
     pub(super) fn compaction_chunk(&mut self, id: &str, text: &str, out: &mut Vec<ThreadEvent>) {
-        if text.is_empty() && self.find_compaction(id).is_some() {
+        let found = self.find_compaction(id);
+        if text.is_empty() && found.is_some() {
             return;
+        }
+        let last = self.entries.len().checked_sub(1);
+        if let Some(index) = found.filter(|&i| Some(i) == last) {
+            if let Entry::Compaction(c) = &mut self.entries[index] {
+                if let Some(fragment) = summary_fragment(c, text) {
+                    c.summary.push_str(text);
+                    out.push(ThreadEvent::Appended {
+                        index,
+                        text: fragment,
+                    });
+                    return;
+                }
+            }
         }
         self.with_compaction(id, out, |c| c.summary.push_str(text));
     }
+}
+
+/// What appending `text` to `c`'s summary adds at the end of its rendering
+/// (`render::compaction_rendering`: body lines indented by two spaces);
+/// None when the summary is not the rendering's end (an error follows it)
+/// or a `#` could change how a line reads (the turn-heading escape): then
+/// the block is rendered again.
+fn summary_fragment(c: &Compaction, text: &str) -> Option<String> {
+    let tail = c.summary.rsplit('\n').next().unwrap_or("");
+    if c.error.is_some() || text.contains('#') || tail.contains('#') {
+        return None;
+    }
+    let body = text.replace('\n', "\n  ");
+    Some(if c.summary.is_empty() {
+        format!("\n  {body}")
+    } else {
+        body
+    })
 }

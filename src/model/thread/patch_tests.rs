@@ -176,3 +176,42 @@ fn a_compaction_streams_and_is_patched_in_place() {
         "content": {"type": "text", "text": "x"}}));
     assert!(t.to_markdown().ends_with("Compaction · in progress\n  x"));
 }
+
+#[test]
+fn a_streamed_summary_at_the_end_appends_as_its_full_rendering_reads() {
+    let mut t = Thread::new("demo");
+    t.begin_turn("/compact");
+    let mut shown: Vec<String> = Vec::new();
+    let mut index = None;
+    let mut appended = 0;
+    let chunks = ["The user", " fixes hello.py.\nNext:", " tests", "\n## You", " and more"];
+    let mut events = t.apply_json(&json!({"sessionUpdate": "compaction_update",
+        "compactionId": "c1", "status": "in_progress"}));
+    for text in chunks {
+        events.extend(t.apply_json(&json!({"sessionUpdate": "compaction_summary_chunk",
+            "compactionId": "c1", "content": {"type": "text", "text": text}})));
+    }
+    for ev in events {
+        match ev {
+            ThreadEvent::Added { index: i, kind: EntryKind::Compaction, lines } => {
+                index = Some(i);
+                shown = lines;
+            }
+            ThreadEvent::Replaced { index: i, lines } if Some(i) == index => shown = lines,
+            ThreadEvent::Appended { index: i, text } if Some(i) == index => {
+                appended += 1;
+                let mut parts = text.split('\n');
+                shown.last_mut().unwrap().push_str(parts.next().unwrap());
+                shown.extend(parts.map(str::to_owned));
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(appended, 3, "the chunks without a `#` append");
+    let Some(Entry::Compaction(c)) = t.entries().last() else {
+        panic!()
+    };
+    let (full, _) = render::compaction_rendering(c);
+    assert_eq!(shown.join("\n"), full);
+    assert!(full.contains("\n  \\## You and more"), "{full}");
+}
