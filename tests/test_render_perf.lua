@@ -147,20 +147,45 @@ return {
       v.apply = function(self, events)
         getmetatable(self).apply(self, events)
         if self.state == 'running' then
+          local md = require('acp.chat.markdown')
           local region = vim.treesitter.get_parser(self.buf):included_regions()[1][1]
-          table.insert(_G.seen, { region = region[1], live = (self:entry_range(self.last_index)),
-            active = require('acp.chat.markdown').active(self.buf) })
+          local live = self:entry_range(self.last_index)
+          -- The live entry's rows above the parser's region: frozen headings.
+          local headings = 0
+          for _, m in ipairs(vim.api.nvim_buf_get_extmarks(self.buf, md.ns, { live, 0 }, { region[1], 0 },
+            { details = true })) do
+            if m[4].hl_group == '@markup.heading.1.acp_markdown' and m[2] < region[1] then
+              headings = headings + 1
+            end
+          end
+          local above = 0
+          for _, l in ipairs(vim.api.nvim_buf_get_lines(self.buf, live, region[1], false)) do
+            above = above + (l == '# Live' and 1 or 0)
+          end
+          table.insert(_G.seen, { region = region[1], live = live, n = vim.api.nvim_buf_line_count(self.buf),
+            active = md.active(self.buf), headings = headings, above = above })
         end
       end
     ]])
     H.turn(child, 'live', 15000)
     local seen = child:lua('return _G.seen')
     T.truthy(#seen >= 3, ('%d drains'):format(#seen))
+    local grown = 0
     for _, s in ipairs(seen) do
-      -- The buffer's parser starts at the live entry: the chat above it is not parsed again.
-      T.eq(s.region, s.live)
+      -- The buffer's parser starts in the live entry: the chat above it is not parsed again,
+      -- and neither are the live entry's finished blocks (frozen as it streams): it keeps
+      -- the last rows only.
+      T.truthy(s.region >= s.live and s.region <= s.n, vim.inspect(s))
+      T.truthy(s.n - s.region <= 20, vim.inspect(s))
       T.eq(s.active, true)
+      if s.region > s.live then
+        grown = grown + 1
+        -- Every heading above the region is highlighted (frozen).
+        T.truthy(s.above >= 1, vim.inspect(s))
+        T.eq(s.headings, s.above, vim.inspect(s))
+      end
     end
+    T.truthy(grown >= 1, 'the live entry got longer than the parser keeps')
     local after = child:lua([[
       local md = require('acp.chat.markdown')
       local v = require('acp').current()
@@ -180,6 +205,55 @@ return {
     end
     T.eq(after.highlighted, true)
     T.eq(after.tree, true)
+    -- Once the turn ended, the whole live entry is frozen: each of its 10 headings.
+    child:wait_for([[return require('acp.chat.markdown').pending == 0]])
+    local headings = child:lua([[
+      local md = require('acp.chat.markdown')
+      local v = require('acp').current()
+      local n = 0
+      for _, m in ipairs(vim.api.nvim_buf_get_extmarks(v.buf, md.ns, { (v:entry_range(v.last_index)), 0 }, -1,
+        { details = true })) do
+        n = n + (m[4].hl_group == '@markup.heading.1.acp_markdown' and 1 or 0)
+      end
+      return n
+    ]])
+    T.eq(headings, 10)
+  end },
+
+  { 'a stream that scrolls the chat redraws the lines that come into view, not the whole window', function()
+    local Screen = require('tests.helpers.screen')
+    local lines = {}
+    for i = 1, 150 do
+      lines[#lines + 1] = ('line %d of the answer'):format(i)
+    end
+    local child = H.start({ turns = {
+      { match = 'go', steps = { { message = table.concat(lines, '\n') .. '\n', chunk_size = 22, delay_ms = 8 } } },
+    } })
+    Screen.attach(child, 80, 30)
+    H.open(child)
+    child:lua([[
+      local v = require('acp').current()
+      local ns = vim.api.nvim_create_namespace('test_redrawn')
+      _G.redrawn = { wins = 0, lines = 0, height = vim.api.nvim_win_get_height(v.win) }
+      vim.api.nvim_set_decoration_provider(ns, {
+        on_win = function(_, win)
+          if win == v.win and v.state == 'running' then
+            _G.redrawn.wins = _G.redrawn.wins + 1
+          end
+        end,
+        on_line = function(_, win)
+          if win == v.win and v.state == 'running' then
+            _G.redrawn.lines = _G.redrawn.lines + 1
+          end
+        end,
+      })
+    ]])
+    H.turn(child, 'go', 15000)
+    local r = child:lua('return _G.redrawn')
+    -- The chat follows the end above its status area on every frame: a frame shows about one
+    -- new line (a whole window redrawn each time would be `height` lines a frame).
+    T.truthy(r.wins >= 10, vim.inspect(r))
+    T.truthy(r.lines / r.wins < r.height / 3, vim.inspect(r))
   end },
 
   { 'a 5 MB markdown transcript stays highlighted', function()

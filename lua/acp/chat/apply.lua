@@ -30,7 +30,7 @@ local finished = { completed = true, failed = true }
 -- Highlighting -------------------------------------------------------------------
 
 -- One drain (one frame) bringing more agent text than this is a flood: far
--- above any model's token rate (16 KB per 16-40 ms frame is 0.4-1 MB/s).
+-- above any model's token rate (16 KB per 16-25 ms frame is 0.6-1 MB/s).
 -- Tree-sitter re-parses after every frame's edit, in time proportional to
 -- the whole transcript, and until a parse completes Neovim does not flush
 -- the screen; so highlighting pauses during a flood.
@@ -44,6 +44,53 @@ local HIGHLIGHT_MAX_BYTES = 1024 * 1024
 --- parser covers only the live entry (the last one while a turn runs), so
 --- the cost of a frame does not grow with the chat. An entry re-rendered
 --- after it finished (a tool card's update) is frozen again.
+--- The live entry's parser keeps at most this many rows: above them, the
+--- finished blocks of the entry are frozen as it streams (see `freeze_tail`).
+local TAIL_ROWS = 16
+
+--- Of rows `lines` (the live entry's, from its parser's first row): the
+--- last blank row outside a code block before the last row, 0-based from
+--- the first; nil when there is none.
+local function tail_cut(lines)
+  local cut, fence = nil, nil
+  for i = 1, #lines - 1 do
+    local l = lines[i]
+    local f = l:match('^%s*([`~][`~][`~])')
+    if f then
+      if not fence then
+        fence = f:sub(1, 1)
+      elseif f:sub(1, 1) == fence then
+        fence = nil
+      end
+    elseif l == '' and not fence then
+      cut = i - 1
+    end
+  end
+  return cut
+end
+
+--- A long live entry: its finished blocks (up to a blank line outside a
+--- code block) are frozen as they stream, and the parser keeps the rest.
+--- Tree-sitter re-parses the parser's whole region on each frame, and
+--- Neovim re-parses every inline region of it and redraws them when their
+--- number changes (a new paragraph or list item): the cost of a frame then
+--- grows with the entry (paced: 5 ms a frame at the end of a 24 KB answer).
+local function freeze_tail(view, live, first, row)
+  local md = require('acp.chat.markdown')
+  local buf = view.buf
+  local n = api.nvim_buf_line_count(buf)
+  if n - row <= TAIL_ROWS then
+    return row
+  end
+  local cut = tail_cut(api.nvim_buf_get_lines(buf, row, n, false))
+  if not cut or cut == 0 then
+    return row
+  end
+  md.freeze(buf, row, row + cut, false)
+  view.live_tail = { index = live, offset = row + cut + 1 - first }
+  return row + cut + 1
+end
+
 local function freeze(view, touched)
   local md = require('acp.chat.markdown')
   if not md.per_entry() or view.last_index == nil then
@@ -51,9 +98,17 @@ local function freeze(view, touched)
   end
   local buf = view.buf
   local live = view.state == 'running' and view.last_index or nil
+  local tail = view.live_tail
+  if tail and (tail.index ~= live or not view.entries[tail.index]) then
+    view.live_tail = nil
+  end
   for index in pairs(view.entries) do
     if index ~= live and (not view.frozen[index] or touched[index]) then
       local first, last = view:entry_range(index)
+      if tail and tail.index == index and not view.frozen[index] then
+        -- Its rows above the tail are frozen already.
+        first = first + tail.offset
+      end
       -- The entry that was live as the turn ended is still highlighted by the
       -- parser: it is frozen on the next turns of the event loop, so that the
       -- turn's last frame is not delayed.
@@ -63,15 +118,20 @@ local function freeze(view, touched)
   end
   -- Between turns the parser keeps the last entry (no edits, no parsing);
   -- after a restart it starts at the end.
-  local row
+  local row, first
   if live then
-    row = view:entry_range(live)
+    first = view:entry_range(live)
+    row = first + (view.live_tail and view.live_tail.offset or 0)
   elseif view.live_row == nil then
     row = api.nvim_buf_line_count(buf)
   end
   if live and view.frozen[live] then
-    view.frozen[live] = nil
+    view.frozen[live], view.live_tail = nil, nil
+    row = first
     api.nvim_buf_clear_namespace(buf, md.ns, row, -1)
+  end
+  if live and md.active(buf) then
+    row = freeze_tail(view, live, first, row)
   end
   if row and row ~= view.live_row and md.active(buf) then
     view.live_row = row
@@ -251,6 +311,11 @@ local function in_order(d, ev)
   local t = ev.type
   if t == 'replaced' then
     d.touched[ev.index] = true
+    if view.live_tail and view.live_tail.index == ev.index then
+      -- Its frozen rows go with its text: the parser takes it whole again.
+      view.live_tail = nil
+      api.nvim_buf_clear_namespace(view.buf, require('acp.chat.markdown').ns, view:entry_range(ev.index), -1)
+    end
     view:_replace(ev)
   elseif t == 'permission' then
     require('acp.ask.permission').enqueue(view, ev)
@@ -298,6 +363,10 @@ local function catch_up(d, events, follow)
   end
   if follow then
     view:scroll_to_end(follow)
+  end
+  if view.live_row and next(d.touched) then
+    -- The redraw that follows finds the live entry parsed (acp.chat.markdown).
+    view:_guard(nil, require('acp.chat.markdown').parse_live, view.buf, view.live_row)
   end
   if #view.agent_waiters > 0 and view:_agent_settled() then
     -- Outside the drain: the callbacks may send a prompt.

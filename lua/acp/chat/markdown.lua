@@ -270,6 +270,36 @@ function M.freeze(buf, first, last, later)
   end
 end
 
+-- Parsing of the live entry before the redraw (see `parse_shown`): skipped
+-- for a while after a parse took longer than this.
+local PARSE_SYNC_MS = 8
+local slow_until = {}
+
+--- Parses the live entry of `buf` (from `row`, where `live` started the
+--- parser's region) within the drain that changed it, so that the redraw
+--- finds the tree up to date. Left to the redraw, the highlighter parses the
+--- window's rows with a 3 ms budget: past it, it draws the window unparsed,
+--- finishes the parse on later turns of the event loop and then redraws
+--- the whole window. And a range that starts at the window's first row
+--- moves with every scroll, which re-parses every inline region shown
+--- (their list shifts); from the entry's first row it only grows at the
+--- end. A parse that takes longer than PARSE_SYNC_MS (a very long live
+--- entry) is left to the highlighter for the next second.
+function M.parse_live(buf, row)
+  if not M.per_entry() or not M.active(buf) or (slow_until[buf] and vim.uv.now() < slow_until[buf]) then
+    return
+  end
+  local ok, parser = pcall(vim.treesitter.get_parser, buf, nil, { error = false })
+  if not ok or not parser then
+    return
+  end
+  local t = vim.uv.hrtime()
+  pcall(parser.parse, parser, { row, vim.api.nvim_buf_line_count(buf) })
+  if (vim.uv.hrtime() - t) / 1e6 > PARSE_SYNC_MS then
+    slow_until[buf] = vim.uv.now() + 1000
+  end
+end
+
 -- An end past any transcript: the live region runs to the end of the buffer
 -- as it grows (Tree-sitter moves a range's end with the edits inside it).
 local END_ROW, END_BYTE = 2 ^ 30, 2 ^ 31

@@ -326,9 +326,37 @@ function M.keep_end_visible(view, win)
     end
     local view_now = vim.fn.winsaveview()
     if top > view_now.topline or (top < view_now.topline and not under_card) then
-      vim.fn.winrestview({ topline = top })
+      M.scroll_to_top(win, view_now.topline, top)
     end
   end)
+end
+
+--- In window `win` (current): makes `top` the first line shown, from
+--- `topline`. It scrolls with CTRL-E/CTRL-Y by the lines in between (a
+--- closed fold counts as one), so Neovim redraws only the lines that come
+--- into view: `winrestview()` marks the whole window for redrawing (the
+--- Tree-sitter highlighter then runs on every visible line), which, done
+--- on every frame of a stream, was most of a frame's cost.
+function M.scroll_to_top(win, topline, top)
+  if vim.wo[win].smoothscroll or vim.wo[win].diff then
+    -- CTRL-E scrolls by screen lines here, or filler lines count.
+    vim.fn.winrestview({ topline = top })
+    return
+  end
+  local from, to = math.min(topline, top), math.max(topline, top)
+  local n, row = 0, from
+  while row < to do
+    local fold_end = vim.fn.foldclosedend(row)
+    row = (fold_end ~= -1 and fold_end or row) + 1
+    n = n + 1
+  end
+  if n > 0 then
+    vim.cmd(('normal! %d%s'):format(n, top > topline and '\5' or '\25'))
+  end
+  if vim.fn.line('w0') ~= top then
+    -- A fold or a wrap the count did not foresee.
+    vim.fn.winrestview({ topline = top })
+  end
 end
 
 return M

@@ -36,6 +36,7 @@ local apply = require('acp.chat.apply')
 ---@field highlight_paused? boolean Highlighting stopped during a flood.
 ---@field frozen table<integer, true> Entries whose highlights are frozen (acp.chat.markdown.freeze).
 ---@field live_row? integer Where the buffer's parser starts (the live entry), once set.
+---@field live_tail? { index: integer, offset: integer } The live entry's rows above `offset` (from its first row) are frozen.
 ---@field _winbar_set boolean The winbar was set once.
 ---@field state acp.TurnState
 ---@field status_detail? string
@@ -113,7 +114,7 @@ function ChatView.new(opts)
   self.plans = {}
   self.marks = {}
   self.flood_at, self.highlight_paused = nil, nil
-  self.frozen, self.live_row = {}, nil
+  self.frozen, self.live_row, self.live_tail = {}, nil, nil
   self._winbar_set = false
   self.state = 'connecting'
   self.status_detail = nil
