@@ -140,6 +140,78 @@ local function settext_floor(lines, batch_bytes)
   return ms(dt)
 end
 
+--- BENCH_PHASES=1: where the main thread's time goes between two drains, measured with
+--- hrtime: each screen update (a decoration provider's on_start .. on_end, which holds the
+--- Tree-sitter highlighter's work for that redraw), Tree-sitter parsing (LanguageTree:parse,
+--- also outside redraws) and the drains themselves (view.apply, in `start`). Adds
+--- redraw_ms_{total,max,n} and parse_ms_{total,max,n} to the result.
+function M.phases(t0)
+  local ns = api.nvim_create_namespace('bench_phases')
+  local acc = { redraw = { total = 0, max = 0, n = 0 }, parse = { total = 0, max = 0, n = 0 } }
+  local wins, slow = {}, {}
+  local function add(k, dt)
+    local a = acc[k]
+    a.total, a.n = a.total + dt, a.n + 1
+    a.max = math.max(a.max, dt)
+  end
+  local t_start
+  local on = true
+  api.nvim_set_decoration_provider(ns, {
+    on_start = function()
+      if on then
+        t_start = uv.hrtime()
+      end
+    end,
+    on_win = function(_, win, buf)
+      if on then
+        local key = 'win_' .. (vim.bo[buf].filetype ~= '' and vim.bo[buf].filetype or tostring(buf))
+        wins[key] = (wins[key] or 0) + 1
+      end
+    end,
+    on_line = function(_, win, buf)
+      if on then
+        local key = 'line_' .. (vim.bo[buf].filetype ~= '' and vim.bo[buf].filetype or tostring(buf))
+        wins[key] = (wins[key] or 0) + 1
+      end
+    end,
+    on_end = function()
+      if on and t_start then
+        local dt = ms(uv.hrtime() - t_start)
+        if dt > 5 and t0 then
+          slow[#slow + 1] = ('%.1f+%.1f'):format(ms(t_start - t0), dt)
+        end
+        add('redraw', dt)
+        t_start = nil
+      end
+    end,
+  })
+  local LT = require('vim.treesitter.languagetree')
+  local parse = LT.parse
+  local depth = 0
+  LT.parse = function(self, ...)
+    depth = depth + 1
+    local t = uv.hrtime()
+    local res = { parse(self, ...) }
+    depth = depth - 1
+    if depth == 0 and on then
+      add('parse', ms(uv.hrtime() - t))
+    end
+    return unpack(res)
+  end
+  return {
+    stop = function(r)
+      on = false
+      LT.parse = parse
+      api.nvim_set_decoration_provider(ns, {})
+      for k, a in pairs(acc) do
+        r[k .. '_ms_total'], r[k .. '_ms_max'], r[k .. '_n'] = a.total, a.max, a.n
+      end
+      r.redrawn = wins
+      r.slow_redraws = slow
+    end,
+  }
+end
+
 --- Starts one measured turn and returns at once; sends 'bench_done' with the results later.
 --- opts: chan (the parent's channel), prompt, tail (expected last lines of the buffer when the
 --- text is complete), lateness (run the 5 ms timer), floor_batch (bytes per set_text batch).
@@ -166,7 +238,7 @@ function M.start(opts)
     end)
   end
 
-  local finish
+  local finish, measured, phases
 
   local tail = opts.tail
   view.apply = function(self, events)
@@ -190,12 +262,19 @@ function M.start(opts)
     if self.turns_ended > turns0 and not r.t_done then
       r.t_done = now
       measuring = false
-      vim.schedule(finish)
+      measured()
+      -- The checks below read and compare the whole transcript: they run once the turn's
+      -- last frame is on the screen (the parent measures the gap until that flush).
+      vim.defer_fn(finish, 100)
     end
   end
 
-  finish = function()
+  -- The turn's costs, read as its last drain ends.
+  measured = function()
     view.apply = nil
+    if phases then
+      phases.stop(r)
+    end
     if timer then
       timer:stop()
       timer:close()
@@ -222,6 +301,12 @@ function M.start(opts)
     local stats1 = core.stats()
     r.core_drains = stats1.drains - stats0.drains
     r.core_waits = stats1.waits - stats0.waits
+  end
+
+  finish = function()
+    if vim.env.BENCH_PROFILE then
+      require('jit.p').stop()
+    end
     -- Checks: the buffer is exactly the core's own rendering of the thread, and the turn's
     -- text is complete.
     local lines = api.nvim_buf_get_lines(buf, 0, -1, false)
@@ -251,6 +336,15 @@ function M.start(opts)
   r.cpu0 = M.cpu_seconds()
   threads0 = M.thread_cpu()
   r.agent_cpu0 = agents_cpu()
+  if vim.env.BENCH_PHASES then
+    phases = M.phases(uv.hrtime())
+  end
+  if vim.env.BENCH_PROFILE then
+    -- LuaJIT's sampling profiler over the measured turn (BENCH_PROFILE=<mode>:<file>, e.g.
+    -- 'Fi1:/tmp/p.txt'): where the main thread spends its time.
+    local mode, file = vim.env.BENCH_PROFILE:match('^([^:]*):(.+)$')
+    require('jit.p').start(mode, (file:gsub('%%p', tostring(vim.fn.getpid()))))
+  end
   r.t0 = uv.hrtime()
   assert(require('acp').send(opts.prompt))
   return true

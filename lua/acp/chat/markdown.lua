@@ -270,7 +270,7 @@ function M.freeze(buf, first, last, later)
   end
 end
 
--- Parsing of the live entry before the redraw (see `parse_shown`): skipped
+-- Parsing of the live entry before the redraw (see `parse_live`): skipped
 -- for a while after a parse took longer than this.
 local PARSE_SYNC_MS = 8
 local slow_until = {}
