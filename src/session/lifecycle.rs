@@ -5,7 +5,7 @@
 //! `session/close` when the chat is closed for good.
 
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use agent_client_protocol::v1::schema::{
@@ -297,55 +297,54 @@ impl ThreadHandle {
             return;
         }
         self.touch();
-        let this = self.clone();
+        // Weak: a chat closed meanwhile is not kept alive by its watch.
+        let weak = Arc::downgrade(self);
         spawn(async move {
-            this.idle_loop(Duration::from_millis(ms)).await;
-            this.idle_watch.store(false, Ordering::SeqCst);
+            idle_loop(&weak, Duration::from_millis(ms)).await;
+            if let Some(this) = weak.upgrade() {
+                this.idle_watch.store(false, Ordering::SeqCst);
+            }
         });
     }
 
-    async fn idle_loop(self: &Arc<Self>, idle: Duration) {
-        loop {
-            let since = self.last_active.lock().elapsed();
-            if since < idle {
-                tokio::time::sleep(idle - since).await;
-                continue;
-            }
-            if self.closed.load(Ordering::SeqCst) {
-                return;
-            }
-            let mut session = self.session.lock().await;
-            let Some(bound) = session.as_ref() else {
-                return;
-            };
-            if bound.conn.is_closed() {
-                return;
-            }
-            let busy = self.model.lock().state() == TurnState::Running
-                || self.loading.lock().is_some()
-                || self.queued.lock().is_some();
-            if busy || self.last_active.lock().elapsed() < idle {
-                drop(session);
-                self.touch();
-                continue;
-            }
-            let (conn, sid) = (bound.conn.clone(), bound.session_id.clone());
-            match close_session(&conn, &sid).await {
-                Ok(()) => {
-                    log::info(format!(
-                        "thread {}: idle session {sid} closed in the agent; the next prompt resumes it",
-                        self.id
-                    ));
-                    *session = None;
-                    *self.reaped.lock() = Some(sid);
-                }
-                Err(e) => log::warn(format!(
-                    "thread {}: closing idle session {sid} failed: {e}",
-                    self.id
-                )),
-            }
-            return;
+    /// Closes the session in the agent if it is still idle; true when the
+    /// watch is over (closed, or nothing left to watch), false when there
+    /// was activity (the watch goes on).
+    async fn reap_if_idle(self: &Arc<Self>, idle: Duration) -> bool {
+        let mut session = self.session.lock().await;
+        let Some(bound) = session.as_ref() else {
+            return true;
+        };
+        if bound.conn.is_closed() {
+            return true;
         }
+        let busy = self.model.lock().state() == TurnState::Running
+            || self.loading.lock().is_some()
+            || self.queued.lock().is_some();
+        if busy {
+            drop(session);
+            self.touch();
+            return false;
+        }
+        if self.last_active.lock().elapsed() < idle {
+            return false;
+        }
+        let (conn, sid) = (bound.conn.clone(), bound.session_id.clone());
+        match close_session(&conn, &sid).await {
+            Ok(()) => {
+                log::info(format!(
+                    "thread {}: idle session {sid} closed in the agent; the next prompt resumes it",
+                    self.id
+                ));
+                *session = None;
+                *self.reaped.lock() = Some(sid);
+            }
+            Err(e) => log::warn(format!(
+                "thread {}: closing idle session {sid} failed: {e}",
+                self.id
+            )),
+        }
+        true
     }
 
     /// The session to close in the agent now that the chat is closed for
@@ -361,6 +360,29 @@ impl ThreadHandle {
             .and_then(|i| i.get("agentCapabilities").cloned())
             .unwrap_or(Value::Null);
         advertised(&caps, "/sessionCapabilities/close").then_some((conn, sid))
+    }
+}
+
+/// Waits until the chat was idle for `idle`, then closes its session in
+/// the agent (`reap_if_idle`); ends with the chat.
+async fn idle_loop(weak: &Weak<ThreadHandle>, idle: Duration) {
+    loop {
+        let wait = match weak.upgrade() {
+            Some(this) if !this.closed.load(Ordering::SeqCst) => {
+                idle.saturating_sub(this.last_active.lock().elapsed())
+            }
+            _ => return,
+        };
+        if !wait.is_zero() {
+            tokio::time::sleep(wait).await;
+            continue;
+        }
+        let Some(this) = weak.upgrade() else {
+            return;
+        };
+        if this.reap_if_idle(idle).await {
+            return;
+        }
     }
 }
 
