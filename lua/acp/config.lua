@@ -393,6 +393,17 @@ function M.check_mcp_servers(path, list)
   end
 end
 
+--- A system prompt: a string with text in it, or false (none).
+function M.check_system_prompt(p, value)
+  if value == false then
+    return
+  end
+  check_type(p, value, 'string')
+  if vim.trim(value) == '' then
+    fail(p, 'must not be empty (false: no system prompt)')
+  end
+end
+
 --- Validates `user` against `defaults`: unknown keys and wrong types raise
 --- an error naming the key. `agents` and `mcp_servers` hold user-named
 --- entries and get their own checks.
@@ -408,17 +419,6 @@ local function validate(user, defaults, path)
       for name, agent in pairs(value) do
         local ap = 'agents.' .. tostring(name)
         if agent ~= false then
---- A system prompt: a string with text in it, or false (none).
-function M.check_system_prompt(p, value)
-  if value == false then
-    return
-  end
-  check_type(p, value, 'string')
-  if vim.trim(value) == '' then
-    fail(p, 'must not be empty (false: no system prompt)')
-  end
-end
-
           check_type(ap, agent, 'table')
         end
         for k, v in pairs(agent or {}) do
@@ -438,6 +438,18 @@ end
             end
           elseif k == 'mcp_servers' then
             M.check_mcp_servers(ap .. '.mcp_servers', v)
+          elseif k == 'system_prompt' then
+            M.check_system_prompt(ap .. '.system_prompt', v)
+          elseif k == 'defaults' then
+            check_type(ap .. '.defaults', v, 'table')
+            for dk, dv in pairs(v) do
+              if type(dk) ~= 'string' or dk == '' then
+                fail(ap .. '.defaults', 'must map option ids to values, e.g. { model = "sonnet", mode = "plan" }')
+              end
+              if type(dv) ~= 'string' and type(dv) ~= 'boolean' then
+                fail(ap .. '.defaults.' .. dk, 'must be a string (a value id or name) or a boolean')
+              end
+            end
           elseif k == 'keep_daemons' then
             check_type(ap .. '.keep_daemons', v, 'table')
             for i, d in ipairs(v) do
@@ -453,18 +465,8 @@ end
       end
     elseif p == 'mcp_servers' then
       M.check_mcp_servers(p, value)
-          elseif k == 'system_prompt' then
-            M.check_system_prompt(ap .. '.system_prompt', v)
-          elseif k == 'defaults' then
-            check_type(ap .. '.defaults', v, 'table')
-            for dk, dv in pairs(v) do
-              if type(dk) ~= 'string' or dk == '' then
-                fail(ap .. '.defaults', 'must map option ids to values, e.g. { model = "sonnet", mode = "plan" }')
-              end
-              if type(dv) ~= 'string' and type(dv) ~= 'boolean' then
-                fail(ap .. '.defaults.' .. dk, 'must be a string (a value id or name) or a boolean')
-              end
-            end
+    elseif p == 'system_prompt' then
+      M.check_system_prompt(p, value)
     elseif p == 'install.sources' then
       check_type(p, value, 'table')
     elseif p == 'queue' then
@@ -480,8 +482,6 @@ end
         check_type(p, value, 'string')
         if not (value:match('^https?://[^%s]+$') or value:match('^file:///[^%s]*$')) then
           fail(p, 'must be an https://, http:// or file:/// URL, or false')
-    elseif p == 'system_prompt' then
-      M.check_system_prompt(p, value)
         end
       end
     elseif p == 'install.registry_timeout_ms' then

@@ -562,6 +562,11 @@ impl Thread {
             });
             return out;
         }
+        // The answer of the current turn (even a late one): what the agent
+        // sends after it is no cancelled output in flight, and is shown.
+        if turn == self.turn {
+            self.cancelled = false;
+        }
         if turn != self.turn || self.state != TurnState::Running {
             return out;
         }
@@ -577,11 +582,6 @@ impl Thread {
                     notice_entry(NoticeLevel::Warn, "Cancelled by the agent".into()),
                     &mut out,
                 );
-        // The answer of the current turn (even a late one): what the agent
-        // sends after it is no cancelled output in flight, and is shown.
-        if turn == self.turn {
-            self.cancelled = false;
-        }
             }
             other => {
                 self.push(

@@ -160,11 +160,11 @@ impl Connection {
             timeouts: crate::config::Timeouts::default(),
             trace_max: 100,
             keep_daemons: Vec::new(),
+            system_prompt: None,
+            defaults: Vec::new(),
         };
         let conn = Connection::new(spec, 0);
         conn.reaped.store(true, Ordering::SeqCst);
-            system_prompt: None,
-            defaults: Vec::new(),
         conn.book.lock().sessions = sessions.iter().map(|s| s.to_string()).collect();
         Arc::new(conn)
     }

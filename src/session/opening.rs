@@ -305,11 +305,11 @@ impl ThreadHandle {
         // session was routed before its request, for the replay.)
         conn.route(&session_id, self.clone() as Arc<dyn SessionSink>)
             .await;
-        Ok((conn, session_id))
         if !resumed {
             self.apply_defaults(&cx, &session_id, &response).await;
         }
         self.watch_idle(&caps);
+        Ok((conn, session_id))
     }
 
     /// `session/load` or `session/resume` of `session_id`; the answer (may
@@ -337,14 +337,14 @@ impl ThreadHandle {
             let mut p = ResumeSessionRequest::new(session_id.to_owned(), self.spec.cwd.clone());
             p.mcp_servers = mcp_servers.to_vec();
             p.additional_directories = directories.to_vec();
-            typed_request("session/resume", &p)?
             p.system_prompt = super::lifecycle::system_prompt(&self.spec, caps);
+            typed_request("session/resume", &p)?
         } else if advertised("/loadSession") {
             let mut p = LoadSessionRequest::new(session_id.to_owned(), self.spec.cwd.clone());
             p.mcp_servers = mcp_servers.to_vec();
             p.additional_directories = directories.to_vec();
-            typed_request("session/load", &p)?
             p.system_prompt = super::lifecycle::system_prompt(&self.spec, caps);
+            typed_request("session/load", &p)?
         } else {
             return Err(format!("`{}` cannot load sessions", self.spec.name));
         };

@@ -48,9 +48,9 @@ impl ThreadHandle {
     /// event for `reply`. Session methods get this chat's `sessionId`
     /// unless `params` names one.
     pub fn request(self: &Arc<Self>, method: String, mut params: Value, reply: u64) {
+        self.touch();
         let this = self.clone();
         spawn(async move {
-        self.touch();
             let result = async {
                 if !VIEW_METHODS.contains(&method.as_str()) {
                     return Err(format!("`{method}` is not a request the view may send"));
@@ -200,6 +200,7 @@ impl ThreadHandle {
         }
         self.record_prompt(&text);
         self.permissions.lock().new_turn();
+        self.touch();
         let this = self.clone();
         spawn(async move {
             // In a git repository: a snapshot of the work tree before the
@@ -223,7 +224,6 @@ impl ThreadHandle {
                     .await?;
                 match answer {
                     Ok(v) => Ok(Some(v)),
-        self.touch();
                     Err(e) => {
                         // A sign-in the prompt asks for (Kimi names its
                         // methods only there): `:AcpAuth` offers them, and
@@ -288,6 +288,7 @@ impl ThreadHandle {
                 }
             }
             // The turn ended, one way or another: its transcript is kept.
+            this.touch();
             this.save_kept();
             this.start_queued();
         });
@@ -311,7 +312,6 @@ impl ThreadHandle {
     /// The view learns the result from the agent's `current_mode_update`
     /// (or, for agents that send none, from the successful answer).
     pub fn set_mode(self: &Arc<Self>, mode_id: String) {
-            this.touch();
         let this = self.clone();
         spawn(async move {
             let result = async {

@@ -220,15 +220,15 @@ function M.spec(name, root)
     trace_max = o.trace.max_messages,
     -- Descendants allowed to outlive the agent and Neovim, by executable name.
     keep_daemons = type(conf) == 'table' and conf.keep_daemons or {},
+    -- The agent's own (false: none), else the global one.
+    system_prompt = M.system_prompt(conf, o),
+    defaults = M.defaults(conf),
     policy = {
       roots = roots,
       allow_read_outside = o.fs.allow_outside_roots,
       allow_write_outside = o.fs.allow_outside_roots,
       allow_terminal_outside = o.terminal.allow_outside_roots,
       save_unmodified = o.fs.save_unmodified,
-    -- The agent's own (false: none), else the global one.
-    system_prompt = M.system_prompt(conf, o),
-    defaults = M.defaults(conf),
       shell = o.terminal.shell,
       terminal_confirm = o.terminal.confirm,
       terminal_output_max_bytes = o.terminal.output_max_bytes,

@@ -518,6 +518,8 @@
 ---@field timeouts? { initialize?: integer, session_new?: integer, cancel_grace?: integer, authenticate?: integer, idle_close?: integer } ms (`idle_close`: an idle session closed in the agent and resumed by the next prompt; 0 never)
 ---@field trace_max? integer messages kept in the protocol trace
 ---@field keep_daemons? string[] executable names of the agent's descendants allowed to outlive it and Neovim
+---@field system_prompt? string appended to the agent's instructions in every session (sent only when it advertises `sessionCapabilities.systemPrompt`)
+---@field defaults? [string, string|boolean][] set in order right after `session/new`: a config option id (or category), else `mode` / `model` through the legacy requests
 ---@field policy? acp.Policy
 ---@field resume? string a session to open instead of a new one: `session/load` when advertised (its history replayed), else `session/resume`; after a kept transcript, `session/resume` first (a load's replay is then not shown)
 ---@field kept? string a kept chat (`kept_chats`) to show first and continue: its transcript replayed, its review records imported
@@ -550,8 +552,6 @@
 ---@field terminal_output_max_bytes? integer output kept per terminal without the agent's `outputByteLimit`
 ---@field terminal_inert_env? string[][] `{ name, value }` pairs a grant disregards (`terminal.inert_env`)
 
----@field system_prompt? string appended to the agent's instructions in every session (sent only when it advertises `sessionCapabilities.systemPrompt`)
----@field defaults? [string, string|boolean][] set in order right after `session/new`: a config option id (or category), else `mode` / `model` through the legacy requests
 --- A request the user's policy answers "allow once" without asking.
 ---@class acp.AutoAllowRule
 ---@field kind string the card's tool kind as first recorded

@@ -161,6 +161,10 @@ pub struct Turn {
     pub ignore_cancel: bool,
     #[serde(default)]
     pub steps: Vec<Step>,
+    /// Steps played after the prompt was answered, while no turn runs
+    /// (updates between turns).
+    #[serde(default)]
+    pub after: Vec<Step>,
     /// `usage` of the prompt answer (token counts).
     #[serde(default)]
     pub usage: Option<Value>,
@@ -173,10 +177,6 @@ pub struct Turn {
 impl Turn {
     /// The turn played when no scripted turn matches.
     pub fn echo(prompt_text: &str) -> Turn {
-    /// Steps played after the prompt was answered, while no turn runs
-    /// (updates between turns).
-    #[serde(default)]
-    pub after: Vec<Step>,
         Turn {
             steps: vec![Step::Chunks {
                 kind: ChunkKind::Message,

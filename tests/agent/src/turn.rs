@@ -158,11 +158,6 @@ impl TurnRun {
         self.send.respond(responder, result);
         // The session lock is released here, after the response was queued.
         drop(exec.guard);
-    }
-}
-
-struct Exec<'a> {
-    run: &'a TurnRun,
         if !self.turn.after.is_empty() {
             let mut after = Exec {
                 run: &self,
@@ -176,6 +171,11 @@ struct Exec<'a> {
                 }
             }
         }
+    }
+}
+
+struct Exec<'a> {
+    run: &'a TurnRun,
     guard: Option<OwnedMutexGuard<()>>,
     /// Set once a cancel was observed; with `ignore_cancel` it turns the
     /// final stop reason into "cancelled".
