@@ -24,6 +24,7 @@ use crate::session::registry::registry;
 use crate::{log, runtime};
 
 mod chats;
+mod media;
 mod review;
 mod subagents;
 
@@ -52,6 +53,7 @@ pub fn module(lua: &Lua) -> LuaResult<Table> {
     register_editor_calls(lua, &m)?;
     review::register(lua, &m)?;
     chats::register(lua, &m)?;
+    media::register(lua, &m)?;
     subagents::register(lua, &m)?;
     Ok(m)
 }
@@ -160,6 +162,8 @@ fn register_lifecycle(lua: &Lua, m: &Table) -> LuaResult<()> {
                 registry().kill_all(Duration::from_millis(400));
                 runtime::shutdown(Duration::from_millis(300));
             }
+            // The agent's images and audio saved this session.
+            crate::protocol::media::remove_all();
             Ok(())
         })?,
     )?;

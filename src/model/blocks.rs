@@ -23,8 +23,7 @@ pub fn content_block_text(block: &Value) -> String {
     };
     match field(block, "type").and_then(Value::as_str).unwrap_or("") {
         "text" => s("text"),
-        "image" => format!("[image {}]", s("mimeType")),
-        "audio" => format!("[audio {}]", s("mimeType")),
+        kind @ ("image" | "audio") => media_line(kind, block),
         "resource_link" => format!("[{}]({})", s("name"), s("uri")),
         "resource" => {
             let uri = field(block, "resource")
@@ -34,6 +33,55 @@ pub fn content_block_text(block: &Value) -> String {
             format!("@{}", uri_label(uri))
         }
         _ => String::new(),
+    }
+}
+
+/// An image or audio block as one line of its own. Saved (the connection
+/// wrote it to a file, see `protocol::media`): a markdown link to the file
+/// with kind, type and size, `![image image/png · 12.0 KB](/tmp/...)` (the
+/// chat opens it with <CR> or gx). Not saved: why. A block nobody saved
+/// (a user's own prompt): `[image image/png]`.
+fn media_line(kind: &str, block: &Value) -> String {
+    // The agent's type, shown as data: only the characters a type has.
+    let mime: String = field(block, "mimeType")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || "+-./".contains(*c))
+        .take(40)
+        .collect();
+    let mime = if mime.is_empty() {
+        "?".to_owned()
+    } else {
+        mime
+    };
+    let Some(note) = field(block, "_acp") else {
+        return format!("[{kind} {mime}]");
+    };
+    if let Some(path) = field(note, "path").and_then(Value::as_str) {
+        let size = field(note, "bytes").and_then(Value::as_u64).unwrap_or(0);
+        let bang = if kind == "image" { "!" } else { "" };
+        return format!(
+            "\n{bang}[{kind} {mime} · {}]({path})\n",
+            human_bytes(size as usize)
+        );
+    }
+    let why = field(note, "error")
+        .and_then(Value::as_str)
+        .unwrap_or("not saved");
+    format!("\n[{kind} {mime}: not shown ({why})]\n")
+}
+
+/// `1.5 MB`, `12.0 KB`, `300 B`.
+pub fn human_bytes(n: usize) -> String {
+    const K: f64 = 1024.0;
+    let f = n as f64;
+    if f >= K * K {
+        format!("{:.1} MB", f / (K * K))
+    } else if f >= K {
+        format!("{:.1} KB", f / K)
+    } else {
+        format!("{n} B")
     }
 }
 

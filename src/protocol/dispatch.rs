@@ -25,6 +25,7 @@ use super::connection::{ConnState, Connection};
 use super::elicitation;
 use super::framing::{self, LineRead};
 use super::inbound::{classify, session_update_params, AgentRequest, Incoming, RequestError};
+use super::media;
 use super::trace::{self, TracedWriter};
 use crate::bridge::handoff::bridge;
 use crate::config::Caps;
@@ -266,6 +267,17 @@ async fn apply_session_update(conn: &Arc<Connection>, params: &Value) {
     };
     let Some(update) = params.get("update") else {
         return;
+    };
+    // Images and audio become files here (off the main thread), and their
+    // blocks lines that name the file.
+    let saved;
+    let update = if media::has_media(update) {
+        let mut copy = update.clone();
+        media::save_all(&format!("{}/{sid}", conn.spec.name), &mut copy);
+        saved = copy;
+        &saved
+    } else {
+        update
     };
     // The one parse into the model's types.
     let raw = update;

@@ -12,13 +12,15 @@
 //! - `framing`: bounded line reads of the agent's stdout;
 //! - `trace`: each connection's traffic, for `:AcpTrace`;
 //! - `procs`: process identity (a reaped pid is not ours any more);
-//! - `elicitation`: the agent's forms and URLs waiting for the user.
+//! - `elicitation`: the agent's forms and URLs waiting for the user;
+//! - `media`: the agent's images and audio, saved to files.
 //!
 //! May use: bridge, model, config, platform, log, redact.
 
 pub mod connection;
 mod dispatch;
 pub mod elicitation;
+pub mod media;
 pub mod framing;
 #[cfg(test)]
 mod fuzz;

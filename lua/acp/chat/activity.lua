@@ -3,7 +3,8 @@
 --- to date (debounced), colours headers and diffs. The running turn's
 --- plan is shown by the live status area (acp.chat.status).
 --- Also the card key: <CR> on a card reviews its diff, answers its pending
---- permission, or opens its terminal.
+--- permission, or opens its terminal; on an image or audio line it opens
+--- the file (acp.chat.media).
 local api = vim.api
 local config = require('acp.config')
 
@@ -47,12 +48,14 @@ function M.card_action(view)
 end
 
 function M.attach(view)
+  require('acp.chat.media').attach(view)
   local key = config.options.chat.keys.card
   if not key then
     return
   end
   vim.keymap.set('n', key, function()
-    if not M.card_action(view) then
+    -- An image or audio line opens its file (acp.chat.media).
+    if not (require('acp.chat.media').open_at_cursor(view) or M.card_action(view)) then
       -- Off a card, the key keeps its usual meaning.
       api.nvim_feedkeys(api.nvim_replace_termcodes(key, true, false, true), 'n', false)
     end

@@ -347,6 +347,9 @@ M.review_base = forward('review_base')
 M.review_keep = forward('review_keep')
 ---@type fun(thread: integer): string
 M.review_export = forward('review_export')
+--- Where the agent's images and audio are saved (acp.chat.media).
+---@type fun(): string
+M.media_root = forward('media_root')
 ---@type fun(thread: integer, json: string): integer
 M.review_import = forward('review_import')
 --- Checkpoints: one per turn, the agent's steps on each file it changed.
