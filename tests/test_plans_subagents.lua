@@ -127,6 +127,7 @@ return {
         toolCall = { toolCallId = 'call_child_edit', title = 'Edit tests/fixture.lua', kind = 'edit' },
         options = { { optionId = 'allow', name = 'Allow', kind = 'allow_once' }, { optionId = 'reject', name = 'Reject', kind = 'reject_once' } },
       }),
+      on_child({ sessionUpdate = 'tool_call_update', toolCallId = 'call_child_edit', status = 'completed' }),
       { update = SUB.idle },
       { message = 'The subagent found it: the fixture path is wrong.' },
     }) } })
@@ -147,6 +148,9 @@ return {
     H.wait_idle(child)
     text = H.transcript_text(child)
     T.match(text, 'Subagent · test%-investigator · idle\n')
+    -- The card of the call it asked about names it and follows its updates.
+    T.match(text, 'edit · Edit tests/fixture%.lua · completed')
+    T.match(text, 'asked by subagent `test%-investigator`')
     -- The block sits right under its tool card, its transcript folded.
     local order = child:lua([[
       local v = require('acp').current()
@@ -177,6 +181,20 @@ return {
     child:cmd('normal! gg')
     screen:settle()
     Screen.expect(screen:shot(), 'subagent-block')
+    -- Opened: its own transcript, quoted under the header.
+    child:lua([[
+      local v = require('acp').current()
+      for i = 0, v.last_index do
+        local e = v.entries[i]
+        if e and e.kind == 'subagent' then
+          vim.api.nvim_set_current_win(v.win)
+          vim.api.nvim_win_set_cursor(v.win, { v:entry_range(i) + 2, 0 })
+          vim.cmd('normal! zo')
+        end
+      end
+    ]])
+    screen:settle()
+    Screen.expect(screen:shot(), 'subagent-block-open')
   end },
 
   { 'updates of a subagent that come before its tool call are kept, and the card key cancels only that subagent', function()

@@ -39,6 +39,11 @@ pub fn parse_plan_removed(update: &Value) -> Option<String> {
     str_field(update, "planId").or_else(|| str_field(update, "id"))
 }
 
+/// How a kept chat records an update of a subagent's own session:
+/// `{"sessionUpdate": CHILD_RECORD, "sessionId": <child>, "update": {...}}`
+/// (the client's own kind; no agent sends it).
+pub const CHILD_RECORD: &str = "_acp.nvim/child";
+
 /// A patched field: `None` omitted (unchanged), `Some(None)` cleared.
 pub type Patch<T> = Option<Option<T>>;
 

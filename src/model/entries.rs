@@ -289,6 +289,10 @@ pub struct Subagent {
     /// That tool call's title, as the block names it.
     pub tool_title: Option<String>,
     pub lines: Vec<ChildLine>,
+    /// Its tool calls it asked permission for: their cards (in the chat's
+    /// transcript, where the float points) follow its updates of them.
+    #[serde(skip)]
+    pub asked: Vec<String>,
 }
 
 impl Subagent {
@@ -303,6 +307,7 @@ impl Subagent {
             tool_call_id: None,
             tool_title: None,
             lines: Vec::new(),
+            asked: Vec::new(),
         }
     }
 

@@ -15,7 +15,7 @@ use std::collections::VecDeque;
 use serde_json::{json, Value};
 
 /// The kinds of `session/update` a kept transcript holds.
-const KEPT_KINDS: [&str; 10] = [
+const KEPT_KINDS: [&str; 16] = [
     "user_message_chunk",
     "agent_message_chunk",
     "agent_thought_chunk",
@@ -26,6 +26,12 @@ const KEPT_KINDS: [&str; 10] = [
     "notice",
     "compaction_update",
     "compaction_summary_chunk",
+    "plan_update",
+    "plan_removed",
+    "subagent_update",
+    "session_message",
+    "session_message_chunk",
+    crate::model::delegation::CHILD_RECORD,
 ];
 
 fn is_chunk(kind: &str) -> bool {

@@ -162,6 +162,16 @@ pub fn parse_update(update: &Value) -> SessionUpdate {
         "subagent_update" => {
             crate::model::delegation::parse_subagent_update(update).map(SessionUpdate::Subagent)
         }
+        k if k == crate::model::delegation::CHILD_RECORD => {
+            // A kept chat's record of a subagent's own update.
+            match (str_field(update, "sessionId"), field(update, "update")) {
+                (Some(session_id), Some(inner)) => Some(SessionUpdate::Child {
+                    session_id,
+                    update: Box::new(parse_update(inner)),
+                }),
+                _ => None,
+            }
+        }
         "session_message" | "session_message_chunk" => {
             crate::model::delegation::parse_session_message(update, kind == "session_message_chunk")
                 .map(SessionUpdate::SessionMessage)

@@ -513,6 +513,21 @@ mod tests {
     }
 
     #[test]
+    fn a_subagent_and_its_own_subagents_belong_to_the_chat_of_the_session_that_owns_them() {
+        let conn = Connection::for_test(1024, &["parent"]);
+        assert_eq!(conn.owner_of("child"), None);
+        conn.note_child("parent", "child");
+        conn.note_child("child", "grandchild");
+        assert_eq!(conn.owner_of("child").as_deref(), Some("parent"));
+        assert_eq!(conn.owner_of("grandchild").as_deref(), Some("parent"));
+        // A session never owns itself, and an announce again changes nothing.
+        conn.note_child("parent", "parent");
+        conn.note_child("other", "child");
+        assert_eq!(conn.owner_of("parent"), None);
+        assert_eq!(conn.owner_of("child").as_deref(), Some("parent"));
+    }
+
+    #[test]
     fn sign_in_methods_of_an_auth_required_error_join_initialize_s() {
         use serde_json::json;
         let conn = Connection::for_test(1024, &[]);

@@ -300,7 +300,15 @@ async fn apply_session_update(conn: &Arc<Connection>, params: &Value) {
     let _order = conn.apply.lock().await;
     match conn.sink_for(sid) {
         Some(sink) => {
-            sink.record(raw);
+            match &owner {
+                // Kept as the child's, so a kept chat shows it in its block.
+                Some(_) => sink.record(&serde_json::json!({
+                    "sessionUpdate": crate::model::delegation::CHILD_RECORD,
+                    "sessionId": params.get("sessionId"),
+                    "update": raw,
+                })),
+                None => sink.record(raw),
+            }
             sink.apply_update(update);
             // Holds the agent's read loop while the UI is far behind: the
             // back-pressure.

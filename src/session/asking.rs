@@ -206,11 +206,12 @@ impl ThreadHandle {
             let ev = m.permission_requested(&request.tool_call, &request.dropped);
             let view = m.tool_call(&tool_id).map(super::shown::card_view);
             // A subagent's request names it in the float.
-            let subagent = raw
-                .get("sessionId")
-                .and_then(Value::as_str)
-                .and_then(|sid| m.subagent_info(sid))
-                .map(|(name, _, _)| name);
+            let sid = raw.get("sessionId").and_then(Value::as_str);
+            let subagent = sid.and_then(|sid| m.subagent_info(sid)).map(|(name, _, _)| name);
+            let mut ev = ev;
+            if let (Some(sid), Some(_)) = (sid, &subagent) {
+                ev.extend(m.child_asked(sid, &tool_id));
+            }
             (ev, (Self::card_of(m, &tool_id), view, subagent))
         });
         let rules = &self.editor.policy.auto_allow;

@@ -79,7 +79,7 @@ local function fold_long_cards(view, touched)
     elseif e and e.kind == 'subagent' then
       -- A subagent's transcript is folded under its header line.
       for _, win in ipairs(vim.fn.win_findbuf(view.buf)) do
-        view:_fold_entry(win, index, 1)
+        require('acp.chat.subagents').fold(view, win, index)
       end
     end
   end

@@ -6,6 +6,34 @@ local api = vim.api
 
 local M = {}
 
+--- Folds the transcript of subagent block `index` in `win` under its
+--- header line. The block is rendered again on every update of the
+--- subagent: folds left inside it from an earlier rendering are deleted
+--- first, and a fold the user opened stays open.
+function M.fold(view, win, index)
+  local first, last = view:entry_range(index)
+  if not first or last <= first then
+    return
+  end
+  -- 1-based rows of the body.
+  local top, bottom = first + 2, last + 1
+  api.nvim_win_call(win, function()
+    local saved = vim.fn.winsaveview()
+    local was_open = vim.fn.foldlevel(top) > 0 and vim.fn.foldclosed(top) == -1
+    for row = top, bottom do
+      if vim.fn.foldlevel(row) > 0 then
+        api.nvim_win_set_cursor(win, { row, 0 })
+        vim.cmd('silent! normal! zD')
+      end
+    end
+    vim.cmd(('silent! %d,%dfold'):format(top, bottom))
+    if was_open then
+      vim.cmd(('silent! %dfoldopen'):format(top))
+    end
+    vim.fn.winrestview(saved)
+  end)
+end
+
 --- The card key on subagent block `index` of `view`.
 function M.card_action(view, index)
   local ok, e = pcall(require('acp.core').entry, view.thread, index)

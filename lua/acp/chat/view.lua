@@ -694,7 +694,7 @@ function ChatView:_fold_all(win)
     if e.kind == 'thought' and thoughts then
       self:_fold_entry(win, index)
     elseif e.kind == 'subagent' then
-      self:_fold_entry(win, index, 1)
+      require('acp.chat.subagents').fold(self, win, index)
     end
   end
 end

@@ -121,6 +121,34 @@ impl Thread {
         }
     }
 
+    /// Subagent `sid` asks permission for its tool call `tool_id`: the
+    /// call's card says which subagent asks and follows the subagent's
+    /// updates of that call from now on.
+    pub fn child_asked(&mut self, sid: &str, tool_id: &str) -> Vec<ThreadEvent> {
+        let mut out = Vec::new();
+        let Some(&index) = self.subagents.get(sid) else {
+            return out;
+        };
+        let Some(Entry::Subagent(s)) = self.entries.get_mut(index) else {
+            return out;
+        };
+        if !s.asked.iter().any(|t| t == tool_id) {
+            s.asked.push(tool_id.to_owned());
+        }
+        let name = s.name().replace(['`', '\n'], " ");
+        let note = format!("asked by subagent `{name}`");
+        let patch = ToolCallPatch {
+            id: tool_id.to_owned(),
+            ..Default::default()
+        };
+        self.tool_call_with(&patch, false, &mut out, |tc| {
+            if !tc.notes.contains(&note) {
+                tc.notes.push(note);
+            }
+        });
+        out
+    }
+
     pub(super) fn subagent(&mut self, patch: &SubagentPatch, out: &mut Vec<ThreadEvent>) {
         self.with_subagent(&patch.session_id, out, |s| apply_patch(s, patch));
     }
@@ -185,6 +213,19 @@ impl Thread {
                 self.with_subagent(sid, out, |s| s.push(kind, None, text, true));
             }
             SessionUpdate::ToolCall { patch, .. } => {
+                let asked = matches!(
+                    self.subagents.get(sid).and_then(|&i| self.entries.get(i)),
+                    Some(Entry::Subagent(s)) if s.asked.contains(&patch.id)
+                );
+                // A call the subagent asked about has a card: its title
+                // names the call when the subagent's updates do not.
+                let known_title = match asked {
+                    true => self.tool_call(&patch.id).map(|tc| tc.title.clone()),
+                    false => None,
+                };
+                if asked {
+                    self.tool_call_with(patch, false, out, |_| {});
+                }
                 let id = patch.id.clone();
                 self.with_subagent(sid, out, |s| {
                     let before = s
@@ -198,7 +239,7 @@ impl Thread {
                             Some((a, b)) => (a.to_owned(), Some(b.replace(' ', "_"))),
                             None => (t.clone(), None),
                         },
-                        None => ("tool call".to_owned(), None),
+                        None => (known_title.unwrap_or_else(|| "tool call".to_owned()), None),
                     };
                     let title = patch.title.clone().unwrap_or(old_title);
                     let status = patch

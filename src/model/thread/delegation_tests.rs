@@ -239,3 +239,64 @@ fn agent_text_in_a_subagent_cannot_fake_a_turn_heading() {
     let md = markdowns(&t).join("\n");
     assert_eq!(md.matches("\n## You").count(), 0, "{md}");
 }
+
+#[test]
+fn a_subagents_permission_card_names_it_and_follows_its_updates() {
+    let mut t = Thread::new("demo");
+    t.begin_turn("q");
+    t.apply_json(&sub("announce"));
+    let ask = json!({"toolCallId": "call_child_edit", "title": "Edit a.lua", "kind": "edit"});
+    t.permission_requested(&crate::model::update::parse_tool_call(&ask).unwrap(), &[]);
+    t.child_asked("sess_child_1", "call_child_edit");
+    let card = t.tool_call("call_child_edit").unwrap().clone();
+    assert!(card
+        .notes
+        .contains(&"asked by subagent `test-investigator`".to_owned()));
+    child(
+        &mut t,
+        "sess_child_1",
+        &json!({"sessionUpdate": "tool_call_update", "toolCallId": "call_child_edit", "status": "completed"}),
+    );
+    assert_eq!(
+        t.tool_call("call_child_edit").unwrap().status,
+        crate::model::schema::ToolStatus::Completed
+    );
+    // Another child's call of the same id leaves the card alone.
+    child(
+        &mut t,
+        "other",
+        &json!({"sessionUpdate": "tool_call_update", "toolCallId": "call_child_edit", "status": "failed"}),
+    );
+    assert_eq!(
+        t.tool_call("call_child_edit").unwrap().status,
+        crate::model::schema::ToolStatus::Completed
+    );
+}
+
+#[test]
+fn a_kept_chat_replays_a_subagents_own_updates_into_its_block() {
+    let mut rec = crate::model::record::Recorder::new(1 << 20);
+    for u in [sub("tool_call"), sub("announce"), plans("items")] {
+        rec.update(&u);
+    }
+    rec.update(&json!({
+        "sessionUpdate": crate::model::delegation::CHILD_RECORD,
+        "sessionId": "sess_child_1",
+        "update": sub("child_chunk"),
+    }));
+    let records: Vec<Value> = rec.records().cloned().collect();
+    assert_eq!(records.len(), 4, "all four kept: {records:?}");
+    let mut t = Thread::new("demo");
+    t.replay_kept("Kept", &records, "End");
+    let md = markdowns(&t).join("\n\n");
+    assert!(
+        md.contains("Subagent · test-investigator · running"),
+        "{md}"
+    );
+    assert!(md.contains("> Reading the test log."), "{md}");
+    assert!(md.contains("Plan · 1/3 done"), "{md}");
+    assert!(
+        !md.contains("\n\nReading the test log."),
+        "not as the agent's own text: {md}"
+    );
+}
