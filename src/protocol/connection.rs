@@ -297,7 +297,17 @@ impl Connection {
 
     /// `parent` announced child session `child` (`subagent_update`): the
     /// child's traffic goes to the chat of `parent`'s own owner.
+    /// A session the client opened is never taken as a child.
     pub(super) fn note_child(&self, parent: &str, child: &str) {
+        let opened =
+            self.routes.lock().contains_key(child) || self.book.lock().sessions.contains(child);
+        if opened {
+            log::warn(format!(
+                "agent {} announced session {child}, which the client opened, as a subagent (ignored)",
+                self.spec.name
+            ));
+            return;
+        }
         let mut children = self.children.lock();
         let root = children
             .get(parent)
@@ -520,7 +530,9 @@ mod tests {
         conn.note_child("child", "grandchild");
         assert_eq!(conn.owner_of("child").as_deref(), Some("parent"));
         assert_eq!(conn.owner_of("grandchild").as_deref(), Some("parent"));
-        // A session never owns itself, and an announce again changes nothing.
+        // A session never owns itself, nor one the client opened, and an
+        // announce again changes nothing.
+        conn.note_child("child", "parent");
         conn.note_child("parent", "parent");
         conn.note_child("other", "child");
         assert_eq!(conn.owner_of("parent"), None);

@@ -372,6 +372,7 @@ fn handle_request(conn: &Arc<Connection>, msg: UntypedMessage, responder: Respon
     if let AgentRequest::Elicitation { session_id, raw } = request {
         // Request-scoped ones (no session) belong to no chat.
         let thread = session_id
+            .map(|sid| conn.owner_of(&sid).unwrap_or(sid))
             .and_then(|sid| conn.sink_for(&sid))
             .and_then(|sink| sink.thread_id());
         elicitation::ask(thread, raw, responder);
