@@ -7,6 +7,12 @@
 --   BENCH_OUT=path                also write the report there
 --   BENCH_VERBOSE=1               print every run's raw measurements (stderr)
 --   BENCH_KEEP=dir                work in dir and keep its files (agent and core logs)
+--   BENCH_PROFILE=mode:file       LuaJIT's profiler (jit.p) over each measured turn, e.g.
+--                                 '-3Fi1:/tmp/prof-%p.txt' (%p: the measured Neovim's pid)
+--   BENCH_PHASES=1                with BENCH_VERBOSE: redraw, parse and drain times of each turn
+--
+-- Each workload is also played by the minimal client (bench/thin.lua) in the same kind of
+-- Neovim; every row prints its ratio to that client.
 --
 -- Every run starts a fresh `nvim --embed` with the plugin, opens the chat against the scripted
 -- test agent (bench/scenarios/bench.json), plays one warm-up turn, then the measured turn.

@@ -364,8 +364,10 @@ local function catch_up(d, events, follow)
   if follow then
     view:scroll_to_end(follow)
   end
-  if view.live_row and next(d.touched) then
+  if view.state == 'running' and view.live_row and next(d.touched) then
     -- The redraw that follows finds the live entry parsed (acp.chat.markdown).
+    -- Not once the turn ended: the parser's region may then hold all of the
+    -- turn's entries (frozen on the next turns of the event loop).
     view:_guard(nil, require('acp.chat.markdown').parse_live, view.buf, view.live_row)
   end
   if #view.agent_waiters > 0 and view:_agent_settled() then
