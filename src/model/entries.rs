@@ -289,6 +289,8 @@ pub struct Subagent {
     /// That tool call's title, as the block names it.
     pub tool_title: Option<String>,
     pub lines: Vec<ChildLine>,
+    /// Lines dropped from the start of `lines` (past `SUBAGENT_LINES_KEPT`).
+    pub lines_dropped: usize,
     /// Its tool calls it asked permission for: their cards (in the chat's
     /// transcript, where the float points) follow its updates of them.
     #[serde(skip)]
@@ -307,6 +309,7 @@ impl Subagent {
             tool_call_id: None,
             tool_title: None,
             lines: Vec::new(),
+            lines_dropped: 0,
             asked: Vec::new(),
         }
     }
@@ -343,6 +346,10 @@ impl Subagent {
                 return;
             }
         }
+        if self.lines.len() >= SUBAGENT_LINES_KEPT {
+            self.lines.remove(0);
+            self.lines_dropped += 1;
+        }
         self.lines.push(ChildLine {
             kind,
             key: key.map(str::to_owned),
@@ -350,6 +357,10 @@ impl Subagent {
         });
     }
 }
+
+/// Lines of a subagent's transcript kept in its block (the oldest go
+/// first; the protocol trace has them all).
+pub const SUBAGENT_LINES_KEPT: usize = 200;
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 #[serde(tag = "entry", rename_all = "snake_case")]

@@ -70,8 +70,18 @@ pub fn subagent_rendering(s: &Subagent) -> (String, PlanLayout) {
     if let Some(d) = &s.description {
         body.push(d.clone());
     }
-    for line in &s.lines {
-        let text = escape_turn_headings(&line.text).into_owned();
+    // Each rendering is bounded: the block is rendered again on every
+    // update of the subagent.
+    let from = s.lines.len().saturating_sub(SUBAGENT_LINES_SHOWN);
+    let earlier = s.lines_dropped + from;
+    if earlier > 0 {
+        body.push(format!(
+            "… {earlier} earlier line{} (:AcpTrace has them)",
+            if earlier == 1 { "" } else { "s" }
+        ));
+    }
+    for line in &s.lines[from..] {
+        let text = escape_turn_headings(&tail(&line.text, SUBAGENT_LINE_MAX_BYTES)).into_owned();
         body.push(match line.kind {
             EntryKind::Thought => format!("_thinking:_ {text}"),
             EntryKind::ToolCall => format!("• {text}"),
@@ -88,6 +98,25 @@ pub fn subagent_rendering(s: &Subagent) -> (String, PlanLayout) {
         out.push_str(&paragraph.trim_end().replace('\n', "\n> "));
     }
     (out, layout)
+}
+
+/// Lines of a subagent's transcript its block shows (the newest).
+pub const SUBAGENT_LINES_SHOWN: usize = 40;
+
+/// The most of one line of a subagent's transcript its block shows (its
+/// end: a streamed message shows what it says now).
+pub const SUBAGENT_LINE_MAX_BYTES: usize = 2000;
+
+/// The last `max` bytes of `text` (at a character boundary), after `…`.
+fn tail(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    if text.len() <= max {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut at = text.len() - max;
+    while !text.is_char_boundary(at) {
+        at += 1;
+    }
+    std::borrow::Cow::Owned(format!("…{}", &text[at..]))
 }
 
 /// A plan by id: items as the legacy plan reads, markdown under a

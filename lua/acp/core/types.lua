@@ -603,7 +603,8 @@
 ---@field can_cancel? boolean subagent: the agent offers to cancel its work
 ---@field tool_call_id? string subagent: the tool call that started it
 ---@field tool_title? string subagent
----@field lines? { kind: acp.EntryKind, key?: string, text: string }[] subagent: its own transcript
+---@field lines? { kind: acp.EntryKind, key?: string, text: string }[] subagent: its own transcript (the newest 200 lines)
+---@field lines_dropped? integer subagent: lines dropped from the start of `lines`
 
 --- Content of a tool card (snake_case: `old_text`/`new_text`).
 ---@class acp.ToolContent

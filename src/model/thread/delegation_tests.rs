@@ -300,3 +300,35 @@ fn a_kept_chat_replays_a_subagents_own_updates_into_its_block() {
         "not as the agent's own text: {md}"
     );
 }
+
+#[test]
+fn a_busy_subagents_block_stays_bounded() {
+    use crate::model::render_delegation::{SUBAGENT_LINES_SHOWN, SUBAGENT_LINE_MAX_BYTES};
+    let mut t = Thread::new("demo");
+    t.begin_turn("q");
+    t.apply_json(&sub("announce"));
+    for i in 0..500 {
+        let call = json!({"sessionUpdate": "tool_call", "toolCallId": format!("c{i}"), "title": format!("Read f{i}"), "status": "completed"});
+        child(&mut t, "sess_child_1", &call);
+    }
+    let long = "é".repeat(SUBAGENT_LINE_MAX_BYTES);
+    child(
+        &mut t,
+        "sess_child_1",
+        &json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": long}}),
+    );
+    let md = markdowns(&t).join("\n");
+    assert!(
+        md.contains("> … 461 earlier lines (:AcpTrace has them)"),
+        "{md}"
+    );
+    assert!(md.contains("> • Read f499 · completed"));
+    assert!(!md.contains("> • Read f460 ·"));
+    assert_eq!(md.matches("\n> • Read").count(), SUBAGENT_LINES_SHOWN - 1);
+    let last = md.lines().last().unwrap();
+    assert!(
+        last.starts_with("> …é") && last.len() <= SUBAGENT_LINE_MAX_BYTES + 8,
+        "{}",
+        last.len()
+    );
+}
