@@ -55,6 +55,7 @@ local function delegate_steps(extra)
     on_child(SUB.child_chunk),
     on_child(SUB.child_tool_call),
     { update = SUB.result_chunk },
+    { update = SUB.result },
   }
   for _, s in ipairs(extra or {}) do
     steps[#steps + 1] = s

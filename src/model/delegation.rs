@@ -26,9 +26,6 @@ pub fn parse_plan_update(update: &Value) -> Option<(String, PlanBody)> {
             content: str_field(plan, "content").unwrap_or_default(),
             path: str_field(plan, "path"),
         },
-        "file" => PlanBody::File {
-            uri: str_field(plan, "uri")?,
-        },
         _ => return None,
     };
     Some((id, body))
@@ -75,18 +72,30 @@ pub fn parse_subagent_update(update: &Value) -> Option<SubagentPatch> {
         None => None,
         Some(Value::Null) => Some(None),
         Some(s) => str_field(s, "state").map(|state| {
+            let stop_reason = str_field(s, "stopReason");
+            // `idle` with `stopReason: error` carries a JSON-RPC error.
+            let error = match stop_reason.as_deref() {
+                Some("error") => Some(
+                    field(s, "error")
+                        .and_then(|e| str_field(e, "message"))
+                        .unwrap_or_default(),
+                ),
+                _ => None,
+            };
             Some(SubagentState {
                 state,
-                stop_reason: str_field(s, "stopReason"),
+                stop_reason,
+                error,
             })
         }),
     };
+    // A capability set replaces the whole set; `cancel` is offered by an
+    // object (`{}`), anything else is not. A malformed set: unchanged.
     let cancel = match update.get("capabilities") {
         None => None,
         Some(Value::Null) => Some(false),
-        Some(c) => {
-            Some(matches!(c.get("cancel"), Some(v) if v.is_object() || v == &Value::Bool(true)))
-        }
+        Some(Value::Object(c)) => Some(c.get("cancel").is_some_and(Value::is_object)),
+        Some(_) => None,
     };
     Some(SubagentPatch {
         session_id,
@@ -97,35 +106,64 @@ pub fn parse_subagent_update(update: &Value) -> Option<SubagentPatch> {
     })
 }
 
-/// `session_message` (`append` false: its content replaces the message's)
-/// or `session_message_chunk` (appended).
+/// `session_message` (an upsert: `append` false) or `session_message_chunk`
+/// (appended). A chunk carries only content: identity fields on it are
+/// not part of it (its participants come from the message's upserts).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SessionMessage {
     pub message_id: String,
-    pub sender: Option<String>,
-    pub recipient: Option<String>,
-    /// None: `session_message` without content (a metadata-only patch).
+    pub sender: Patch<String>,
+    pub recipient: Patch<String>,
+    /// On an incoming view: the outgoing view's id in the sender's transcript.
+    pub sender_message_id: Patch<String>,
+    /// On an outgoing view: the incoming view's id in the recipient's.
+    pub recipient_message_id: Patch<String>,
+    /// An upsert's content: None omitted (or malformed: unchanged),
+    /// `Some("")` cleared (`null` or `[]`), else the text replacing it. A
+    /// chunk's: the text appended.
     pub text: Option<String>,
     pub append: bool,
 }
 
 pub fn parse_session_message(update: &Value, append: bool) -> Option<SessionMessage> {
-    let content = field(update, "content");
-    let text = match content {
+    let message_id = str_field(update, "messageId")?;
+    let joined = |blocks: &Vec<Value>| {
+        blocks
+            .iter()
+            .filter(|b| b.is_object())
+            .map(content_block_text)
+            .collect::<Vec<_>>()
+            .join("")
+    };
+    if append {
+        let text = match field(update, "content")? {
+            Value::Array(blocks) => joined(blocks),
+            block if block.is_object() => content_block_text(block),
+            _ => return None,
+        };
+        return Some(SessionMessage {
+            message_id,
+            sender: None,
+            recipient: None,
+            sender_message_id: None,
+            recipient_message_id: None,
+            text: Some(text),
+            append,
+        });
+    }
+    let text = match update.get("content") {
         None => None,
-        Some(Value::Array(blocks)) => Some(
-            blocks
-                .iter()
-                .map(content_block_text)
-                .collect::<Vec<_>>()
-                .join(""),
-        ),
-        Some(block) => Some(content_block_text(block)),
+        Some(Value::Null) => Some(String::new()),
+        Some(Value::Array(blocks)) => Some(joined(blocks)),
+        // Malformed: the field reads as omitted.
+        Some(_) => None,
     };
     Some(SessionMessage {
-        message_id: str_field(update, "messageId")?,
-        sender: str_field(update, "senderSessionId"),
-        recipient: str_field(update, "recipientSessionId"),
+        message_id,
+        sender: patch_str(update, "senderSessionId"),
+        recipient: patch_str(update, "recipientSessionId"),
+        sender_message_id: patch_str(update, "senderMessageId"),
+        recipient_message_id: patch_str(update, "recipientMessageId"),
         text,
         append,
     })

@@ -235,10 +235,6 @@ pub enum PlanBody {
         content: String,
         path: Option<String>,
     },
-    /// A plan in a file the client does not read (`uri`).
-    File {
-        uri: String,
-    },
 }
 
 /// A plan by id as the transcript keeps it.
@@ -261,6 +257,8 @@ pub struct SubagentState {
     /// `running`, `idle`, `requires_action`, `unknown`, or what was sent.
     pub state: String,
     pub stop_reason: Option<String>,
+    /// `stopReason: error`: the error's message (may be empty).
+    pub error: Option<String>,
 }
 
 /// One line (or paragraph) of a subagent's own transcript.

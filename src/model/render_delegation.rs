@@ -14,10 +14,13 @@ pub fn state_word(s: &Subagent) -> (&'static str, Tone) {
         Some("idle") => match s.state.as_ref().and_then(|st| st.stop_reason.as_deref()) {
             Some("cancelled") => ("cancelled", Tone::Cancelled),
             Some("refusal") => ("refused", Tone::Failed),
+            Some("error") => ("failed", Tone::Failed),
             _ => ("idle", Tone::Done),
         },
         Some("requires_action") => ("needs you", Tone::Waiting),
-        Some("running") | None => ("running", Tone::Running),
+        Some("running") => ("running", Tone::Running),
+        // Never reported, or cleared: the schema asserts no activity then.
+        None => ("not reported", Tone::Waiting),
         Some(_) => ("unknown", Tone::Waiting),
     }
 }
@@ -69,6 +72,10 @@ pub fn subagent_rendering(s: &Subagent) -> (String, PlanLayout) {
     }
     if let Some(d) = &s.description {
         body.push(d.clone());
+    }
+    if let Some(e) = s.state.as_ref().and_then(|st| st.error.as_deref()) {
+        let e = if e.is_empty() { "no details" } else { e };
+        body.push(format!("**failed:** {e}"));
     }
     // Each rendering is bounded: the block is rendered again on every
     // update of the subagent.
@@ -143,6 +150,5 @@ pub fn id_plan_rendering(p: &IdPlan) -> (String, PlanLayout) {
             let body = escape_turn_headings(content.trim_end()).into_owned();
             (format!("{LABEL}{HEADER_SEP}{name}\n\n{body}"), label)
         }
-        PlanBody::File { uri } => (format!("{LABEL}{HEADER_SEP}{uri}"), label),
     }
 }

@@ -14,6 +14,9 @@ mod delegation;
 #[cfg(test)]
 mod delegation_tests;
 mod echo;
+mod messages;
+#[cfg(test)]
+mod schema120_tests;
 mod steer;
 #[cfg(test)]
 mod tests;
@@ -84,6 +87,8 @@ pub struct Thread {
     paths: render::PathDisplay,
     /// Child session id -> the entry of its subagent block.
     subagents: std::collections::HashMap<String, usize>,
+    /// Session messages by transcript and id (`thread/messages.rs`).
+    messages: messages::Messages,
 }
 
 impl Thread {
@@ -112,6 +117,7 @@ impl Thread {
             sign_in: false,
             paths: render::PathDisplay::default(),
             subagents: std::collections::HashMap::new(),
+            messages: messages::Messages::default(),
         }
     }
 
@@ -628,7 +634,7 @@ impl Thread {
             SessionUpdate::PlanById { id, body } => self.plan_by_id(id, body, &mut out),
             SessionUpdate::PlanRemoved(id) => self.plan_removed(id, &mut out),
             SessionUpdate::Subagent(patch) => self.subagent(patch, &mut out),
-            SessionUpdate::SessionMessage(m) => self.session_message(m, &mut out),
+            SessionUpdate::SessionMessage(m) => self.session_message("", m, &mut out),
             SessionUpdate::Child { session_id, update } => {
                 self.child_update(session_id, update, &mut out)
             }

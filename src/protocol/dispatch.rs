@@ -390,3 +390,35 @@ fn handle_request(conn: &Arc<Connection>, msg: UntypedMessage, responder: Respon
         }
     }
 }
+
+#[cfg(test)]
+mod schema120_caps_tests {
+    use super::*;
+
+    /// `plan` and `subagents` sit at the top of `clientCapabilities`, as
+    /// the agent-client-protocol-schema 1.20.0 types put them
+    /// (`tests/fixtures/schema120.json`), and only when their option is on.
+    #[test]
+    fn newer_capabilities_sit_where_the_1_20_crate_puts_them() {
+        let fixture: Value =
+            serde_json::from_str(include_str!("../../tests/fixtures/schema120.json")).unwrap();
+        let from_crate = &fixture["clientCapabilities"];
+        let params_of = |caps: &Caps| {
+            let request = InitializeRequest::new(ProtocolVersion::V1)
+                .client_capabilities(client_capabilities(caps));
+            let mut params = serde_json::to_value(&request).unwrap();
+            advertise_newer(&mut params, caps);
+            params["clientCapabilities"].clone()
+        };
+        let on = params_of(&Caps {
+            plan_v2: true,
+            subagents: true,
+            ..Caps::default()
+        });
+        for key in ["plan", "subagents"] {
+            assert_eq!(on[key], from_crate[key], "{key}");
+        }
+        let off = params_of(&Caps::default());
+        assert!(off.get("plan").is_none() && off.get("subagents").is_none(), "{off}");
+    }
+}

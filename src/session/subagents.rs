@@ -22,7 +22,8 @@ impl ThreadHandle {
                 "the agent does not offer to cancel subagent `{name}`"
             ));
         }
-        if state != "running" && state != "needs you" {
+        // Its capability permits the cancel; only finished work refuses it.
+        if matches!(state, "idle" | "cancelled" | "refused" | "failed") {
             return Err(format!("subagent `{name}` is not running ({state})"));
         }
         let Some((conn, _)) = self.current.lock().clone() else {

@@ -595,11 +595,11 @@
 ---@field severity? string agent_notice: `info`, `warning`, `error` or as sent (and its `title`, `description`)
 ---@field summary? string compaction: the retained summary (and its `id`, `status`: `in_progress`, `completed`, `failed`, `cancelled` or as sent)
 ---@field error? string compaction
----@field body? { type: 'items'|'markdown'|'file', items?: table[], content?: string, path?: string, uri?: string } id_plan
+---@field body? { type: 'items'|'markdown', items?: table[], content?: string, path?: string } id_plan
 ---@field removed? boolean id_plan: `plan_removed` came
 ---@field session_id? string subagent: its child session
 ---@field description? string subagent
----@field state? { state: string, stop_reason?: string } subagent: `running`, `idle`, `requires_action`, `unknown`
+---@field state? { state: string, stop_reason?: string, error?: string } subagent: `running`, `idle`, `requires_action`, `unknown` (or an agent's own); `error`: the message of an idle state's `stopReason: error`
 ---@field can_cancel? boolean subagent: the agent offers to cancel its work
 ---@field tool_call_id? string subagent: the tool call that started it
 ---@field tool_title? string subagent

@@ -6,7 +6,7 @@
 //! message or an update of its own: nothing for it is dropped).
 
 use super::Thread;
-use crate::model::delegation::{apply_patch, SessionMessage, SubagentPatch};
+use crate::model::delegation::{apply_patch, SubagentPatch};
 use crate::model::entries::{Entry, EntryKind, IdPlan, PlanBody, PlanItem, Subagent};
 use crate::model::events::ThreadEvent;
 use crate::model::render::HEADER_SEP;
@@ -92,7 +92,7 @@ impl Thread {
         index
     }
 
-    fn with_subagent(
+    pub(super) fn with_subagent(
         &mut self,
         sid: &str,
         out: &mut Vec<ThreadEvent>,
@@ -171,28 +171,6 @@ impl Thread {
         }
     }
 
-    pub(super) fn session_message(&mut self, m: &SessionMessage, out: &mut Vec<ThreadEvent>) {
-        let subagents = &self.subagents;
-        let known = |sid: &Option<String>| -> Option<String> {
-            sid.clone().filter(|s| subagents.contains_key(s))
-        };
-        // To a child: its task; from a child: what it answers.
-        let (sid, kind) = match (known(&m.recipient), known(&m.sender)) {
-            (Some(r), _) => (r, EntryKind::User),
-            (None, Some(s)) => (s, EntryKind::Agent),
-            (None, None) => match (&m.recipient, &m.sender) {
-                (Some(r), _) => (r.clone(), EntryKind::User),
-                (None, Some(s)) => (s.clone(), EntryKind::Agent),
-                (None, None) => return,
-            },
-        };
-        let Some(text) = &m.text else {
-            return;
-        };
-        let key = format!("message {}", m.message_id);
-        self.with_subagent(&sid, out, |s| s.push(kind, Some(&key), text, m.append));
-    }
-
     /// An update of child session `sid`, into its block's transcript.
     pub(super) fn child_update(
         &mut self,
@@ -260,7 +238,6 @@ impl Thread {
                 let line = match body {
                     PlanBody::Items { items } => plan_line(items),
                     PlanBody::Markdown { content, .. } => content.clone(),
-                    PlanBody::File { uri } => uri.clone(),
                 };
                 let key = format!("plan {id}");
                 self.with_subagent(sid, out, |s| {
@@ -268,7 +245,7 @@ impl Thread {
                 });
             }
             SessionUpdate::Subagent(patch) => self.subagent(patch, out),
-            SessionUpdate::SessionMessage(m) => self.session_message(m, out),
+            SessionUpdate::SessionMessage(m) => self.session_message(sid, m, out),
             SessionUpdate::Child { session_id, update } => {
                 self.child_update(session_id, update, out)
             }

@@ -137,7 +137,9 @@ fn a_subagent_is_a_block_under_its_tool_call_with_its_own_transcript() {
         &json!({"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":" Found it."}}),
     );
     child(&mut t, "sess_child_1", &sub("child_tool_call"));
+    // A chunk's participants come from its message's upsert, here after it.
     t.apply_json(&sub("result_chunk"));
+    t.apply_json(&sub("result"));
     let block = card + 1;
     assert!(matches!(&t.entries()[block], Entry::Subagent(_)));
     assert_eq!(
