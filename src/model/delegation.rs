@@ -20,7 +20,7 @@ pub fn parse_plan_update(update: &Value) -> Option<(String, PlanBody)> {
     let id = str_field(plan, "planId").or_else(|| str_field(plan, "id"))?;
     let body = match str_field(plan, "type")?.as_str() {
         "items" => PlanBody::Items {
-            items: plan_items(plan),
+            items: plan_entries(plan),
         },
         "markdown" => PlanBody::Markdown {
             content: str_field(plan, "content").unwrap_or_default(),
@@ -169,9 +169,9 @@ pub fn parse_session_message(update: &Value, append: bool) -> Option<SessionMess
     })
 }
 
-/// A plan's `entries` (as the legacy `plan` reads them).
-fn plan_items(plan: &Value) -> Vec<PlanItem> {
-    field(plan, "entries")
+/// A plan's `entries`: the legacy `plan` update and a `plan_update`'s items plan.
+pub(super) fn plan_entries(update: &Value) -> Vec<PlanItem> {
+    field(update, "entries")
         .and_then(Value::as_array)
         .map(|a| {
             a.iter()

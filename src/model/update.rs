@@ -14,7 +14,7 @@ use serde_json::Value;
 use crate::model::compaction::{self, AgentNotice, CompactionPatch};
 use crate::model::entries::{EntryKind, PlanItem, RawOutput, ToolContent};
 use crate::model::patch::Patch;
-use crate::model::schema::{PermissionOptionKind, PlanPriority, PlanStatus, ToolKind, ToolStatus};
+use crate::model::schema::{PermissionOptionKind, ToolKind, ToolStatus};
 
 /// One `session/update`, typed.
 #[derive(Debug, Clone, PartialEq)]
@@ -43,7 +43,10 @@ pub enum SessionUpdate {
     /// `compaction_update`.
     Compaction(CompactionPatch),
     /// `compaction_summary_chunk`: the compaction's id and the text appended.
-    CompactionChunk { id: String, text: String },
+    CompactionChunk {
+        id: String,
+        text: String,
+    },
     /// `current_mode_update`.
     Mode(String),
     /// `available_commands_update` (the list, kept as the agent sent it for
@@ -153,7 +156,9 @@ pub fn parse_update(update: &Value) -> SessionUpdate {
                 announce: kind == "tool_call",
             })
         }
-        "plan" => Some(SessionUpdate::Plan(parse_plan(update))),
+        "plan" => Some(SessionUpdate::Plan(crate::model::delegation::plan_entries(
+            update,
+        ))),
         "plan_update" => crate::model::delegation::parse_plan_update(update)
             .map(|(id, body)| SessionUpdate::PlanById { id, body }),
         "plan_removed" => {
@@ -292,23 +297,6 @@ pub fn parse_permission_request(params: &Value) -> PermissionRequest {
         dropped,
         options_sent,
     }
-}
-
-fn parse_plan(update: &Value) -> Vec<PlanItem> {
-    field(update, "entries")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .map(|e| PlanItem {
-                    content: str_field(e, "content").unwrap_or_default(),
-                    status: str_field(e, "status")
-                        .map_or(PlanStatus::Pending, |s| PlanStatus::parse(&s)),
-                    priority: str_field(e, "priority")
-                        .map_or(PlanPriority::Medium, |s| PlanPriority::parse(&s)),
-                })
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 fn tool_content(item: &Value) -> Option<ToolContent> {
