@@ -16,12 +16,12 @@ mod delegation_tests;
 mod echo;
 mod messages;
 #[cfg(test)]
+mod patch_tests;
+#[cfg(test)]
 mod schema120_tests;
 mod steer;
 #[cfg(test)]
 mod tests;
-#[cfg(test)]
-mod patch_tests;
 
 use serde_json::Value;
 

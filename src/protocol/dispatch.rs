@@ -10,9 +10,9 @@ use std::time::Duration;
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     AuthCapabilities, BooleanConfigOptionCapabilities, ClientCapabilities,
-    ClientSessionCapabilities, CompactionCapabilities, NoticeCapabilities, ElicitationCapabilities, ElicitationFormCapabilities,
-    ElicitationUrlCapabilities, FileSystemCapabilities, Implementation, InitializeRequest,
-    SessionConfigOptionsCapabilities,
+    ClientSessionCapabilities, CompactionCapabilities, ElicitationCapabilities,
+    ElicitationFormCapabilities, ElicitationUrlCapabilities, FileSystemCapabilities,
+    Implementation, InitializeRequest, NoticeCapabilities, SessionConfigOptionsCapabilities,
 };
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::Responder;
@@ -419,6 +419,9 @@ mod schema120_caps_tests {
             assert_eq!(on[key], from_crate[key], "{key}");
         }
         let off = params_of(&Caps::default());
-        assert!(off.get("plan").is_none() && off.get("subagents").is_none(), "{off}");
+        assert!(
+            off.get("plan").is_none() && off.get("subagents").is_none(),
+            "{off}"
+        );
     }
 }

@@ -20,11 +20,11 @@
 pub mod connection;
 mod dispatch;
 pub mod elicitation;
-pub mod media;
 pub mod framing;
 #[cfg(test)]
 mod fuzz;
 pub mod inbound;
+pub mod media;
 pub mod process;
 pub mod procs;
 pub mod trace;

@@ -207,7 +207,9 @@ impl ThreadHandle {
             let view = m.tool_call(&tool_id).map(super::shown::card_view);
             // A subagent's request names it in the float.
             let sid = raw.get("sessionId").and_then(Value::as_str);
-            let subagent = sid.and_then(|sid| m.subagent_info(sid)).map(|(name, _, _)| name);
+            let subagent = sid
+                .and_then(|sid| m.subagent_info(sid))
+                .map(|(name, _, _)| name);
             let mut ev = ev;
             if let (Some(sid), Some(_)) = (sid, &subagent) {
                 ev.extend(m.child_asked(sid, &tool_id));

@@ -38,19 +38,23 @@ pub(super) fn advertised(caps: &Value, pointer: &str) -> bool {
 /// configured text as one text block, appended to the agent's own
 /// instructions; None when none is configured or the agent takes none.
 pub(super) fn system_prompt(spec: &AgentSpec, caps: &Value) -> Option<SystemPrompt> {
-    let text = spec.system_prompt.as_deref().filter(|t| !t.trim().is_empty())?;
+    let text = spec
+        .system_prompt
+        .as_deref()
+        .filter(|t| !t.trim().is_empty())?;
     if !advertised(caps, "/sessionCapabilities/systemPrompt") {
         return None;
     }
-    Some(SystemPrompt::new(vec![ContentBlock::Text(TextContent::new(
-        text.to_owned(),
-    ))]))
+    Some(SystemPrompt::new(vec![ContentBlock::Text(
+        TextContent::new(text.to_owned()),
+    )]))
 }
 
 /// Whether idle sessions of an agent with `caps` can be closed and brought
 /// back (`session/close` and `session/resume` both advertised).
 fn can_reap(caps: &Value) -> bool {
-    advertised(caps, "/sessionCapabilities/close") && advertised(caps, "/sessionCapabilities/resume")
+    advertised(caps, "/sessionCapabilities/close")
+        && advertised(caps, "/sessionCapabilities/resume")
 }
 
 /// A value of a select option: its id, or its name as the user wrote it.
@@ -82,10 +86,7 @@ fn offered(items: impl Iterator<Item = String>) -> String {
 /// events its success brings, or the line saying why it is not set.
 #[derive(Debug, PartialEq)]
 pub(super) enum DefaultStep {
-    Send {
-        method: &'static str,
-        params: Value,
-    },
+    Send { method: &'static str, params: Value },
     NotOffered(String),
 }
 
@@ -99,7 +100,10 @@ pub(super) fn plan_default(agent: &str, key: &str, value: &Value, state: &Value)
         Value::String(s) => s.clone(),
         v => v.to_string(),
     };
-    let options = state["configOptions"].as_array().cloned().unwrap_or_default();
+    let options = state["configOptions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     let option = options
         .iter()
         .find(|o| o["id"].as_str() == Some(key))
@@ -166,15 +170,21 @@ pub(super) fn plan_default(agent: &str, key: &str, value: &Value, state: &Value)
                 method,
                 params: json!({ param: m[id_key].clone() }),
             },
-            None => DefaultStep::NotOffered(format!(
+            None => {
+                DefaultStep::NotOffered(format!(
                 "Default `{key}` = `{shown}` not set: `{agent}` does not offer it (offered: {})",
                 offered(list.iter().filter_map(|m| m[id_key].as_str().map(str::to_owned)))
-            )),
+            ))
+            }
         };
     }
     DefaultStep::NotOffered(format!(
         "Default `{key}` not set: `{agent}` has no such option (options: {})",
-        offered(options.iter().filter_map(|o| o["id"].as_str().map(str::to_owned)))
+        offered(
+            options
+                .iter()
+                .filter_map(|o| o["id"].as_str().map(str::to_owned))
+        )
     ))
 }
 
@@ -256,7 +266,10 @@ impl ThreadHandle {
                 }
                 Err(e) => self.notice(
                     NoticeLevel::Info,
-                    format!("Default `{key}` not set: `{}` refused it ({e})", self.spec.name),
+                    format!(
+                        "Default `{key}` not set: `{}` refused it ({e})",
+                        self.spec.name
+                    ),
                 ),
             }
         }
@@ -281,9 +294,9 @@ impl ThreadHandle {
         let params = serde_json::to_value(&p).map_err(|e| e.to_string())?;
         let msg = UntypedMessage::new("session/resume", params).map_err(|e| e.to_string())?;
         tokio::time::timeout(limit, cx.send_request(msg).block_task())
-        .await
-        .map_err(|_| "no answer".to_owned())?
-        .map_err(|e| e.to_string())
+            .await
+            .map_err(|_| "no answer".to_owned())?
+            .map_err(|e| e.to_string())
     }
 
     /// Watches the bound session for idleness when `timeouts.idle_close`
@@ -426,7 +439,10 @@ mod tests {
         )
         .is_none());
         assert!(system_prompt(&spec(None), &caps).is_none());
-        assert!(system_prompt(&spec(Some("  ")), &caps).is_none(), "never empty");
+        assert!(
+            system_prompt(&spec(Some("  ")), &caps).is_none(),
+            "never empty"
+        );
     }
 
     #[test]
@@ -466,7 +482,10 @@ mod tests {
         else {
             panic!("zeta is not offered")
         };
-        assert!(line.contains("`zeta`") && line.contains("`a`, `b`"), "{line}");
+        assert!(
+            line.contains("`zeta`") && line.contains("`a`, `b`"),
+            "{line}"
+        );
         let legacy = json!({"models": {"availableModels": [{"modelId": "x"}]}});
         assert_eq!(
             plan_default("ag", "model", &json!("x"), &legacy),

@@ -74,7 +74,11 @@ impl Registry {
                 .values()
                 .any(|o| o.spec.name == t.spec.name && o.spec.cwd == t.spec.cwd);
             // Out of the map now: a chat opened meanwhile starts its own.
-            let end = if shared { None } else { self.agents.take(&t.spec) };
+            let end = if shared {
+                None
+            } else {
+                self.agents.take(&t.spec)
+            };
             if to_close.is_none() {
                 if let Some(conn) = end {
                     Agents::finish(conn, Duration::from_secs(2));

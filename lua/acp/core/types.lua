@@ -159,7 +159,6 @@
 ---@field title string
 ---@field description? string
 
-
 --- The current session mode (`current_mode_update`, `set_mode`).
 ---@class acp.Event.mode
 ---@field type 'mode'

@@ -125,8 +125,14 @@ mod tests {
             "⚠ Warning · Rate limit approaching\n  80% used\n  \\## You"
         );
         assert_eq!(marks[0].role, "warning");
-        assert_eq!(&text[marks[0].from..marks[0].to], "⚠ Warning · Rate limit approaching");
-        assert_eq!(parse_notice(&json!({"severity": "info", "title": ""})), None);
+        assert_eq!(
+            &text[marks[0].from..marks[0].to],
+            "⚠ Warning · Rate limit approaching"
+        );
+        assert_eq!(
+            parse_notice(&json!({"severity": "info", "title": ""})),
+            None
+        );
         let odd = parse_notice(&json!({"severity": "_custom", "title": "x", "description": 7}));
         assert_eq!(notice_rendering(&odd.unwrap()).0, "ℹ Notice · x");
     }

@@ -13,11 +13,13 @@ use crate::model::schema::{ToolKind, ToolStatus};
 fn with_card() -> Thread {
     let mut t = Thread::new("demo");
     t.begin_turn("go");
-    t.apply_json(&json!({"sessionUpdate": "tool_call", "toolCallId": "x", "title": "Read a.txt",
+    t.apply_json(
+        &json!({"sessionUpdate": "tool_call", "toolCallId": "x", "title": "Read a.txt",
         "kind": "read", "status": "in_progress",
         "content": [{"type": "content", "content": {"type": "text", "text": "old text"}}],
         "locations": [{"path": "/p/a.txt", "line": 3}],
-        "rawInput": {"path": "/p/a.txt"}, "rawOutput": {"stdout": "old out"}}));
+        "rawInput": {"path": "/p/a.txt"}, "rawOutput": {"stdout": "old out"}}),
+    );
     t
 }
 
@@ -51,12 +53,18 @@ fn tool_call_update_fields_omitted_or_null_stay() {
 #[test]
 fn tool_call_update_values_replace_each_field() {
     let mut t = with_card();
-    assert_eq!(update(&mut t, json!({"title": "Read b.txt"})).title, "Read b.txt");
+    assert_eq!(
+        update(&mut t, json!({"title": "Read b.txt"})).title,
+        "Read b.txt"
+    );
     assert_eq!(
         update(&mut t, json!({"status": "completed"})).status,
         ToolStatus::Completed
     );
-    let c = update(&mut t, json!({"content": [{"type": "content", "content": {"type": "text", "text": "new"}}]}));
+    let c = update(
+        &mut t,
+        json!({"content": [{"type": "content", "content": {"type": "text", "text": "new"}}]}),
+    );
     assert_eq!(c.content, vec![ToolContent::Text { text: "new".into() }]);
     let c = update(&mut t, json!({"locations": [{"path": "/p/b.txt"}]}));
     assert_eq!(c.locations, vec![("/p/b.txt".to_owned(), None)]);
@@ -68,7 +76,11 @@ fn tool_call_update_values_replace_each_field() {
     // merge_tool_call): once known, a change is a note on the card.
     let c = update(&mut t, json!({"kind": "edit"}));
     assert_eq!(c.kind, ToolKind::Read);
-    assert!(c.notes.iter().any(|n| n.contains("`edit`")), "{:?}", c.notes);
+    assert!(
+        c.notes.iter().any(|n| n.contains("`edit`")),
+        "{:?}",
+        c.notes
+    );
 }
 
 #[test]
@@ -80,7 +92,10 @@ fn empty_lists_and_empty_output_replace_too() {
     let c = update(&mut t, json!({"locations": []}));
     assert!(c.locations.is_empty(), "locations: [] empties them");
     let c = update(&mut t, json!({"rawOutput": {}}));
-    assert_eq!(c.raw_output, None::<RawOutput>, "an empty rawOutput replaces the old");
+    assert_eq!(
+        c.raw_output, None::<RawOutput>,
+        "an empty rawOutput replaces the old"
+    );
     assert!(!t.to_markdown().contains("old out"));
 }
 
@@ -110,8 +125,10 @@ fn session_info_title_and_updated_at_patch() {
     let ev = t.apply_json(&json!({"sessionUpdate": "session_info_update", "title": null}));
     assert_eq!(t.title, None);
     assert_eq!(ev, vec![ThreadEvent::Title { title: None }]);
-    t.apply_json(&json!({"sessionUpdate": "session_info_update", "updatedAt": null,
-        "_meta": {"x": 1}}));
+    t.apply_json(
+        &json!({"sessionUpdate": "session_info_update", "updatedAt": null,
+        "_meta": {"x": 1}}),
+    );
     assert_eq!(t.updated_at, None);
     // Malformed: the field degrades to unchanged.
     t.apply_json(&json!({"sessionUpdate": "session_info_update", "title": 7}));
@@ -123,8 +140,10 @@ fn a_live_notice_is_an_entry_and_told_a_replayed_one_only_shown() {
     let mut t = Thread::new("demo");
     let ev = t.apply_json(&json!({"sessionUpdate": "notice", "severity": "error",
         "title": "Context window exhausted", "description": "Start a new chat"}));
-    assert!(matches!(&ev[0], ThreadEvent::Added { kind: EntryKind::AgentNotice, lines, .. }
-        if lines == &["✖ Error · Context window exhausted", "  Start a new chat"]));
+    assert!(
+        matches!(&ev[0], ThreadEvent::Added { kind: EntryKind::AgentNotice, lines, .. }
+        if lines == &["✖ Error · Context window exhausted", "  Start a new chat"])
+    );
     assert!(matches!(&ev[1], ThreadEvent::Marks { marks, .. } if marks[0].role == "error"));
     assert!(matches!(&ev[2], ThreadEvent::AgentNotice { severity, .. } if severity == "error"));
     let records = [json!({"sessionUpdate": "notice", "severity": "warning", "title": "old"})];
@@ -164,16 +183,20 @@ fn a_compaction_streams_and_is_patched_in_place() {
     );
     // Omitted summary: unchanged; a value replaces; an error is set.
     t.apply_json(&c(json!({"status": "failed", "error": "too large"})));
-    assert!(t.to_markdown().contains(
-        "Compaction · failed\n  Kept: the plan\n  Dropped: logs\n  error: too large"
-    ));
+    assert!(t
+        .to_markdown()
+        .contains("Compaction · failed\n  Kept: the plan\n  Dropped: logs\n  error: too large"));
     t.apply_json(&c(json!({"status": "completed", "summary": [{"type": "text", "text": "Short"}], "error": null})));
-    assert!(t.to_markdown().contains("Compaction · completed\n  Short\n\n"));
+    assert!(t
+        .to_markdown()
+        .contains("Compaction · completed\n  Short\n\n"));
     t.apply_json(&c(json!({"status": "completed", "summary": []})));
     assert!(t.to_markdown().contains("Compaction · completed\n\n"));
     // A chunk of an id never seen starts one in progress.
-    t.apply_json(&json!({"sessionUpdate": "compaction_summary_chunk", "compactionId": "c2",
-        "content": {"type": "text", "text": "x"}}));
+    t.apply_json(
+        &json!({"sessionUpdate": "compaction_summary_chunk", "compactionId": "c2",
+        "content": {"type": "text", "text": "x"}}),
+    );
     assert!(t.to_markdown().ends_with("Compaction · in progress\n  x"));
 }
 
@@ -184,16 +207,28 @@ fn a_streamed_summary_at_the_end_appends_as_its_full_rendering_reads() {
     let mut shown: Vec<String> = Vec::new();
     let mut index = None;
     let mut appended = 0;
-    let chunks = ["The user", " fixes hello.py.\nNext:", " tests", "\n## You", " and more"];
+    let chunks = [
+        "The user",
+        " fixes hello.py.\nNext:",
+        " tests",
+        "\n## You",
+        " and more",
+    ];
     let mut events = t.apply_json(&json!({"sessionUpdate": "compaction_update",
         "compactionId": "c1", "status": "in_progress"}));
     for text in chunks {
-        events.extend(t.apply_json(&json!({"sessionUpdate": "compaction_summary_chunk",
-            "compactionId": "c1", "content": {"type": "text", "text": text}})));
+        events.extend(
+            t.apply_json(&json!({"sessionUpdate": "compaction_summary_chunk",
+            "compactionId": "c1", "content": {"type": "text", "text": text}})),
+        );
     }
     for ev in events {
         match ev {
-            ThreadEvent::Added { index: i, kind: EntryKind::Compaction, lines } => {
+            ThreadEvent::Added {
+                index: i,
+                kind: EntryKind::Compaction,
+                lines,
+            } => {
                 index = Some(i);
                 shown = lines;
             }
