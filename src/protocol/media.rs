@@ -1,7 +1,8 @@
 //! Images and audio the agent sends (`image` / `audio` content blocks in
 //! its messages, thoughts and tool-call content): each is decoded and saved
 //! to a file of its own, in a folder per session under this Neovim's temp
-//! folder (`$TMPDIR/acp.nvim-<pid>/media/<n>/`), removed when Neovim exits.
+//! folder (`$TMPDIR/acp.nvim-<pid>-<random>/media/<n>/`, made private by
+//! us alone), removed when Neovim exits.
 //! The block then carries what the transcript shows (`_acp: {path, bytes}`,
 //! or `{error}`) instead of its data, so the kept chat holds a line, not the
 //! bytes; the trace keeps the message as the agent sent it.
@@ -54,16 +55,44 @@ static FOLDERS: LazyLock<Mutex<HashMap<String, u64>>> = LazyLock::new(Default::d
 static NEXT_FOLDER: AtomicU64 = AtomicU64::new(0);
 static NEXT_FILE: AtomicU64 = AtomicU64::new(0);
 
-/// This Neovim's media folder (`$TMPDIR/acp.nvim-<pid>/media`).
-pub fn root() -> PathBuf {
-    std::env::temp_dir()
-        .join(format!("acp.nvim-{}", std::process::id()))
-        .join("media")
+/// This Neovim's private top folder: `$TMPDIR/acp.nvim-<pid>-<random>`, made
+/// by us alone (never an existing one: on a shared /tmp another user could
+/// make the predictable name first, or plant a symlink in it), mode 0700.
+/// None when it could not be made; then nothing is saved.
+static TOP: LazyLock<Option<PathBuf>> = LazyLock::new(make_private_top);
+
+fn make_private_top() -> Option<PathBuf> {
+    use std::os::unix::fs::DirBuilderExt;
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    for attempt in 0u32..64 {
+        let salt = nanos
+            .wrapping_mul(2_654_435_761)
+            .wrapping_add(attempt.wrapping_mul(40_503));
+        let dir = std::env::temp_dir().join(format!("acp.nvim-{}-{salt:08x}", std::process::id()));
+        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+            Ok(()) => return Some(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(_) => return None,
+        }
+    }
+    None
 }
 
-/// Removes every saved file (Neovim exits).
+/// This Neovim's media folder (`<top>/media`); a path that does not exist
+/// when the private top folder could not be made.
+pub fn root() -> PathBuf {
+    match &*TOP {
+        Some(top) => top.join("media"),
+        None => PathBuf::from("/nonexistent/acp.nvim-media"),
+    }
+}
+
+/// Removes every saved file (Neovim exits). Only a top folder this process
+/// made: nothing is made just to be removed.
 pub fn remove_all() {
-    if let Some(top) = root().parent() {
+    if let Some(Some(top)) = LazyLock::get(&TOP) {
         let _ = std::fs::remove_dir_all(top);
     }
 }
@@ -171,12 +200,27 @@ fn save(session: &str, kind: &str, mime: &str, data: &str) -> Result<(String, us
             .entry(session.to_owned())
             .or_insert_with(|| NEXT_FOLDER.fetch_add(1, Ordering::Relaxed) + 1)
     };
+    if TOP.is_none() {
+        return Err("not saved: no private temporary folder could be made".to_owned());
+    }
     let dir = root().join(folder.to_string());
     create_private_dir(&dir).map_err(|e| format!("not saved: {e}"))?;
     let n = NEXT_FILE.fetch_add(1, Ordering::Relaxed) + 1;
     let path = dir.join(format!("{kind}-{n}.{ext}"));
-    std::fs::write(&path, &bytes).map_err(|e| format!("not saved: {e}"))?;
+    write_new(&path, &bytes).map_err(|e| format!("not saved: {e}"))?;
     Ok((path.to_string_lossy().into_owned(), bytes.len()))
+}
+
+/// A new file (never an existing one, never through a symlink), mode 0600.
+fn write_new(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)?;
+    f.write_all(bytes)
 }
 
 fn create_private_dir(dir: &std::path::Path) -> std::io::Result<()> {
@@ -227,6 +271,32 @@ pub fn decode_base64(s: &str) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_media_folder_is_made_private_by_us_and_files_are_never_written_through_a_planted_link() {
+        use std::os::unix::fs::PermissionsExt;
+        let top = root().parent().unwrap().to_path_buf();
+        let name = top.file_name().unwrap().to_string_lossy().into_owned();
+        // Not the predictable name another user could make first.
+        assert!(name.starts_with(&format!("acp.nvim-{}-", std::process::id())));
+        assert_ne!(name, format!("acp.nvim-{}", std::process::id()));
+        let mode = std::fs::metadata(&top).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700, "{top:?}");
+        // A file that exists already (a planted symlink) is never written through.
+        let victim = top.join("victim.txt");
+        std::fs::write(&victim, "mine").unwrap();
+        let planted = top.join("planted.png");
+        std::os::unix::fs::symlink(&victim, &planted).unwrap();
+        assert!(write_new(&planted, b"agent bytes").is_err());
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "mine");
+        let fresh = top.join("fresh.png");
+        write_new(&fresh, b"x").unwrap();
+        let mode = std::fs::metadata(&fresh).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        for p in [&victim, &planted, &fresh] {
+            let _ = std::fs::remove_file(p);
+        }
+    }
 
     #[test]
     fn base64_decodes_and_refuses_what_is_not() {

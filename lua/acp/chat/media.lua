@@ -1,7 +1,7 @@
 --- Images and audio in the agent's output. The core saves each to a file
 --- of its own under this Neovim's media folder (`acp.core.media_root()`)
 --- and the transcript shows one line: a markdown link with the kind, the
---- type and the size, `![image image/png · 12.0 KB](/tmp/acp.nvim-1/media/1/image-1.png)`.
+--- type and the size, `![image image/png · 12.0 KB](/tmp/acp.nvim-1-5e2a/media/1/image-1.png)`.
 --- <CR> (the card key) or gx on that line opens the file with
 --- |vim.ui.open()|. Only a file in the media folder, named as the core
 --- names them, is opened: a line the agent wrote to look like one opens

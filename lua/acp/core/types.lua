@@ -754,5 +754,5 @@
 ---@field kept_chats fun(root: string): { chats: acp.KeptChat[], problems: string[] } a project's kept chats, newest first, and the files that could not be read
 ---@field kept_delete fun(root: string, id: string) deletes a kept chat's file
 ---@field shutdown fun()
----@field media_root fun(): string the folder the agent's images and audio are saved in (`$TMPDIR/acp.nvim-<pid>/media`)
+---@field media_root fun(): string the folder the agent's images and audio are saved in (`$TMPDIR/acp.nvim-<pid>-<random>/media`, made private by this Neovim)
 ---@field _panic fun() Test hook: a panic that must surface as a Lua error.
