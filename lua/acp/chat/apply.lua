@@ -52,19 +52,14 @@ local TAIL_ROWS = 16
 --- last blank row outside a code block before the last row, 0-based from
 --- the first; nil when there is none.
 local function tail_cut(lines)
+  local fence_after = require('acp.chat.markdown').fence_after
   local cut, fence = nil, nil
   for i = 1, #lines - 1 do
     local l = lines[i]
-    local f = l:match('^%s*([`~][`~][`~])')
-    if f then
-      if not fence then
-        fence = f:sub(1, 1)
-      elseif f:sub(1, 1) == fence then
-        fence = nil
-      end
-    elseif l == '' and not fence then
+    if l == '' and not fence then
       cut = i - 1
     end
+    fence = fence_after(fence, l)
   end
   return cut
 end

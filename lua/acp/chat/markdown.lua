@@ -172,20 +172,30 @@ M.pending = 0
 local SLICE_BYTES = 16 * 1024
 local track_ns = vim.api.nvim_create_namespace('acp_markdown_freeze')
 
+--- The code fence open after line `l` (the fence character, or nil when
+--- outside a code block), given the one open before it.
+---@param fence string?
+---@param l string
+---@return string?
+function M.fence_after(fence, l)
+  local f = l:match('^%s*([`~][`~][`~])')
+  if not f then
+    return fence
+  elseif not fence then
+    return f:sub(1, 1)
+  elseif f:sub(1, 1) == fence then
+    return nil
+  end
+  return fence
+end
+
 --- Splits `lines` into runs of about SLICE_BYTES that end on a blank line
 --- outside a code block (a block is never cut in two).
 local function slices(lines)
   local out, start, size, fence = {}, 1, 0, nil
   for i, l in ipairs(lines) do
     size = size + #l + 1
-    local f = l:match('^%s*([`~][`~][`~])')
-    if f then
-      if not fence then
-        fence = f:sub(1, 1)
-      elseif f:sub(1, 1) == fence then
-        fence = nil
-      end
-    end
+    fence = M.fence_after(fence, l)
     if size >= SLICE_BYTES and l == '' and not fence then
       out[#out + 1] = { start, i }
       start, size = i + 1, 0
