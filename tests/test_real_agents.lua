@@ -16,7 +16,9 @@
 -- Claude Code (claude-agent-acp) and Gemini CLI (`make peer-deps`) each run
 -- tests/peers/scenarios/explain_read_edit.json with the user typing in the
 -- chat's input: what the chat shows while the edit waits for permission, and
--- one chord from Insert mode answering it.
+-- one chord from Insert mode answering it. Claude Code also streams the slow
+-- answer of tests/peers/scenarios/steer_slow_answer.json while the user
+-- steers it from the input (<M-s>, `_session/steering`).
 local T = require('tests.helpers.expect')
 local H = require('tests.helpers.acp')
 local P = require('tests.helpers.peers')
@@ -574,6 +576,132 @@ local function real_chord(name, want)
   end
 end
 
+-- The steering task (steer_slow_answer.json): a slow answer, and a message
+-- steered into it while it streams.
+local STEER = {
+  prompt = 'Please give me a slow overview of this project, section by section.',
+  steer = 'Also say where the tests live, in one line.',
+  streaming = 'Section 1, the layout:',
+  answer = 'Steered: the tests live in tests/, as you asked.',
+}
+
+--- The messages of the chat's protocol trace (`:AcpTraceSave`), decoded:
+--- { dir = 'out'|'in', msg = <the JSON-RPC message> }.
+local function trace_messages(child)
+  local path = T.tmpdir('trace') .. '/trace.jsonl'
+  child:cmd('AcpTraceSave ' .. vim.fn.fnameescape(path))
+  local out = {}
+  for line in T.read_file(path):gmatch('[^\n]+') do
+    local e = vim.json.decode(line)
+    if type(e.msg) == 'table' then
+      out[#out + 1] = { dir = e.dir, msg = e.msg }
+    end
+  end
+  return out
+end
+
+--- Requests the client sent with `method`.
+local function sent(trace, method)
+  return vim.tbl_filter(function(e)
+    return e.dir == 'out' and e.msg.method == method
+  end, trace)
+end
+
+--- The real agent `name` streams a slow answer; the user types a message
+--- in the chat's input and presses the steer key (<M-s>) from Insert mode.
+--- Checks the wire (one `_session/steering`, no second `session/prompt`),
+--- the outcome the agent answers, that the model got the message, and
+--- that the transcript shows it once, with the answer to it.
+local function real_steer(name)
+  local prof = P.profile(name)
+  local dir = H.project({ ['README.md'] = '# demo\n' })
+  local url, mock_log = start_mock('steer_slow_answer', dir)
+  local mark = ('%s-%d-%d'):format(name, vim.fn.getpid(), uv.hrtime())
+  local agent, unset, state = P.agent(prof, url, mark)
+  local child, paths = H.start({ cwd = dir, agent = agent, env = unset })
+  local problems, trace = {}, {}
+  local ok, err = pcall(function()
+    child:cmd('AcpChat')
+    child:wait_for([[local v = require('acp').current(); return v and v.state == 'idle']], 90000)
+    T.eq(child:lua([[return require('acp').current().steering]]), true, 'the agent offers steering')
+    child:cmd('startinsert')
+    child:feed(STEER.prompt .. '<C-s>')
+    -- The answer streams: the user types the next message and steers.
+    child:wait_for(([[local v = require('acp').current()
+      return v.state == 'running' and table.concat(v:lines(), '\n'):find(%q, 1, true) ~= nil]]):format(STEER.streaming), 90000)
+    child:feed(STEER.steer)
+    child:feed('<M-s>')
+    T.eq(child:lua([[return vim.api.nvim_buf_get_lines(require('acp').current().input, 0, -1, false)]]), { '' }, 'the input is cleared')
+    T.eq(child:lua([[return vim.api.nvim_get_mode().mode]]), 'i', 'Insert mode continues')
+    child:wait_for(([[local v = require('acp').current()
+      return v.state == 'idle' and table.concat(v:lines(), '\n'):find(%q, 1, true) ~= nil]]):format(STEER.answer), 90000)
+    trace = trace_messages(child)
+    local steers = sent(trace, '_session/steering')
+    T.eq(#steers, 1, 'one _session/steering')
+    T.eq(steers[1].msg.params.prompt, { { type = 'text', text = STEER.steer } })
+    local prompts = sent(trace, 'session/prompt')
+    T.eq(#prompts, 1, 'no second session/prompt')
+    local answer
+    for _, e in ipairs(trace) do
+      if e.dir == 'in' and e.msg.method == nil and e.msg.id == steers[1].msg.id then
+        answer = e.msg
+      end
+    end
+    T.truthy(answer, 'the agent answered the steering request')
+    -- A turn streams: the agent injects the message into it.
+    T.eq(answer.result and answer.result.outcome, 'injected', 'the outcome: ' .. vim.inspect(answer))
+    T.eq(child:lua([[return require('acp').current().turns_ended]]), 1, 'one turn')
+    -- With notices and compaction advertised, the turn ends normally.
+    local caps = sent(trace, 'initialize')[1].msg.params.clientCapabilities.session
+    T.truthy(caps.notices and caps.compaction, 'notices and compaction advertised: ' .. vim.inspect(caps))
+    for _, e in ipairs(trace) do
+      if e.dir == 'in' and e.msg.method == nil and e.msg.id == prompts[1].msg.id then
+        T.eq(e.msg.result and e.msg.result.stopReason, 'end_turn', 'the turn ended normally')
+      end
+    end
+    -- The model got the steered message, and answered it.
+    local reqs = mock_requests(mock_log)
+    local got = vim.tbl_filter(function(r)
+      return r.body and vim.json.encode(r.body):find(STEER.steer, 1, true) ~= nil
+    end, reqs)
+    T.truthy(#got > 0, 'the steered text reached the model: ' .. vim.inspect(vim.tbl_map(function(r) return r.choice end, reqs)))
+    T.truthy(#vim.tbl_filter(function(r)
+      return r.choice:find('^prompt1/') ~= nil
+    end, reqs) > 0, 'the model answered the steered message')
+    local refused = vim.tbl_filter(function(r)
+      return r.choice == 'proxy-refused'
+    end, reqs)
+    T.eq(#refused, 0, 'requests to other hosts: ' .. vim.inspect(refused))
+    -- The transcript: each message once, the steered one marked so.
+    local text = H.transcript_text(child)
+    for _, s in ipairs({ STEER.prompt, STEER.steer }) do
+      local _, count = text:gsub(vim.pesc(s), '')
+      T.eq(count, 1, 'shown once in the transcript: ' .. s)
+    end
+    T.match(text, vim.pesc(STEER.steer) .. '\n*ℹ ↪ steered into the running turn', 'shown as steered')
+    T.match(text, vim.pesc(STEER.streaming), 'the answer it steered')
+    T.no_match(text, 'steering failed')
+    T.eq(child:lua([[return #require('acp').current().queue]]), 0, 'nothing left queued')
+    io.write(('  %s: steering answered %s\n'):format(prof.version, answer.result.outcome))
+  end)
+  if not ok then
+    problems[#problems + 1] = tostring(err)
+  end
+  local transcript = select(2, pcall(H.transcript_text, child))
+  local ok2, err2 = pcall(check_nothing_left, child, mark, { dir, state })
+  if not ok2 then
+    problems[#problems + 1] = tostring(err2)
+  end
+  if #problems > 0 then
+    local wire = vim.tbl_map(function(e)
+      return e.dir .. ' ' .. (e.msg.method or ('answer ' .. tostring(e.msg.id))) .. (e.msg.method == 'session/update'
+        and (' ' .. tostring(vim.tbl_get(e.msg, 'params', 'update', 'sessionUpdate'))) or '')
+    end, trace)
+    error(table.concat(problems, '\n----\n') .. '\n--- transcript:\n' .. tostring(transcript)
+      .. '\n--- wire:\n' .. table.concat(wire, '\n'), 0)
+  end
+end
+
 return {
   after_each = function()
     for _, proc in ipairs(mocks) do
@@ -642,6 +770,10 @@ return {
 
   { 'Claude Code (claude-agent-acp): with its long title the header keeps agent, state, mode and model; the edit\'s float hides neither the explanation nor the card; <M-y> from Insert mode answers after the grace period, Insert continues, the edit lands', function()
     real_chord('claude', { title = true, header = { '^ ACP  test · waiting for you · %[Manual%] · Default' } })
+  end, timeout = 240000 },
+
+  { 'Claude Code (claude-agent-acp): <M-s> from Insert mode while an answer streams steers it: one _session/steering (injected), no second session/prompt, the model gets the message, the transcript shows it once', function()
+    real_steer('claude')
   end, timeout = 240000 },
 
   { 'Gemini CLI: the edit\'s float hides neither the explanation nor the card; <M-y> from Insert mode answers after the grace period, Insert continues, the edit lands', function()

@@ -61,6 +61,10 @@ An option may carry "if_tools": [...] / "unless_tools": [...] to apply only
 when the agent does / does not offer those tools (e.g. two codex versions
 that both call their shell tool exec_command).
 
+A response (or side rule) with "delay": SECONDS streams its SSE events that
+far apart, overriding --delay: a slow answer the client can act on while it
+still streams (steering, cancel).
+
 A response with "optional": true is skipped (for every request of that
 session) when none of its tool options is offered by the agent, e.g. a
 TodoWrite/plan step that only some agents have.
@@ -378,6 +382,7 @@ def json_schema_of(body):
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "mock-llm/1"
+    delay = None  # seconds between SSE events for this answer (the rule's "delay")
 
     # --- plumbing -------------------------------------------------------
     def log_message(self, fmt, *args):  # silence default stderr logging
@@ -430,8 +435,9 @@ class Handler(BaseHTTPRequestHandler):
         payload += "data: %s\n\n" % (obj if isinstance(obj, str) else json.dumps(obj))
         self.wfile.write(payload.encode())
         self.wfile.flush()
-        if self.server.delay:
-            time.sleep(self.server.delay)
+        delay = self.delay if self.delay is not None else self.server.delay
+        if delay:
+            time.sleep(delay)
 
     # --- proxy guard -----------------------------------------------------------
     # Tests set HTTP(S)_PROXY to this server (with NO_PROXY=127.0.0.1,localhost)
@@ -490,26 +496,30 @@ class Handler(BaseHTTPRequestHandler):
                 self._json(200, {"input_tokens": 1000})
             elif path.endswith("/messages"):
                 turns, tools = normalise_anthropic(body)
-                label, _, blocks = sc.choose(turns, tools, json_schema_of(body))
+                label, rule, blocks = sc.choose(turns, tools, json_schema_of(body))
                 self._log(body, label, blocks)
+                self.delay = (rule or {}).get("delay")
                 self.anthropic(body, blocks)
             elif path.endswith("/chat/completions"):
                 turns, tools = normalise_chat(body)
-                label, _, blocks = sc.choose(turns, tools, json_schema_of(body))
+                label, rule, blocks = sc.choose(turns, tools, json_schema_of(body))
                 self._log(body, label, blocks)
+                self.delay = (rule or {}).get("delay")
                 self.chat(body, blocks)
             elif path.endswith("/responses"):
                 turns, tools = normalise_responses(body)
-                label, _, blocks = sc.choose(turns, tools, json_schema_of(body))
+                label, rule, blocks = sc.choose(turns, tools, json_schema_of(body))
                 self._log(body, label, blocks)
+                self.delay = (rule or {}).get("delay")
                 self.openai_responses(body, blocks, tools_of(body))
             elif ":countTokens" in path:
                 self._log(body, "countTokens", None)
                 self._json(200, {"totalTokens": 1000})
             elif ":streamGenerateContent" in path or ":generateContent" in path:
                 turns, tools = normalise_gemini(body)
-                label, _, blocks = sc.choose(turns, tools, json_schema_of(body))
+                label, rule, blocks = sc.choose(turns, tools, json_schema_of(body))
                 self._log(body, label, blocks)
+                self.delay = (rule or {}).get("delay")
                 self.gemini(blocks, stream=":streamGenerateContent" in path)
             else:
                 self._log(body, "unknown-endpoint", None)
