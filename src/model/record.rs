@@ -115,6 +115,35 @@ impl Recorder {
         self.push(update.clone());
     }
 
+    /// A plain text chunk of the agent (`agent_message_chunk` or
+    /// `agent_thought_chunk`, its content one text block, `messageId` as
+    /// sent): what `update` keeps of it, without the update as a `Value`.
+    pub fn text_chunk(&mut self, kind: &str, message_id: Option<&str>, text: &str) {
+        if !KEPT_KINDS.contains(&kind) {
+            return;
+        }
+        if let Some((last, _)) = self.records.back() {
+            let same_id = match (last.get("messageId"), message_id) {
+                (None, None) => true,
+                (Some(Value::String(a)), Some(b)) => a == b,
+                _ => false,
+            };
+            if same_id
+                && last.get("sessionUpdate").and_then(Value::as_str) == Some(kind)
+                && last.get("compactionId").is_none()
+                && chunk_text(last).is_some()
+                && self.append_to_last(text)
+            {
+                return;
+            }
+        }
+        let mut v = json!({"sessionUpdate": kind, "content": {"type": "text", "text": text}});
+        if let Some(id) = message_id {
+            v["messageId"] = Value::from(id);
+        }
+        self.push(v);
+    }
+
     /// A prompt the user sent, as its transcript shows it.
     pub fn user_prompt(&mut self, text: &str) {
         if text.is_empty() {
@@ -132,7 +161,7 @@ impl Recorder {
         let Some(text) = chunk_text(update) else {
             return false;
         };
-        let Some((last, size)) = self.records.back_mut() else {
+        let Some((last, _)) = self.records.back() else {
             return false;
         };
         if last.get("sessionUpdate").and_then(Value::as_str) != Some(kind)
@@ -142,6 +171,14 @@ impl Recorder {
         {
             return false;
         }
+        self.append_to_last(text)
+    }
+
+    /// Appends `text` to the last record's text (a text chunk).
+    fn append_to_last(&mut self, text: &str) -> bool {
+        let Some((last, size)) = self.records.back_mut() else {
+            return false;
+        };
         let Some(Value::String(t)) = last.pointer_mut("/content/text") else {
             return false;
         };
@@ -233,6 +270,38 @@ impl Recorder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_text_chunk_keeps_what_the_update_keeps() {
+        let updates = [
+            json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "a"}}),
+            json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "b\n"}}),
+            json!({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "t"}}),
+            json!({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "u"}, "messageId": "m"}),
+            json!({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "v"}, "messageId": "m"}),
+            json!({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "w"}, "messageId": "n"}),
+            json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "x"}, "messageId": null}),
+            json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "y"}}),
+            json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "z"}, "compactionId": "c"}),
+            json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "!"}}),
+        ];
+        let (mut general, mut fast) = (Recorder::new(1 << 20), Recorder::new(1 << 20));
+        for u in &updates {
+            general.update(u);
+            let id = u.get("messageId").and_then(Value::as_str);
+            let plain = u.get("compactionId").is_none() && u.get("messageId") != Some(&Value::Null);
+            if plain {
+                let text = u["content"]["text"].as_str().unwrap();
+                fast.text_chunk(u["sessionUpdate"].as_str().unwrap(), id, text);
+            } else {
+                fast.update(u);
+            }
+        }
+        let all = |r: &Recorder| r.records().cloned().collect::<Vec<_>>();
+        assert_eq!(all(&fast), all(&general));
+        assert_eq!(fast.len(), 8);
+        assert_eq!(fast.bytes(), general.bytes());
+    }
 
     fn chunk(kind: &str, text: &str) -> Value {
         json!({"sessionUpdate": kind, "content": {"type": "text", "text": text}})

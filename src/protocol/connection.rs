@@ -36,6 +36,16 @@ pub trait SessionSink: Send + Sync {
     /// a session is routed only its metadata arrives (a loaded session is
     /// routed before its request).
     fn record(&self, _update: &Value) {}
+    /// `record` of a plain text chunk of the agent (see
+    /// `protocol::text_chunk`), given as its parts.
+    fn record_text_chunk(&self, kind: &str, message_id: Option<&str>, text: &str) {
+        let mut update =
+            serde_json::json!({"sessionUpdate": kind, "content": {"type": "text", "text": text}});
+        if let Some(id) = message_id {
+            update["messageId"] = Value::from(id);
+        }
+        self.record(&update);
+    }
     /// A request of the agent for this session; the sink must answer
     /// `responder` (now or later), never await the agent here.
     fn agent_request(&self, request: AgentRequest, responder: Responder<Value>);

@@ -26,6 +26,7 @@ use super::elicitation;
 use super::framing::{self, LineRead};
 use super::inbound::{classify, session_update_params, AgentRequest, Incoming, RequestError};
 use super::media;
+use super::text_chunk;
 use super::trace::{self, TracedWriter};
 use crate::bridge::handoff::bridge;
 use crate::config::Caps;
@@ -222,6 +223,11 @@ pub(super) async fn route_incoming(
             conn.protocol_fault("invalid_utf8", "invalid UTF-8 (replaced by U+FFFD)");
         }
         conn.trace.record(trace::Dir::In, &line);
+        if let Some(chunk) = text_chunk::parse(&line) {
+            if apply_text_chunk(&conn, chunk).await {
+                continue;
+            }
+        }
         if let Some(params) = session_update_params(&line) {
             apply_session_update(&conn, &params).await;
             continue;
@@ -258,6 +264,25 @@ pub(super) async fn route_incoming(
         }
     }
     let _ = feed.shutdown().await;
+}
+
+/// A plain text chunk of the agent, applied as `apply_session_update` would
+/// (no `Value` made of it). False when the general path must take it: a
+/// subagent's chunk (wrapped for its owner), a session not routed (yet).
+async fn apply_text_chunk(conn: &Arc<Connection>, chunk: text_chunk::TextChunk<'_>) -> bool {
+    let sid = chunk.session_id.as_ref();
+    if conn.owner_of(sid).is_some() {
+        return false;
+    }
+    let _order = conn.apply.lock().await;
+    let Some(sink) = conn.sink_for(sid) else {
+        return false;
+    };
+    sink.record_text_chunk(chunk.kind, chunk.message_id.as_deref(), &chunk.text);
+    sink.apply_update(chunk.into_update());
+    // The back-pressure, as for every update.
+    bridge().wait_for_space().await;
+    true
 }
 
 async fn apply_session_update(conn: &Arc<Connection>, params: &Value) {

@@ -13,7 +13,8 @@
 //! - `trace`: each connection's traffic, for `:AcpTrace`;
 //! - `procs`: process identity (a reaped pid is not ours any more);
 //! - `elicitation`: the agent's forms and URLs waiting for the user;
-//! - `media`: the agent's images and audio, saved to files.
+//! - `media`: the agent's images and audio, saved to files;
+//! - `text_chunk`: the stream's plain text chunks, read in one typed pass.
 //!
 //! May use: bridge, model, config, platform, log, redact.
 
@@ -27,4 +28,5 @@ pub mod inbound;
 pub mod media;
 pub mod process;
 pub mod procs;
+pub mod text_chunk;
 pub mod trace;

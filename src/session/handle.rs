@@ -367,6 +367,14 @@ impl SessionSink for ThreadHandle {
         self.record_update(update);
     }
 
+    fn record_text_chunk(&self, kind: &str, message_id: Option<&str>, text: &str) {
+        // Not a user chunk, so never a prompt's echo.
+        if self.mute_replay.load(Ordering::SeqCst) {
+            return;
+        }
+        self.kept.lock().recorder.text_chunk(kind, message_id, text);
+    }
+
     fn agent_request(&self, request: AgentRequest, responder: Responder<Value>) {
         let Some(this) = self.live() else {
             let _ = responder.respond_with_error(
