@@ -220,6 +220,51 @@ return {
     T.eq(headings, 10)
   end },
 
+  { 'a long answer that ends the turn is frozen whole after it: every part, and a code block longer than a slice', function()
+    -- About 60 KB (several 16 KB slices), with a 1500-line code block in the middle.
+    local parts = {}
+    for i = 1, 400 do
+      parts[#parts + 1] = ('## Part %d\n\nSome **bold** text.\n\n'):format(i)
+      if i == 200 then
+        parts[#parts + 1] = '```lua\n' .. ('x = 1\n'):rep(1500) .. 'local last = 2\n```\n\n'
+      end
+    end
+    local child = H.start({ turns = {
+      { match = 'long', steps = { { message = table.concat(parts), chunk_size = 4096 } } },
+    } })
+    H.open(child)
+    H.turn(child, 'long')
+    child:wait_for([[return require('acp.chat.markdown').pending == 0]])
+    local r = child:lua([=[
+      local md = require('acp.chat.markdown')
+      local v = require('acp').current()
+      local lines = vim.api.nvim_buf_get_lines(v.buf, 0, -1, false)
+      local at = {}
+      for _, m in ipairs(vim.api.nvim_buf_get_extmarks(v.buf, md.ns, 0, -1, { details = true })) do
+        local g = m[4].hl_group
+        if g then
+          at[m[2]] = at[m[2]] or {}
+          at[m[2]][g] = true
+        end
+      end
+      local missing, parts, last_kw = {}, 0, false
+      for row, l in ipairs(lines) do
+        if l:match('^## Part %d+$') then
+          parts = parts + 1
+          if not (at[row - 1] and at[row - 1]['@markup.heading.2.acp_markdown']) then
+            missing[#missing + 1] = l
+          end
+        elseif l == 'local last = 2' then
+          last_kw = at[row - 1] and at[row - 1]['@keyword.lua'] or false
+        end
+      end
+      return { missing = missing, parts = parts, last_kw = last_kw }
+    ]=])
+    T.eq(r.parts, 400)
+    T.eq(r.missing, {})
+    T.eq(r.last_kw, true)
+  end },
+
   { 'a stream that scrolls the chat redraws the lines that come into view, not the whole window', function()
     local Screen = require('tests.helpers.screen')
     local lines = {}

@@ -207,13 +207,62 @@ local function slices(lines)
   return out
 end
 
--- Slices waiting to be frozen, in order: { buf, mark (its first row), lines }.
+-- Slices waiting to be frozen, in order: { buf, mark (its first row), lines },
+-- or a whole entry to cut when its turn comes: { buf, mark, stop (its last row) }.
 local queue = {}
 local ticking = false
 -- A drain freezes for at most this long (one budget per turn of the event
 -- loop); the rest is done on the next turns, this long at a time.
 local DRAIN_BUDGET_NS, TICK_BUDGET_NS = 4e6, 8e6
 local budget_loop_time, budget_until = -1, 0
+
+-- Lines read at a time by a lazy item (see `lazy_slice`).
+local LAZY_LINES = 1024
+
+--- Freezes the next slice of a lazy item (`freeze` with `later`): the rows
+--- from its mark to its stop mark, read now, cut as `slices` cuts. True when
+--- the item is done. A slice ends on a blank line outside a code block, so
+--- each starts outside one.
+local function lazy_slice(item)
+  local api = vim.api
+  local buf = item.buf
+  local function done()
+    if api.nvim_buf_is_valid(buf) then
+      api.nvim_buf_del_extmark(buf, track_ns, item.mark)
+      api.nvim_buf_del_extmark(buf, track_ns, item.stop)
+    end
+    return true
+  end
+  if not api.nvim_buf_is_valid(buf) then
+    return done()
+  end
+  local row = api.nvim_buf_get_extmark_by_id(buf, track_ns, item.mark, {})[1]
+  local stop = api.nvim_buf_get_extmark_by_id(buf, track_ns, item.stop, {})[1]
+  if not row or not stop or stop < row then
+    return done()
+  end
+  local count = LAZY_LINES
+  while true do
+    local last = math.min(stop, row + count - 1)
+    local lines = api.nvim_buf_get_lines(buf, row, last + 1, false)
+    local size, fence = 0, nil
+    for i, l in ipairs(lines) do
+      size = size + #l + 1
+      fence = M.fence_after(fence, l)
+      if size >= SLICE_BYTES and l == '' and not fence and row + i - 1 < stop then
+        freeze_lines(buf, row, vim.list_slice(lines, 1, i))
+        api.nvim_buf_set_extmark(buf, track_ns, row + i, 0, { id = item.mark, right_gravity = false })
+        return false
+      end
+    end
+    if last >= stop then
+      freeze_lines(buf, row, lines)
+      return done()
+    end
+    -- No cut yet (a long code block): read further.
+    count = count * 2
+  end
+end
 
 --- Freezes queued slices until `deadline` (hrtime); true when none is left.
 local function run_queue(deadline)
@@ -222,7 +271,16 @@ local function run_queue(deadline)
     if vim.uv.hrtime() > deadline then
       return false
     end
-    local item = table.remove(queue, 1)
+    local item = queue[1]
+    if item.stop then
+      -- A whole entry frozen later: one slice at a time, read when its turn comes.
+      if lazy_slice(item) then
+        table.remove(queue, 1)
+        M.pending = #queue
+      end
+      goto continue
+    end
+    table.remove(queue, 1)
     M.pending = #queue
     if api.nvim_buf_is_valid(item.buf) then
       local row = api.nvim_buf_get_extmark_by_id(item.buf, track_ns, item.mark, {})[1]
@@ -232,6 +290,7 @@ local function run_queue(deadline)
         freeze_lines(item.buf, row, item.lines)
       end
     end
+    ::continue::
   end
   return true
 end
@@ -257,6 +316,33 @@ function M.freeze(buf, first, last, later)
   local api = vim.api
   api.nvim_buf_clear_namespace(buf, M.ns, first, last + 1)
   if last < first then
+    return
+  end
+  -- Frozen again: a lazy item of these rows, not started yet, is dropped.
+  for i = #queue, 1, -1 do
+    local item = queue[i]
+    if item.stop and item.buf == buf then
+      local row = api.nvim_buf_get_extmark_by_id(buf, track_ns, item.mark, {})[1]
+      if row and row >= first and row <= last then
+        api.nvim_buf_del_extmark(buf, track_ns, item.mark)
+        api.nvim_buf_del_extmark(buf, track_ns, item.stop)
+        table.remove(queue, i)
+      end
+    end
+  end
+  if later then
+    -- Nothing read now (a long entry's lines and cuts cost a drain 10-20 ms
+    -- per 2 MB): its slices are read and frozen on the next turns.
+    queue[#queue + 1] = {
+      buf = buf,
+      mark = api.nvim_buf_set_extmark(buf, track_ns, first, 0, { right_gravity = false }),
+      stop = api.nvim_buf_set_extmark(buf, track_ns, last, 0, {}),
+    }
+    M.pending = #queue
+    if not ticking then
+      ticking = true
+      vim.defer_fn(tick, 1)
+    end
     return
   end
   local lines = api.nvim_buf_get_lines(buf, first, last + 1, false)
