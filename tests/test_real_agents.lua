@@ -576,13 +576,29 @@ local function real_chord(name, want)
   end
 end
 
--- The steering task (steer_slow_answer.json): a slow answer, and a message
--- steered into it while it streams.
+-- The steering tasks: a message steered into a slow answer while it
+-- streams (steer_slow_answer.json), and one steered while an edit waits for
+-- permission (steer_during_permission.json). `moment`: what the chat shows
+-- when the user steers; `before`: the answer that was running (cut short
+-- when the agent interrupts it); `answer`: the model's answer to the
+-- steered message.
 local STEER = {
+  scenario = 'steer_slow_answer',
+  files = { ['README.md'] = '# demo\n' },
   prompt = 'Please give me a slow overview of this project, section by section.',
   steer = 'Also say where the tests live, in one line.',
-  streaming = 'Section 1, the layout:',
+  moment = 'Section 1, the layout:',
+  before = 'Section 1, the layout:',
   answer = 'Steered: the tests live in tests/, as you asked.',
+}
+local STEER_ASKING = {
+  scenario = 'steer_during_permission',
+  files = { ['hello.lua'] = "print('helo')\n" },
+  prompt = 'Please fix the greeting in hello.lua.',
+  steer = 'Also keep the old spelling in a comment.',
+  asking = true,
+  before = 'Edit done, first answer.',
+  answer = 'Steered: the old spelling stays in a comment.',
 }
 
 --- The messages of the chat's protocol trace (`:AcpTraceSave`), decoded:
@@ -607,15 +623,16 @@ local function sent(trace, method)
   end, trace)
 end
 
---- The real agent `name` streams a slow answer; the user types a message
---- in the chat's input and presses the steer key (<M-s>) from Insert mode.
+--- The real agent `name` runs the steering task `task` (STEER or
+--- STEER_ASKING): while its turn runs, the user types a message in the
+--- chat's input and presses the steer key (<M-s>) from Insert mode.
 --- Checks the wire (one `_session/steering`, no second `session/prompt`),
 --- the outcome the agent answers, that the model got the message, and
 --- that the transcript shows it once, with the answer to it.
-local function real_steer(name)
+local function real_steer(name, task)
   local prof = P.profile(name)
-  local dir = H.project({ ['README.md'] = '# demo\n' })
-  local url, mock_log = start_mock('steer_slow_answer', dir)
+  local dir = H.project(task.files)
+  local url, mock_log = start_mock(task.scenario, dir)
   local mark = ('%s-%d-%d'):format(name, vim.fn.getpid(), uv.hrtime())
   local agent, unset, state = P.agent(prof, url, mark)
   local child, paths = H.start({ cwd = dir, agent = agent, env = unset })
@@ -625,20 +642,36 @@ local function real_steer(name)
     child:wait_for([[local v = require('acp').current(); return v and v.state == 'idle']], 90000)
     T.eq(child:lua([[return require('acp').current().steering]]), true, 'the agent offers steering')
     child:cmd('startinsert')
-    child:feed(STEER.prompt .. '<C-s>')
-    -- The answer streams: the user types the next message and steers.
-    child:wait_for(([[local v = require('acp').current()
-      return v.state == 'running' and table.concat(v:lines(), '\n'):find(%q, 1, true) ~= nil]]):format(STEER.streaming), 90000)
-    child:feed(STEER.steer)
+    child:feed(task.prompt .. '<C-s>')
+    -- The answer streams, or an edit waits for permission: the user types
+    -- the next message and steers.
+    if task.asking then
+      child:wait_for([[local p = require('acp.ask.permission')
+        return p.shown ~= nil and p.win ~= nil and vim.api.nvim_win_is_valid(p.win)]], 90000)
+    else
+      child:wait_for(([[local v = require('acp').current()
+        return v.state == 'running' and table.concat(v:lines(), '\n'):find(%q, 1, true) ~= nil]]):format(task.moment), 90000)
+    end
+    child:feed(task.steer)
     child:feed('<M-s>')
     T.eq(child:lua([[return vim.api.nvim_buf_get_lines(require('acp').current().input, 0, -1, false)]]), { '' }, 'the input is cleared')
     T.eq(child:lua([[return vim.api.nvim_get_mode().mode]]), 'i', 'Insert mode continues')
+    child:wait_for([[return table.concat(require('acp').current():lines(), '\n'):find('↪', 1, true) ~= nil]], 10000)
+    if task.asking then
+      -- The agent holds the message until the user has answered: the
+      -- request stays, and answering it goes on with the turn.
+      T.eq(child:lua([[local p = require('acp.ask.permission')
+        return { #p.queue, p.win ~= nil and vim.api.nvim_win_is_valid(p.win) }]]), { 1, true }, 'the request still waits, its float open')
+      H.enter_permission(child)
+      child:feed('y')
+      child:wait_for([[return #require('acp.ask.permission').queue == 0]], 10000)
+    end
     child:wait_for(([[local v = require('acp').current()
-      return v.state == 'idle' and table.concat(v:lines(), '\n'):find(%q, 1, true) ~= nil]]):format(STEER.answer), 90000)
+      return v.state == 'idle' and table.concat(v:lines(), '\n'):find(%q, 1, true) ~= nil]]):format(task.answer), 90000)
     trace = trace_messages(child)
     local steers = sent(trace, '_session/steering')
     T.eq(#steers, 1, 'one _session/steering')
-    T.eq(steers[1].msg.params.prompt, { { type = 'text', text = STEER.steer } })
+    T.eq(steers[1].msg.params.prompt, { { type = 'text', text = task.steer } })
     local prompts = sent(trace, 'session/prompt')
     T.eq(#prompts, 1, 'no second session/prompt')
     local answer
@@ -648,7 +681,7 @@ local function real_steer(name)
       end
     end
     T.truthy(answer, 'the agent answered the steering request')
-    -- A turn streams: the agent injects the message into it.
+    -- A turn runs: the agent injects the message into it.
     T.eq(answer.result and answer.result.outcome, 'injected', 'the outcome: ' .. vim.inspect(answer))
     T.eq(child:lua([[return require('acp').current().turns_ended]]), 1, 'one turn')
     -- With notices and compaction advertised, the turn ends normally.
@@ -662,7 +695,7 @@ local function real_steer(name)
     -- The model got the steered message, and answered it.
     local reqs = mock_requests(mock_log)
     local got = vim.tbl_filter(function(r)
-      return r.body and vim.json.encode(r.body):find(STEER.steer, 1, true) ~= nil
+      return r.body and vim.json.encode(r.body):find(task.steer, 1, true) ~= nil
     end, reqs)
     T.truthy(#got > 0, 'the steered text reached the model: ' .. vim.inspect(vim.tbl_map(function(r) return r.choice end, reqs)))
     T.truthy(#vim.tbl_filter(function(r)
@@ -674,15 +707,19 @@ local function real_steer(name)
     T.eq(#refused, 0, 'requests to other hosts: ' .. vim.inspect(refused))
     -- The transcript: each message once, the steered one marked so.
     local text = H.transcript_text(child)
-    for _, s in ipairs({ STEER.prompt, STEER.steer }) do
+    for _, s in ipairs({ task.prompt, task.steer }) do
       local _, count = text:gsub(vim.pesc(s), '')
       T.eq(count, 1, 'shown once in the transcript: ' .. s)
     end
-    T.match(text, vim.pesc(STEER.steer) .. '\n*ℹ ↪ steered into the running turn', 'shown as steered')
-    T.match(text, vim.pesc(STEER.streaming), 'the answer it steered')
+    T.match(text, vim.pesc(task.steer) .. '\n*ℹ ↪ steered into the running turn', 'shown as steered')
+    T.match(text, vim.pesc(task.before), 'the answer it steered')
+    if task.asking then
+      T.match(text, 'edit · Edit hello%.lua · completed', 'the edit went on once allowed')
+      T.eq(T.read_file(dir .. '/hello.lua'), "print('hello')\n", 'the edit landed on disk')
+    end
     T.no_match(text, 'steering failed')
     T.eq(child:lua([[return #require('acp').current().queue]]), 0, 'nothing left queued')
-    io.write(('  %s: steering answered %s\n'):format(prof.version, answer.result.outcome))
+    io.write(('  %s: steering %s answered %s\n'):format(prof.version, task.scenario, answer.result.outcome))
   end)
   if not ok then
     problems[#problems + 1] = tostring(err)
@@ -773,7 +810,11 @@ return {
   end, timeout = 240000 },
 
   { 'Claude Code (claude-agent-acp): <M-s> from Insert mode while an answer streams steers it: one _session/steering (injected), no second session/prompt, the model gets the message, the transcript shows it once', function()
-    real_steer('claude')
+    real_steer('claude', STEER)
+  end, timeout = 240000 },
+
+  { 'Claude Code (claude-agent-acp): <M-s> while an edit waits for permission steers the turn (injected); the float stays until answered, the turn goes on, the model answers the message after the edit, one turn, shown once', function()
+    real_steer('claude', STEER_ASKING)
   end, timeout = 240000 },
 
   { 'Gemini CLI: the edit\'s float hides neither the explanation nor the card; <M-y> from Insert mode answers after the grace period, Insert continues, the edit lands', function()
