@@ -265,6 +265,47 @@ return {
     T.eq(r.last_kw, true)
   end },
 
+  { 'a burst of tool cards: the cards on screen are highlighted in the drain, the rest right after', function()
+    local child = H.start({ agent = bench_agent() })
+    H.open(child)
+    child:lua([=[
+      local v = require('acp').current()
+      local md = require('acp.chat.markdown')
+      _G.unmarked = {}
+      local function marked(first, last)
+        return #vim.api.nvim_buf_get_extmarks(v.buf, md.ns, { first, 0 }, { last, -1 }, { limit = 1 }) > 0
+      end
+      _G.cards_marked = function(only_seen)
+        local top, bottom = vim.fn.line('w0', v.win) - 1, vim.fn.line('w$', v.win) - 1
+        local out = {}
+        for i, e in pairs(v.entries) do
+          local first, last = v:entry_range(i)
+          local seen = last >= top and first <= bottom
+          if e.kind == 'tool_call' and v.frozen[i] and (seen or not only_seen) and not marked(first, last) then
+            out[#out + 1] = i
+          end
+        end
+        return out
+      end
+      v.apply = function(self, events)
+        getmetatable(self).apply(self, events)
+        vim.list_extend(_G.unmarked, _G.cards_marked(true))
+      end
+    ]=])
+    H.turn(child, 'tools')
+    child:wait_for([[return require('acp.chat.markdown').pending == 0]])
+    local r = child:lua([[
+      local n = 0
+      for _, e in pairs(require('acp').current().entries) do
+        n = n + (e.kind == 'tool_call' and 1 or 0)
+      end
+      return { cards = n, on_screen_unmarked = _G.unmarked, unmarked = _G.cards_marked(false) }
+    ]])
+    T.eq(r.cards, 100)
+    T.eq(r.unmarked, {})
+    T.eq(r.on_screen_unmarked, {})
+  end },
+
   { 'a stream that scrolls the chat redraws the lines that come into view, not the whole window', function()
     local Screen = require('tests.helpers.screen')
     local lines = {}

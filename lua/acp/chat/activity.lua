@@ -86,20 +86,21 @@ local function fold_long_cards(view, touched)
 end
 
 --- Locations of the touched cards, cached per entry; the quickfix list
---- is rebuilt from the cache at most every 100 ms.
+--- is rebuilt from the cache at most every 100 ms. The paths are checked
+--- (a stat and a realpath each) when the list is built, not in the drain.
 local function collect_locations(view, touched)
   local changed, newest = false, nil
   for index in pairs(touched) do
     local e = view.entries[index]
     if e and e.kind == 'tool_call' then
       local card = view.cards[index]
-      local items = {}
+      local raw = {}
       for _, loc in ipairs(card and card.locations or {}) do
         local line = loc.line or 1 -- 1-based from the core
-        items[#items + 1] = require('acp.chat.quickfix').location_item(view, loc.path, line, ('[%s] %s'):format(card.kind, card.title))
+        raw[#raw + 1] = { loc.path, line, ('[%s] %s'):format(card.kind, card.title) }
         newest = { path = loc.path, line = line, index = index }
       end
-      view.qf_entries[index] = items
+      view.qf_entries[index] = { raw = raw }
       changed = true
     end
   end

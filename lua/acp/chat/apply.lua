@@ -86,6 +86,32 @@ local function freeze_tail(view, live, first, row)
   return row + cut + 1
 end
 
+--- What may be on the screen after this drain: the chat window's rows now
+--- ({ top, bottom }), and the entries from `from` on (where a chat that
+--- follows the end lands: the last entries that fill the window's height,
+--- a long card counted folded). Nil when the chat has no window.
+local function sight(view)
+  local win = view.win
+  if not (win and api.nvim_win_is_valid(win)) then
+    return nil
+  end
+  local height = api.nvim_win_get_height(win)
+  local cap = require('acp.config').options.chat.card_max_lines + 1
+  local from, lines = view.last_index, 0
+  while from > 0 and lines < height and view.entries[from - 1] do
+    local first, last = view:entry_range(from)
+    local rows = first and last - first + 2 or 1 -- with the blank line between
+    lines = lines + (view.entries[from].kind == 'tool_call' and math.min(rows, cap) or rows)
+    from = from - 1
+  end
+  local top = vim.fn.line('w0', win) - 1
+  return { top = top, bottom = top + height, from = from }
+end
+
+local function in_sight(s, index, first, last)
+  return s ~= nil and (index >= s.from or (last >= s.top and first <= s.bottom))
+end
+
 local function freeze(view, touched)
   local md = require('acp.chat.markdown')
   if not md.per_entry() or view.last_index == nil then
@@ -94,23 +120,52 @@ local function freeze(view, touched)
   local buf = view.buf
   local live = view.state == 'running' and view.last_index or nil
   local tail = view.live_tail
+  local seen -- sight(view), once some entry is frozen
   if tail and (tail.index ~= live or not view.entries[tail.index]) then
     view.live_tail = nil
   end
+  local order = {}
   for index in pairs(view.entries) do
     if index ~= live and (not view.frozen[index] or touched[index]) then
-      local first, last = view:entry_range(index)
-      if tail and tail.index == index and not view.frozen[index] then
-        -- Its rows above the tail are frozen already.
-        first = first + tail.offset
-      end
-      -- The entry that was live as the turn ended is still highlighted by the
-      -- parser: it is frozen on the next turns of the event loop, so that the
-      -- turn's last frame is not delayed.
-      md.freeze(buf, first, last, live == nil and index == view.last_index)
-      view.frozen[index] = true
+      order[#order + 1] = index
     end
   end
+  -- From the end up: what a chat that follows the end shows first, within
+  -- the drain's freezing budget. Adjacent tool cards are frozen together:
+  -- one parse for a burst of cards, not one each (the core renders them; a
+  -- card leaves no block open).
+  table.sort(order, function(a, b)
+    return a > b
+  end)
+  local run
+  local function flush()
+    if run then
+      md.freeze(buf, run.first, run.last, run.later)
+      run = nil
+    end
+  end
+  for _, index in ipairs(order) do
+    local first, last = view:entry_range(index)
+    if tail and tail.index == index and not view.frozen[index] then
+      -- Its rows above the tail are frozen already.
+      first = first + tail.offset
+    end
+    -- The entry that was live as the turn ended is still highlighted by the
+    -- parser: it is frozen on the next turns of the event loop, so that the
+    -- turn's last frame is not delayed. Entries out of sight (a burst of a
+    -- hundred tool cards) too: the drain freezes what the screen shows.
+    seen = seen or sight(view) or false
+    local later = (live == nil and index == view.last_index) or not in_sight(seen or nil, index, first, last)
+    local card = view.entries[index].kind == 'tool_call'
+    if run and card and run.card and run.later == later and last + 2 >= run.first then
+      run.first = first
+    else
+      flush()
+      run = { first = first, last = last, later = later, card = card }
+    end
+    view.frozen[index] = true
+  end
+  flush()
   -- Between turns the parser keeps the last entry (no edits, no parsing);
   -- after a restart it starts at the end.
   local row, first

@@ -215,6 +215,8 @@ local ticking = false
 -- loop); the rest is done on the next turns, this long at a time.
 local DRAIN_BUDGET_NS, TICK_BUDGET_NS = 4e6, 8e6
 local budget_loop_time, budget_until = -1, 0
+-- Lazy items in the queue (entries longer than LAZY_LINES frozen later).
+local lazy_n = 0
 
 -- Lines read at a time by a lazy item (see `lazy_slice`).
 local LAZY_LINES = 1024
@@ -276,6 +278,7 @@ local function run_queue(deadline)
       -- A whole entry frozen later: one slice at a time, read when its turn comes.
       if lazy_slice(item) then
         table.remove(queue, 1)
+        lazy_n = lazy_n - 1
         M.pending = #queue
       end
       goto continue
@@ -318,8 +321,8 @@ function M.freeze(buf, first, last, later)
   if last < first then
     return
   end
-  -- Frozen again: a lazy item of these rows, not started yet, is dropped.
-  for i = #queue, 1, -1 do
+  -- Frozen again: a lazy item of these rows is dropped.
+  for i = lazy_n > 0 and #queue or 0, 1, -1 do
     local item = queue[i]
     if item.stop and item.buf == buf then
       local row = api.nvim_buf_get_extmark_by_id(buf, track_ns, item.mark, {})[1]
@@ -327,17 +330,19 @@ function M.freeze(buf, first, last, later)
         api.nvim_buf_del_extmark(buf, track_ns, item.mark)
         api.nvim_buf_del_extmark(buf, track_ns, item.stop)
         table.remove(queue, i)
+        lazy_n = lazy_n - 1
       end
     end
   end
-  if later then
-    -- Nothing read now (a long entry's lines and cuts cost a drain 10-20 ms
-    -- per 2 MB): its slices are read and frozen on the next turns.
+  if later and last - first + 1 > LAZY_LINES then
+    -- A long entry: nothing read now (its lines and cuts cost a drain 10-20
+    -- ms per 2 MB); its slices are read and frozen on the next turns.
     queue[#queue + 1] = {
       buf = buf,
       mark = api.nvim_buf_set_extmark(buf, track_ns, first, 0, { right_gravity = false }),
       stop = api.nvim_buf_set_extmark(buf, track_ns, last, 0, {}),
     }
+    lazy_n = lazy_n + 1
     M.pending = #queue
     if not ticking then
       ticking = true

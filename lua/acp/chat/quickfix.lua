@@ -56,7 +56,16 @@ function M.items(view)
   local indices = vim.tbl_keys(view.qf_entries or {})
   table.sort(indices)
   for _, i in ipairs(indices) do
-    for _, item in ipairs(view.qf_entries[i]) do
+    local list = view.qf_entries[i]
+    if list.raw then
+      -- Checked once, when first listed (acp.chat.activity keeps them raw).
+      local checked = {}
+      for _, r in ipairs(list.raw) do
+        checked[#checked + 1] = M.location_item(view, r[1], r[2], r[3])
+      end
+      view.qf_entries[i], list = checked, checked
+    end
+    for _, item in ipairs(list) do
       add(item)
     end
   end

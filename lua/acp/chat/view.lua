@@ -52,7 +52,7 @@ local apply = require('acp.chat.apply')
 ---@field open_roots? string[] The session's roots (real paths), as agent paths are checked before opening (acp.editor.open).
 ---@field review_accepted_entries? integer Entries before this index were accepted in review ("accept all").
 ---@field context table[] Pending context items of the next prompt (acp.prompt.context).
----@field qf_entries table<integer, table[]> Entry index -> its quickfix items.
+---@field qf_entries table<integer, table> Entry index -> its quickfix items ({ raw = locations } until listed).
 ---@field qf_dirty boolean The quickfix list waits for a refresh.
 ---@field qf_id? integer The session's quickfix list.
 ---@field activity_turns? integer `turns_ended` at the last activity pass (nil before the first).
