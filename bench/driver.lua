@@ -243,7 +243,73 @@ function M.start(opts)
   local tail = opts.tail
   view.apply = function(self, events)
     local t = uv.hrtime()
+    -- BENCH_PROFILE_LAST: the drain that ends the turn, profiled (`<jit.p mode>:<file>`) or
+    -- timed per function of the loaded acp.* modules (`time:<file>`, inclusive hrtime and
+    -- calls; BENCH_WHO=<module.function> also counts that function's callers). `%p` in the
+    -- file name: the pid and the drain's start.
+    local prof = vim.env.BENCH_PROFILE_LAST
+    if prof then
+      prof = nil
+      for _, ev in ipairs(events) do
+        if ev.type == 'turn_ended' then
+          prof = vim.env.BENCH_PROFILE_LAST
+        end
+      end
+      local tfile = prof and prof:match('^time:(.+)$')
+      if tfile then
+        -- Inclusive hrtime of every function of the loaded acp.* modules in this drain.
+        local acc, saved = {}, {}
+        for name, mod in pairs(package.loaded) do
+          if type(mod) == 'table' and name:match('^acp%.') then
+            for k, f in pairs(mod) do
+              if type(f) == 'function' then
+                saved[#saved + 1] = { mod, k, f }
+                local key = name .. '.' .. k
+                mod[k] = function(...)
+                  if vim.env.BENCH_WHO == key then
+                    local w = debug.getinfo(2, 'Sl')
+                    local wk = 'caller ' .. w.short_src .. ':' .. w.currentline
+                    acc[wk] = acc[wk] or { 0, 0 }
+                    acc[wk][2] = acc[wk][2] + 1
+                  end
+                  local t1 = uv.hrtime()
+                  local res = { f(...) }
+                  local a = acc[key] or { 0, 0 }
+                  a[1], a[2] = a[1] + (uv.hrtime() - t1), a[2] + 1
+                  acc[key] = a
+                  return unpack(res, 1, table.maxn(res))
+                end
+              end
+            end
+          end
+        end
+        getmetatable(self).apply(self, events)
+        for _, sv in ipairs(saved) do
+          sv[1][sv[2]] = sv[3]
+        end
+        local rows = {}
+        for k, a in pairs(acc) do
+          rows[#rows + 1] = { k, a[1] / 1e6, a[2] }
+        end
+        table.sort(rows, function(x, y) return x[2] > y[2] end)
+        local out = { ('drain %.2f ms, %d events'):format((uv.hrtime() - t) / 1e6, #events) }
+        for i = 1, #rows do
+          out[#out + 1] = ('%8.2f ms %5d  %s'):format(rows[i][2], rows[i][3], rows[i][1])
+        end
+        vim.fn.writefile(out, (tfile:gsub('%%p', tostring(vim.fn.getpid()) .. '-' .. tostring(t))))
+        prof = nil
+        goto measured
+      end
+      if prof then
+        local mode, file = prof:match('^([^:]*):(.+)$')
+        require('jit.p').start(mode, (file:gsub('%%p', tostring(vim.fn.getpid()) .. '-' .. tostring(t))))
+      end
+    end
     getmetatable(self).apply(self, events)
+    if prof then
+      require('jit.p').stop()
+    end
+    ::measured::
     local now = uv.hrtime()
     local dt = ms(now - t)
     r.drains = r.drains + 1

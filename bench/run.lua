@@ -10,6 +10,10 @@
 --   BENCH_PROFILE=mode:file       LuaJIT's profiler (jit.p) over each measured turn, e.g.
 --                                 '-3Fi1:/tmp/prof-%p.txt' (%p: the measured Neovim's pid)
 --   BENCH_PHASES=1                with BENCH_VERBOSE: redraw, parse and drain times of each turn
+--   BENCH_PROFILE_LAST=mode:file  the same profiler over the drain that ends the turn only;
+--                                 'time:/tmp/last-%p.txt': inclusive time and calls of every
+--                                 acp.* module function in that drain (BENCH_WHO=acp.m.fn:
+--                                 also that function's callers)
 --
 -- Each workload is also played by the minimal client (bench/thin.lua) in the same kind of
 -- Neovim; every row prints its ratio to that client.
