@@ -255,17 +255,17 @@ fn describe(msg: &Value) -> String {
 
 /// An `AsyncWrite` that records every complete line written through it (the
 /// client's messages to the agent) before passing the bytes on: the record
-/// exists before the agent can answer. Bytes the inner writer does not take
-/// at once wait in `unsent` (bounded: no new write is taken while any do).
+/// exists before the agent can answer. Nothing is copied: a write takes what
+/// the inner writer takes, and the caller offers the rest again (the SDK's
+/// line writer does); bytes already recorded are not recorded twice.
 pub struct TracedWriter<W> {
     inner: W,
     trace: Arc<Trace>,
     partial: Vec<u8>,
-    /// Taken from the writer but not yet written out, from `unsent_at` on.
-    /// An offset rather than draining the front: a 10 MB answer leaves the
-    /// pipe in 64 KB writes, and each drain would move the rest.
-    unsent: Vec<u8>,
-    unsent_at: usize,
+    /// Bytes at the front of the next write that an earlier one recorded
+    /// but the inner writer did not take (a 10 MB answer leaves the pipe
+    /// in pieces: it is scanned once, not once per piece).
+    ahead: usize,
     /// Also sees each complete line (the connection's bookkeeping).
     observer: Option<Box<dyn FnMut(&[u8]) + Send>>,
 }
@@ -276,8 +276,7 @@ impl<W> TracedWriter<W> {
             inner,
             trace,
             partial: Vec::new(),
-            unsent: Vec::new(),
-            unsent_at: 0,
+            ahead: 0,
             observer: None,
         }
     }
@@ -296,7 +295,7 @@ impl<W> TracedWriter<W> {
 
     fn note(&mut self, written: &[u8]) {
         let mut rest = written;
-        while let Some(i) = rest.iter().position(|&b| b == b'\n') {
+        while let Some(i) = memchr::memchr(b'\n', rest) {
             if self.partial.is_empty() {
                 self.line(&rest[..i]);
             } else {
@@ -313,31 +312,6 @@ impl<W> TracedWriter<W> {
     }
 }
 
-impl<W: tokio::io::AsyncWrite + Unpin> TracedWriter<W> {
-    /// Writes out what is waiting in `unsent`.
-    fn poll_unsent(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        while self.unsent_at < self.unsent.len() {
-            match Pin::new(&mut self.inner).poll_write(cx, &self.unsent[self.unsent_at..]) {
-                Poll::Ready(Ok(0)) => {
-                    return Poll::Ready(Err(std::io::ErrorKind::WriteZero.into()))
-                }
-                Poll::Ready(Ok(n)) => {
-                    self.unsent_at += n;
-                    if self.unsent_at == self.unsent.len() {
-                        self.unsent.clear();
-                        self.unsent_at = 0;
-                        // A large answer's buffer is not kept for the connection's life.
-                        self.unsent.shrink_to(1 << 16);
-                    }
-                }
-                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
-                Poll::Pending => return Poll::Pending,
-            }
-        }
-        Poll::Ready(Ok(()))
-    }
-}
-
 impl<W: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for TracedWriter<W> {
     fn poll_write(
         mut self: Pin<&mut Self>,
@@ -345,34 +319,34 @@ impl<W: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for TracedWriter<W>
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
         let this = &mut *self;
-        match this.poll_unsent(cx) {
-            Poll::Ready(Ok(())) => {}
-            other => return other.map(|r| r.map(|()| 0)),
+        // Recorded first, then written: the part of `buf` not recorded yet.
+        let seen = this.ahead.min(buf.len());
+        if seen < buf.len() {
+            this.note(&buf[seen..]);
         }
-        // Recorded first, then written: taken whole from here on.
-        this.note(buf);
+        let recorded = this.ahead.max(buf.len());
         match Pin::new(&mut this.inner).poll_write(cx, buf) {
-            Poll::Ready(Ok(n)) => this.unsent.extend_from_slice(&buf[n..]),
-            Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
-            Poll::Pending => this.unsent.extend_from_slice(buf),
+            Poll::Ready(Ok(n)) => {
+                this.ahead = recorded - n.min(recorded);
+                Poll::Ready(Ok(n))
+            }
+            Poll::Ready(Err(e)) => {
+                this.ahead = 0;
+                Poll::Ready(Err(e))
+            }
+            Poll::Pending => {
+                this.ahead = recorded;
+                Poll::Pending
+            }
         }
-        Poll::Ready(Ok(buf.len()))
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        let this = &mut *self;
-        match this.poll_unsent(cx) {
-            Poll::Ready(Ok(())) => Pin::new(&mut this.inner).poll_flush(cx),
-            other => other,
-        }
+        Pin::new(&mut self.inner).poll_flush(cx)
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        let this = &mut *self;
-        match this.poll_unsent(cx) {
-            Poll::Ready(Ok(())) => Pin::new(&mut this.inner).poll_shutdown(cx),
-            other => other,
-        }
+        Pin::new(&mut self.inner).poll_shutdown(cx)
     }
 }
 
@@ -461,6 +435,67 @@ mod tests {
         assert_eq!(texts, vec!["{\"a\":1}", "{\"b\":2}", "{\"c\":3}"]);
         assert!(t.entries().iter().all(|e| e.dir == Dir::Out));
         assert_eq!(w.inner, b"{\"a\":1}\n{\"b\":2}\n{\"c\":3}\n");
+    }
+
+    /// A pipe that takes at most 3 bytes a write, and is full every other
+    /// time it is asked.
+    struct Trickle {
+        out: Vec<u8>,
+        full: bool,
+    }
+
+    impl tokio::io::AsyncWrite for Trickle {
+        fn poll_write(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: &[u8],
+        ) -> Poll<std::io::Result<usize>> {
+            self.full = !self.full;
+            if self.full {
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
+            let n = buf.len().min(3);
+            self.out.extend_from_slice(&buf[..n]);
+            Poll::Ready(Ok(n))
+        }
+        fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+        fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    /// What the pipe does not take at once is offered again by the caller
+    /// (not copied by the writer), and each line is recorded once, before
+    /// any byte of it is written.
+    #[tokio::test]
+    async fn a_slow_pipe_gets_every_byte_and_each_line_is_recorded_once() {
+        let t = Trace::new(10);
+        let mut w = TracedWriter::new(
+            Trickle {
+                out: Vec::new(),
+                full: false,
+            },
+            t.clone(),
+        );
+        let lines = ["{\"a\":1}\n{\"bb\":22}\n{\"c\"", ":3}\n", "{\"d\":\"long line\"}\n"];
+        let mut first = None;
+        for l in lines {
+            w.write_all(l.as_bytes()).await.unwrap();
+            first.get_or_insert(t.entries().len());
+        }
+        w.flush().await.unwrap();
+        // The first write's two complete lines, recorded once.
+        assert_eq!(first, Some(2));
+        let texts: Vec<String> = t.entries().into_iter().map(|e| e.text).collect();
+        assert_eq!(
+            texts,
+            vec!["{\"a\":1}", "{\"bb\":22}", "{\"c\":3}", "{\"d\":\"long line\"}"]
+        );
+        assert_eq!(w.inner.out, lines.concat().as_bytes());
+        assert_eq!(w.ahead, 0);
     }
 
     /// A `session/new` over the size limit: the user's MCP env value and
