@@ -242,15 +242,36 @@ fn human_bytes(n: u64) -> String {
     }
 }
 
-/// A cheap fingerprint of a text (SipHash, fixed keys: stable within one
-/// build of the core), so that what an agent read can be recognised later
-/// without keeping the text.
+/// A cheap fingerprint of a text (fixed keys: stable within one build of
+/// the core), so that what an agent read can be recognised later without
+/// keeping the text. Sixteen bytes at a time, each block folded through a
+/// 64x64->128-bit multiply and chained in order: a 10 MB text in about a
+/// millisecond (SipHash took several).
 pub fn content_hash(text: &str) -> u64 {
-    use std::hash::Hasher;
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    h.write(text.as_bytes());
-    h.write_usize(text.len());
-    h.finish()
+    const K0: u64 = 0xa076_1d64_78bd_642f;
+    const K1: u64 = 0xe703_7ed1_a0b4_28db;
+    const K2: u64 = 0x8ebc_6af0_9c88_c6e3;
+    fn fold(a: u64, b: u64) -> u64 {
+        let r = u128::from(a) * u128::from(b);
+        (r as u64) ^ ((r >> 64) as u64)
+    }
+    fn word(b: &[u8]) -> u64 {
+        let mut w = [0u8; 8];
+        w[..b.len()].copy_from_slice(b);
+        u64::from_le_bytes(w)
+    }
+    let bytes = text.as_bytes();
+    let mut h = K2 ^ bytes.len() as u64;
+    let mut blocks = bytes.chunks_exact(16);
+    for c in &mut blocks {
+        let m = fold(word(&c[..8]) ^ K0, word(&c[8..]) ^ K1);
+        h = (h.rotate_left(29) ^ m).wrapping_mul(K2 | 1);
+    }
+    let tail = blocks.remainder();
+    let (a, b) = tail.split_at(tail.len().min(8));
+    let m = fold(word(a) ^ K0 ^ tail.len() as u64, word(b) ^ K1);
+    h = (h.rotate_left(29) ^ m).wrapping_mul(K2 | 1);
+    fold(h ^ K0, bytes.len() as u64 ^ K1) ^ h
 }
 
 /// `limit` lines starting at 1-based `line`, each with its own line ending
@@ -603,6 +624,20 @@ mod tests {
         );
         assert_ne!(content_hash("a\nb\n"), content_hash("a\nb"));
         assert_ne!(content_hash(""), content_hash("\n"));
+        // Every length around the 16-byte blocks, and a change in any byte
+        // or a moved one, tells texts apart.
+        let base: String = (0..100).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
+        let mut seen = std::collections::HashSet::new();
+        for n in 0..base.len() {
+            assert!(seen.insert(content_hash(&base[..n])), "length {n}");
+        }
+        for i in 0..40 {
+            let mut b = base.clone().into_bytes();
+            b[i] ^= 1;
+            assert!(seen.insert(content_hash(std::str::from_utf8(&b).unwrap())), "byte {i}");
+        }
+        assert_ne!(content_hash("ab\ncd\n"), content_hash("cd\nab\n"));
+        assert_ne!(content_hash(&"\0".repeat(16)), content_hash(&"\0".repeat(32)));
         assert_eq!(human_bytes(3 << 30), "3 GiB");
         assert_eq!(human_bytes(1536), "1.5 KiB");
     }
