@@ -733,8 +733,8 @@ fn register_editor_calls(lua: &Lua, m: &Table) -> LuaResult<()> {
     // Answers to main-thread calls (see src/calls.rs).
     m.set(
         "call_part",
-        lua.create_function(|_, (id, text): (u64, mlua::String)| {
-            crate::bridge::calls::part(id, text.to_str()?.to_string()).map_err(lua_err)
+        lua.create_function(|_, (id, text, size): (u64, mlua::String, Option<usize>)| {
+            crate::bridge::calls::part(id, &text.to_str()?, size).map_err(lua_err)
         })?,
     )?;
 

@@ -19,20 +19,25 @@ use super::handoff::bridge;
 use super::main_call::MainCall;
 use super::queue::UiEvent;
 
-/// What the main thread answered: the reply and text parts (in order).
+/// What the main thread answered: the reply and its text parts, joined
+/// with `\n` as they arrived (no join of a 10 MB text afterwards).
 #[derive(Debug)]
 pub struct Reply<R> {
-    pub parts: Vec<String>,
+    pub text: String,
     pub value: R,
 }
 
 struct Pending {
-    parts: Vec<String>,
-    tx: oneshot::Sender<Result<(Vec<String>, Value), String>>,
+    text: String,
+    parts: usize,
+    tx: oneshot::Sender<Result<(String, Value), String>>,
 }
 
 static PENDING: Mutex<Option<HashMap<u64, Pending>>> = Mutex::new(None);
 static NEXT: AtomicU64 = AtomicU64::new(1);
+
+/// The most room a size hint makes before the text arrives.
+const HINT_MAX: usize = 64 << 20;
 
 /// Generous: a 10 MB buffer is handed over in well under a second; this
 /// only guards against a view that never answers.
@@ -46,7 +51,8 @@ pub async fn call<R: DeserializeOwned>(thread: u64, request: MainCall) -> Result
     PENDING.lock().get_or_insert_with(HashMap::new).insert(
         id,
         Pending {
-            parts: Vec::new(),
+            text: String::new(),
+            parts: 0,
             tx,
         },
     );
@@ -55,7 +61,7 @@ pub async fn call<R: DeserializeOwned>(thread: u64, request: MainCall) -> Result
         thread,
         request,
     });
-    let (parts, value) = match tokio::time::timeout(TIMEOUT, rx).await {
+    let (text, value) = match tokio::time::timeout(TIMEOUT, rx).await {
         Ok(Ok(r)) => r?,
         Ok(Err(_)) => return Err(format!("the editor dropped the `{method}` request")),
         Err(_) => {
@@ -64,7 +70,7 @@ pub async fn call<R: DeserializeOwned>(thread: u64, request: MainCall) -> Result
         }
     };
     let value = read_reply(method, value)?;
-    Ok(Reply { parts, value })
+    Ok(Reply { text, value })
 }
 
 /// The main thread's answer to `method` as its reply type. The reply types
@@ -90,13 +96,22 @@ pub fn notify(thread: u64, request: MainCall) {
     });
 }
 
-pub fn part(id: u64, text: String) -> Result<(), String> {
+/// One more part of call `id`'s text, after a `\n` unless it is the first.
+/// `size`, the whole text's bytes, is room made at once (capped: it is a
+/// hint), so that a large text is not copied as it grows.
+pub fn part(id: u64, text: &str, size: Option<usize>) -> Result<(), String> {
     let mut guard = PENDING.lock();
     let p = guard
         .get_or_insert_with(HashMap::new)
         .get_mut(&id)
         .ok_or_else(|| format!("no pending call {id}"))?;
-    p.parts.push(text);
+    if p.parts > 0 {
+        p.text.push('\n');
+    } else if let Some(n) = size {
+        p.text.reserve_exact(n.min(HINT_MAX));
+    }
+    p.text.push_str(text);
+    p.parts += 1;
     Ok(())
 }
 
@@ -106,7 +121,7 @@ pub fn finish(id: u64, result: Result<Value, String>) -> Result<(), String> {
         .get_or_insert_with(HashMap::new)
         .remove(&id)
         .ok_or_else(|| format!("no pending call {id}"))?;
-    let _ = p.tx.send(result.map(|value| (p.parts, value)));
+    let _ = p.tx.send(result.map(|value| (p.text, value)));
     Ok(())
 }
 

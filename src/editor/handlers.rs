@@ -168,7 +168,7 @@ async fn buffer_text(
         bomb: false,
         ..v.format
     };
-    let text = filetext::encode_joined(reply.parts.join("\n"), &format);
+    let text = filetext::encode_joined(reply.text, &format);
     Ok(Some(BufferText {
         text,
         bufnr: v.bufnr,

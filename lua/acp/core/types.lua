@@ -729,7 +729,7 @@
 ---@field entry fun(thread: integer, index: integer): acp.Entry?
 ---@field decisions fun(thread: integer): acp.AlwaysChoice[]
 ---@field forget_decisions fun(thread: integer)
----@field call_part fun(call: integer, text: string)
+---@field call_part fun(call: integer, text: string, size: integer?) size: the whole text's bytes (a hint, on the first part)
 ---@field call_done fun(call: integer, value: acp.Reply?)
 ---@field call_fail fun(call: integer, message: string)
 ---@field terminal_output fun(thread: integer, terminal: string, data: string)

@@ -58,7 +58,10 @@ function M.buffer_read(ev)
     local t0 = uv.hrtime()
     repeat
       local e = math.min(pos + M.slice_lines, total)
-      c.call_part(call, table.concat(api.nvim_buf_get_lines(buf, pos, e, true), '\n'))
+      -- The first part says how large the text is: the core makes room for
+      -- it once (no copy of a growing 10 MB text within a tick).
+      local size = pos == 0 and math.max(0, api.nvim_buf_get_offset(buf, total)) or nil
+      c.call_part(call, table.concat(api.nvim_buf_get_lines(buf, pos, e, true), '\n'), size)
       pos = e
     until pos >= total or (not p.whole and uv.hrtime() - t0 > M.budget_ns)
     if pos < total then
