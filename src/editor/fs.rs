@@ -626,7 +626,9 @@ mod tests {
         assert_ne!(content_hash(""), content_hash("\n"));
         // Every length around the 16-byte blocks, and a change in any byte
         // or a moved one, tells texts apart.
-        let base: String = (0..100).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
+        let base: String = (0..100)
+            .map(|i| char::from(b'a' + (i % 26) as u8))
+            .collect();
         let mut seen = std::collections::HashSet::new();
         for n in 0..base.len() {
             assert!(seen.insert(content_hash(&base[..n])), "length {n}");
@@ -634,10 +636,16 @@ mod tests {
         for i in 0..40 {
             let mut b = base.clone().into_bytes();
             b[i] ^= 1;
-            assert!(seen.insert(content_hash(std::str::from_utf8(&b).unwrap())), "byte {i}");
+            assert!(
+                seen.insert(content_hash(std::str::from_utf8(&b).unwrap())),
+                "byte {i}"
+            );
         }
         assert_ne!(content_hash("ab\ncd\n"), content_hash("cd\nab\n"));
-        assert_ne!(content_hash(&"\0".repeat(16)), content_hash(&"\0".repeat(32)));
+        assert_ne!(
+            content_hash(&"\0".repeat(16)),
+            content_hash(&"\0".repeat(32))
+        );
         assert_eq!(human_bytes(3 << 30), "3 GiB");
         assert_eq!(human_bytes(1536), "1.5 KiB");
     }

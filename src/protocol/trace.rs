@@ -480,7 +480,11 @@ mod tests {
             },
             t.clone(),
         );
-        let lines = ["{\"a\":1}\n{\"bb\":22}\n{\"c\"", ":3}\n", "{\"d\":\"long line\"}\n"];
+        let lines = [
+            "{\"a\":1}\n{\"bb\":22}\n{\"c\"",
+            ":3}\n",
+            "{\"d\":\"long line\"}\n",
+        ];
         let mut first = None;
         for l in lines {
             w.write_all(l.as_bytes()).await.unwrap();
@@ -492,7 +496,12 @@ mod tests {
         let texts: Vec<String> = t.entries().into_iter().map(|e| e.text).collect();
         assert_eq!(
             texts,
-            vec!["{\"a\":1}", "{\"bb\":22}", "{\"c\":3}", "{\"d\":\"long line\"}"]
+            vec![
+                "{\"a\":1}",
+                "{\"bb\":22}",
+                "{\"c\":3}",
+                "{\"d\":\"long line\"}"
+            ]
         );
         assert_eq!(w.inner.out, lines.concat().as_bytes());
         assert_eq!(w.ahead, 0);
