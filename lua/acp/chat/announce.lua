@@ -73,16 +73,17 @@ end
 function M.observe(view, events)
   local s = seen_of(view)
   local writes_due = false
-  -- The chat's own wording of an error: the notice entry shown with it.
-  local notice
+  -- The chat's own wording of an error: the notice entry shown with it (in
+  -- this drain or an earlier one of the turn: a drain may end between them).
   for _, ev in ipairs(events) do
     local t = ev.type
     if t == 'added' and ev.kind == 'notice' and type(ev.lines) == 'table' then
-      notice = vim.trim(table.concat(ev.lines, ' '))
+      s.notice = vim.trim(table.concat(ev.lines, ' '))
     elseif t == 'session' and ev.session_id ~= s.session then
       s.session = ev.session_id
       autocmds.emit('AcpSessionStart', { agent = view.agent, thread = view.thread, session_id = ev.session_id, cwd = view.root })
     elseif t == 'turn_started' then
+      s.notice = nil
       autocmds.emit('AcpTurnStart', { agent = view.agent, thread = view.thread, session_id = s.session, turn = ev.turn })
     elseif t == 'turn_ended' then
       writes_due = true
@@ -100,9 +101,10 @@ function M.observe(view, events)
           agent = view.agent,
           thread = view.thread,
           source = 'turn',
-          message = notice or 'the prompt failed',
+          message = s.notice or 'the prompt failed',
         })
       end
+      s.notice = nil
     elseif t == 'card' and type(ev.card) == 'table' then
       local c = ev.card
       local key = card_key(c)
@@ -141,8 +143,9 @@ function M.observe(view, events)
         agent = view.agent,
         thread = view.thread,
         source = 'agent',
-        message = notice or 'the agent disconnected',
+        message = s.notice or 'the agent disconnected',
       })
+      s.notice = nil
     end
   end
   if writes_due then

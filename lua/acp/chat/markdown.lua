@@ -351,12 +351,16 @@ function M.freeze(buf, first, last, later)
     return
   end
   local lines = api.nvim_buf_get_lines(buf, first, last + 1, false)
+  -- Rows frozen now go before what earlier drains left for later (entries
+  -- out of sight): the drain's budget goes to what the screen shows.
+  local at = later and #queue or 0
   for _, part in ipairs(slices(lines)) do
-    queue[#queue + 1] = {
+    at = at + 1
+    table.insert(queue, at, {
       buf = buf,
       mark = api.nvim_buf_set_extmark(buf, track_ns, first + part[1] - 1, 0, { right_gravity = false }),
       lines = part[1] == 1 and part[2] == #lines and lines or vim.list_slice(lines, part[1], part[2]),
-    }
+    })
   end
   M.pending = #queue
   if not later then
