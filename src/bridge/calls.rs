@@ -180,7 +180,7 @@ mod tests {
                     None => tokio::task::yield_now().await,
                 }
             };
-            part(id, "one".into()).unwrap();
+            part(id, "one", None).unwrap();
             finish(
                 id,
                 Ok(json!({"found": true, "stale": false, "stail": true})),
