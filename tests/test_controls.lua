@@ -192,6 +192,27 @@ return {
     T.eq(child:lua([[return require('acp.prompt.queue').lines(require('acp').current())]]), {})
   end },
 
+  { 'a cancel pressed before the prompt went out (the agent still starting): the prompt never goes, the turn ends cancelled, the next message runs', function()
+    local child, paths = H.start({ agent_info = { session_new_delay_ms = 800 }, turns = {
+      { match = 'long', steps = { { message = 'the cancelled turn ran anyway' }, { wait_cancel = true } } },
+    } })
+    H.open(child)
+    child:lua([[require('acp').send('long one')]])
+    child:wait_for([[return require('acp').current().state == 'running']])
+    child:cmd('AcpCancel')
+    child:wait_for([[return require('acp').current().turns_ended == 1]], 5000)
+    -- The session opens after the cancel; the next message is the first prompt the agent sees.
+    child:wait_for([[return require('acp').current().state == 'idle']], 5000)
+    child:lua([[require('acp').send('next')]])
+    child:wait_for([[return require('acp').current().turns_ended == 2]], 5000)
+    local prompts = vim.tbl_map(function(e)
+      return e.prompt[1].text
+    end, H.events_of(paths, 'prompt'))
+    T.eq(prompts, { 'next' }, 'the cancelled prompt never reached the agent')
+    T.no_match(H.transcript_text(child), 'ran anyway')
+    T.match(H.transcript_text(child), 'echo: next$')
+  end },
+
   { 'the queue: <C-c> cancels the turn, not the queue; edit brings a message back; a refused send has no traceback', function()
     local child, paths = H.start({ turns = {
       { match = 'long', steps = { { wait_cancel = true } } },

@@ -219,9 +219,28 @@ impl ThreadHandle {
                 this.editor.checkpoint_set_git(checkpoint, tree.clone());
             }
             let result = async {
-                let (conn, answer) = this
-                    .session_request("session/prompt", |sid| PromptRequest::new(sid, blocks))
-                    .await?;
+                let (conn, session_id) = this.ensure_session().await?;
+                let cx = conn.ready().await?;
+                let req = typed_request("session/prompt", &PromptRequest::new(session_id, blocks))?;
+                // A cancel pressed before the prompt went out (the snapshot
+                // above, an agent still starting): the prompt never goes and
+                // the turn ends cancelled. Checked and sent under the model's
+                // lock, which `cancel` takes before its `session/cancel`, so
+                // that notification can never reach the agent before the
+                // prompt it cancels (the agent would ignore it and run the
+                // whole turn).
+                let sent = {
+                    let model = this.model.lock();
+                    if model.is_cancelling() && model.current_turn() == turn {
+                        None
+                    } else {
+                        Some(cx.send_request(req))
+                    }
+                };
+                let Some(sent) = sent else {
+                    return Ok(Some(serde_json::json!({ "stopReason": "cancelled" })));
+                };
+                let answer = sent.block_task().await;
                 match answer {
                     Ok(v) => Ok(Some(v)),
                     Err(e) => {

@@ -251,6 +251,20 @@ fn handle_request(
             );
             state.session(&id);
             let result = state.session_result(json!({ "sessionId": id }));
+            if state.agent.session_new_delay_ms > 0 {
+                let delay = Duration::from_millis(state.agent.session_new_delay_ms);
+                let updates = state.agent.session_updates.clone();
+                let cx2 = cx.clone();
+                cx.spawn(async move {
+                    tokio::time::sleep(delay).await;
+                    send.respond(responder, Ok(result));
+                    for update in &updates {
+                        send_update(&cx2, json!({"sessionId": id, "update": update}));
+                    }
+                    Ok(())
+                })?;
+                return Ok(());
+            }
             send.respond(responder, Ok(result));
             for update in &state.agent.session_updates {
                 send_update(&cx, json!({"sessionId": id, "update": update}));

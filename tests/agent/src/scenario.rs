@@ -101,6 +101,9 @@ pub struct AgentConfig {
     pub hang_initialize: bool,
     #[serde(default)]
     pub hang_session_new: bool,
+    /// Answer `session/new` this late (an agent still starting up).
+    #[serde(default)]
+    pub session_new_delay_ms: u64,
     /// Never answer `authenticate` (Kimi CLI, asked with a method it runs
     /// in a terminal).
     #[serde(default)]
