@@ -193,15 +193,20 @@ return {
   end },
 
   { 'a cancel pressed before the prompt went out (the agent still starting): the prompt never goes, the turn ends cancelled, the next message runs', function()
-    local child, paths = H.start({ agent_info = { session_new_delay_ms = 800 }, turns = {
+    local gate = T.tmpdir('gate') .. '/session-new-may-answer'
+    local child, paths = H.start({ agent_info = { session_new_after_file = gate }, turns = {
       { match = 'long', steps = { { message = 'the cancelled turn ran anyway' }, { wait_cancel = true } } },
     } })
-    H.open(child)
+    -- The chat opens; its session is not ready while the agent holds session/new.
+    child:cmd('AcpChat')
+    child:wait_for([[return require('acp').current() ~= nil]])
     child:lua([[require('acp').send('long one')]])
     child:wait_for([[return require('acp').current().state == 'running']])
     child:cmd('AcpCancel')
+    -- The agent answers session/new only now, after the cancel.
+    vim.fn.writefile({}, gate)
     child:wait_for([[return require('acp').current().turns_ended == 1]], 5000)
-    -- The session opens after the cancel; the next message is the first prompt the agent sees.
+    -- The next message is the first prompt the agent sees.
     child:wait_for([[return require('acp').current().state == 'idle']], 5000)
     child:lua([[require('acp').send('next')]])
     child:wait_for([[return require('acp').current().turns_ended == 2]], 5000)

@@ -251,12 +251,13 @@ fn handle_request(
             );
             state.session(&id);
             let result = state.session_result(json!({ "sessionId": id }));
-            if state.agent.session_new_delay_ms > 0 {
-                let delay = Duration::from_millis(state.agent.session_new_delay_ms);
+            if let Some(gate) = state.agent.session_new_after_file.clone() {
                 let updates = state.agent.session_updates.clone();
                 let cx2 = cx.clone();
                 cx.spawn(async move {
-                    tokio::time::sleep(delay).await;
+                    while !std::path::Path::new(&gate).exists() {
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
                     send.respond(responder, Ok(result));
                     for update in &updates {
                         send_update(&cx2, json!({"sessionId": id, "update": update}));

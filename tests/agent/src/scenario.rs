@@ -101,9 +101,10 @@ pub struct AgentConfig {
     pub hang_initialize: bool,
     #[serde(default)]
     pub hang_session_new: bool,
-    /// Answer `session/new` this late (an agent still starting up).
+    /// Answer `session/new` only once this file exists (an agent still
+    /// starting up, for as long as the test wants).
     #[serde(default)]
-    pub session_new_delay_ms: u64,
+    pub session_new_after_file: Option<String>,
     /// Never answer `authenticate` (Kimi CLI, asked with a method it runs
     /// in a terminal).
     #[serde(default)]
