@@ -612,22 +612,19 @@ local function ensure_buf()
       M.jump(item.view)
     end
   end, 'Go to the chat')
-  map('d', function()
-    local item = item_here()
-    if item and item.past then
-      notify('a past session is not open: <CR> opens it')
-    elseif item then
-      M.close_chat(item.view)
+  -- A key that acts on an open chat (a past session has none yet).
+  local function on_open_chat(act)
+    return function()
+      local item = item_here()
+      if item and item.past then
+        notify('a past session is not open: <CR> opens it')
+      elseif item then
+        act(item.view)
+      end
     end
-  end, 'Close the chat')
-  map('r', function()
-    local item = item_here()
-    if item and item.past then
-      notify('a past session is not open: <CR> opens it')
-    elseif item then
-      M.rename(item.view)
-    end
-  end, 'Rename the chat')
+  end
+  map('d', on_open_chat(M.close_chat), 'Close the chat')
+  map('r', on_open_chat(M.rename), 'Rename the chat')
   map('/', M.ask_filter, 'Filter the chats')
   map('<Esc>', function()
     if S.filter then
