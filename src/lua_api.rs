@@ -154,6 +154,11 @@ fn register_lifecycle(lua: &Lua, m: &Table) -> LuaResult<()> {
     )?;
 
     m.set(
+        "backlog",
+        lua.create_function(|_, ()| Ok(bridge().has_backlog()))?,
+    )?;
+
+    m.set(
         "shutdown",
         lua.create_function(|_, ()| {
             // Bounded: 400 ms for agents to exit, then SIGKILL; 300 ms for

@@ -382,6 +382,43 @@ return {
     -- machine; the freeze's cost per frame is measured by `make bench`).
   end, timeout = 90000 },
 
+  { 'highlighting left for later waits while the agent outruns the drains, at most a second', function()
+    local child = H.start()
+    H.open(child)
+    child:lua([[
+      local core = require('acp.core')
+      _G.behind = true
+      -- The core's word, as a drain that left text for the next one sets it.
+      core.backlog = function() return _G.behind end
+      local lines = {}
+      for i = 1, 40 do
+        lines[#lines + 1] = '**bold ' .. i .. '** and `code`'
+        lines[#lines + 1] = ''
+      end
+      _G.fbuf = vim.api.nvim_create_buf(false, true)
+      vim.api.nvim_buf_set_lines(_G.fbuf, 0, -1, false, lines)
+      _G.frozen = function()
+        return #vim.api.nvim_buf_get_extmarks(_G.fbuf, require('acp.chat.markdown').ns, 0, -1, {})
+      end
+      require('acp.chat.markdown').freeze(_G.fbuf, 0, #lines - 1, true)
+    ]])
+    child:lua('vim.wait(150)')
+    T.eq(child:lua('return _G.frozen()'), 0, 'nothing frozen while the backlog lasts')
+    T.truthy(child:lua([[return require('acp.chat.markdown').pending]]) > 0, 'the work waits in the queue')
+    child:lua('_G.behind = false')
+    child:wait_for([[return require('acp.chat.markdown').pending == 0]])
+    T.truthy(child:lua('return _G.frozen()') > 0, 'frozen once the text is in')
+    -- A backlog that never ends holds it for a second, not for good.
+    child:lua([[
+      _G.behind = true
+      _G.t1 = vim.uv.now()
+      require('acp.chat.markdown').freeze(_G.fbuf, 0, vim.api.nvim_buf_line_count(_G.fbuf) - 1, true)
+    ]])
+    child:wait_for([[return require('acp.chat.markdown').pending == 0]], 5000)
+    T.truthy(child:lua('return vim.uv.now() - _G.t1') >= 900, 'it waited about a second first')
+    T.truthy(child:lua('return _G.frozen()') > 0)
+  end },
+
   { 'the chat highlights with acp_markdown, derived from the markdown queries', function()
     local child = H.start()
     H.open(child)

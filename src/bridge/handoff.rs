@@ -99,6 +99,11 @@ pub struct Bridge {
     timer: FrameTimer,
     /// Main-thread time the current drain started (for its own duration).
     drain_started: Mutex<Option<Instant>>,
+    /// The current drain's budget left events behind.
+    behind: AtomicBool,
+    /// The last drain left events it found (a backlog): work the view may
+    /// put off (highlighting out of sight) waits until the text is in.
+    backlog: AtomicBool,
     pub stats: Arc<Stats>,
 }
 
@@ -112,6 +117,8 @@ impl Bridge {
             pacer: Mutex::new(Pacer::new()),
             timer: FrameTimer::new(),
             drain_started: Mutex::new(None),
+            behind: AtomicBool::new(false),
+            backlog: AtomicBool::new(false),
             stats: Arc::new(Stats::default()),
         }
     }
@@ -180,13 +187,23 @@ impl Bridge {
     /// `Queue::take_slice`). Main thread, inside the scheduled drain.
     pub fn take_slice(&self, budget: usize) -> Slice {
         self.scheduled.store(false, Ordering::SeqCst);
-        let slice = self.queue.lock().take_slice(budget);
+        let slice = {
+            let mut queue = self.queue.lock();
+            let slice = queue.take_slice(budget);
+            self.behind.store(!queue.is_empty(), Ordering::SeqCst);
+            slice
+        };
         self.space.notify_waiters();
         self.stats.drains.fetch_add(1, Ordering::Relaxed);
         self.stats
             .delivered
             .fetch_add(slice.events.len() as u64, Ordering::Relaxed);
         slice
+    }
+
+    /// The last drain left events it found for later (see `backlog`).
+    pub fn has_backlog(&self) -> bool {
+        self.backlog.load(Ordering::SeqCst)
     }
 
     fn is_empty(&self) -> bool {
@@ -213,10 +230,12 @@ impl Bridge {
         if remaining {
             self.stats.sliced.fetch_add(1, Ordering::Relaxed);
         }
+        let behind = self.behind.swap(false, Ordering::SeqCst);
+        self.backlog.store(behind, Ordering::SeqCst);
         let next = self
             .pacer
             .lock()
-            .end(now, main_thread_cpu(), bytes, elapsed, remaining);
+            .end(now, main_thread_cpu(), bytes, elapsed, remaining, behind);
         if let Some(at) = next {
             self.wake_at(Wake::At(at));
         }

@@ -16,7 +16,11 @@
 //!   cheap again (e.g. the view paused highlighting during a flood).
 //! - One drain takes at most `budget()` bytes, sized from the measured
 //!   throughput of earlier drains to stay near `DRAIN_TARGET`; the rest waits
-//!   for the next frame (never dropped), so Neovim redraws between slices.
+//!   (never dropped), so Neovim redraws between slices. A drain that left
+//!   events behind (a backlog: the agent outran a frame's budget) is
+//!   followed after `BACKLOG_GAP`, or twice the frame's measured rendering,
+//!   not at the next frame: the loop still runs its timers, input and redraw
+//!   between slices, but does not sit idle while text waits.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -35,6 +39,10 @@ pub const DRAIN_TARGET: Duration = Duration::from_millis(8);
 /// 1 ms (16 ms frames); Tree-sitter markdown costs 1-3 ms per frame on the
 /// live entry (frames stretch to `MAX_FRAME`).
 pub const RENDER_SHARE: f64 = 0.05;
+
+/// Least time between the end of a drain that left a backlog and the next
+/// one: room for the loop's timers, input and redraw.
+pub const BACKLOG_GAP: Duration = Duration::from_millis(2);
 
 /// Frames whose rendering cost is remembered (the cheapest counts).
 const RENDER_SAMPLES: usize = 3;
@@ -153,8 +161,10 @@ impl Pacer {
     }
 
     /// A drain delivered `bytes` in `elapsed`; `remaining` says whether the
-    /// queue still holds events. Returns the instant of the next wake-up
-    /// when one is needed and none is pending.
+    /// queue still holds events, `behind` whether the budget left some of
+    /// those it found (not only events that came during the drain).
+    /// Returns the instant of the next wake-up when one is needed and none
+    /// is pending.
     pub fn end(
         &mut self,
         now: Instant,
@@ -162,6 +172,7 @@ impl Pacer {
         bytes: usize,
         elapsed: Duration,
         remaining: bool,
+        behind: bool,
     ) -> Option<Instant> {
         if bytes >= MIN_SAMPLE_BYTES {
             let ms = (elapsed.as_secs_f64() * 1000.0).max(0.05);
@@ -176,7 +187,12 @@ impl Pacer {
         if remaining && !self.pending {
             self.pending = true;
             let start = self.last_start.unwrap_or(now);
-            return Some(start + self.frame);
+            let frame_end = start + self.frame;
+            if behind {
+                let gap = BACKLOG_GAP.max(self.render_cost() * 2);
+                return Some((now + gap).min(frame_end));
+            }
+            return Some(frame_end);
         }
         None
     }
@@ -198,12 +214,12 @@ mod tests {
         // Until the drain starts, further events ride on that wake-up.
         assert_eq!(p.on_event(t0 + ms(1)), Wake::Pending);
         p.begin(t0 + ms(1), ms(0));
-        assert_eq!(p.end(t0 + ms(2), ms(1), 100, ms(1), false), None);
+        assert_eq!(p.end(t0 + ms(2), ms(1), 100, ms(1), false, false), None);
         // An event 5 ms later waits for the next frame.
         assert_eq!(p.on_event(t0 + ms(6)), Wake::At(t0 + ms(1) + MIN_FRAME));
         assert_eq!(p.on_event(t0 + ms(7)), Wake::Pending);
         p.begin(t0 + ms(17), ms(1));
-        p.end(t0 + ms(18), ms(2), 100, ms(1), false);
+        p.end(t0 + ms(18), ms(2), 100, ms(1), false, false);
         // After a quiet period the next event goes at once again.
         assert_eq!(p.on_event(t0 + ms(500)), Wake::Now);
     }
@@ -215,11 +231,47 @@ mod tests {
         p.on_event(t0);
         p.begin(t0, ms(0));
         assert_eq!(
-            p.end(t0 + ms(8), ms(8), 1 << 20, ms(8), true),
+            p.end(t0 + ms(8), ms(8), 1 << 20, ms(8), true, false),
             Some(t0 + MIN_FRAME)
         );
         // The wake-up for the rest is pending: events do not add another.
         assert_eq!(p.on_event(t0 + ms(9)), Wake::Pending);
+    }
+
+    #[test]
+    fn a_backlog_is_drained_after_a_short_gap_not_at_the_next_frame() {
+        let t0 = Instant::now();
+        let mut p = Pacer::new();
+        p.on_event(t0);
+        p.begin(t0, ms(0));
+        // The budget left events it found: the next slice comes after the
+        // gap, well before the frame ends.
+        assert_eq!(
+            p.end(t0 + ms(8), ms(8), 1 << 20, ms(8), true, true),
+            Some(t0 + ms(8) + BACKLOG_GAP)
+        );
+        assert_eq!(p.on_event(t0 + ms(9)), Wake::Pending);
+        // Expensive rendering widens the gap (twice its cost), never past
+        // the frame's end.
+        let mut t = t0 + ms(8) + BACKLOG_GAP;
+        let mut cpu = ms(8);
+        for _ in 0..RENDER_SAMPLES {
+            cpu += ms(3);
+            p.begin(t, cpu);
+            t += ms(1);
+            cpu += ms(1);
+            p.end(t, cpu, 100, ms(1), false, false);
+            t += ms(3);
+        }
+        cpu += ms(3);
+        let start = t;
+        p.begin(start, cpu);
+        let end = start + ms(4);
+        assert_eq!(p.render_cost(), ms(3));
+        assert_eq!(
+            p.end(end, cpu + ms(4), 1 << 20, ms(4), true, true),
+            Some((end + ms(6)).min(start + p.frame()))
+        );
     }
 
     #[test]
@@ -229,19 +281,26 @@ mod tests {
         assert_eq!(p.budget(), START_BUDGET);
         p.begin(t0, ms(0));
         // 1 MB in 4 ms: 250 KB/ms, so 8 ms is about 2 MB.
-        p.end(t0 + ms(4), ms(4), 1_000_000, ms(4), false);
+        p.end(t0 + ms(4), ms(4), 1_000_000, ms(4), false, false);
         assert_eq!(p.budget(), 2_000_000);
         // A slow drain lowers the budget at once.
         p.begin(t0 + ms(20), ms(5));
-        p.end(t0 + ms(40), ms(25), 100_000, ms(20), false);
+        p.end(t0 + ms(40), ms(25), 100_000, ms(20), false, false);
         assert_eq!(p.budget(), 40_000);
         // Tiny drains are no evidence.
         p.begin(t0 + ms(60), ms(26));
-        p.end(t0 + ms(61), ms(27), 10, ms(1), false);
+        p.end(t0 + ms(61), ms(27), 10, ms(1), false, false);
         assert_eq!(p.budget(), 40_000);
         // Never below the floor.
         p.begin(t0 + ms(80), ms(28));
-        p.end(t0 + ms(180), ms(128), MIN_SAMPLE_BYTES, ms(100), false);
+        p.end(
+            t0 + ms(180),
+            ms(128),
+            MIN_SAMPLE_BYTES,
+            ms(100),
+            false,
+            false,
+        );
         assert_eq!(p.budget(), MIN_BUDGET);
     }
 
@@ -260,7 +319,7 @@ mod tests {
             p.begin(*t, *cpu);
             *t += ms(1);
             *cpu += ms(1);
-            p.end(*t, *cpu, 100, ms(1), false);
+            p.end(*t, *cpu, 100, ms(1), false, false);
         }
     }
 

@@ -199,33 +199,42 @@ pub(super) async fn route_incoming(
     mut feed: impl AsyncWrite + Unpin,
 ) {
     use tokio::io::AsyncWriteExt;
-    let mut reader = BufReader::with_capacity(1 << 16, stdout);
+    let mut reader = BufReader::with_capacity(1 << 18, stdout);
     let mut line = Vec::with_capacity(1024);
+    // A line read ahead (while gathering a run of text chunks) that is not
+    // part of the run: it is the next one handled.
+    let mut ahead = Vec::with_capacity(1024);
+    let mut carried = false;
     let cap = conn.spec.line_max;
     loop {
-        line.clear();
-        match framing::read_line_capped(&mut reader, &mut line, cap).await {
-            Ok(LineRead::Line(_)) => {}
-            Ok(LineRead::Eof) | Err(_) => break,
-            Ok(LineRead::TooLong { .. }) => {
-                conn.trace.record(trace::Dir::In, &line);
-                // Memory stays bounded: the agent is stopped, and its exit
-                // report carries the reason.
-                let reason = framing::too_long_message(&conn.spec.name, cap);
-                log::warn(&reason);
-                *conn.fault.lock() = Some(reason);
-                conn.terminate();
-                break;
+        if carried {
+            std::mem::swap(&mut line, &mut ahead);
+            carried = false;
+        } else {
+            line.clear();
+            match framing::read_line_capped(&mut reader, &mut line, cap).await {
+                Ok(LineRead::Line(_)) => {}
+                Ok(LineRead::Eof) | Err(_) => break,
+                Ok(LineRead::TooLong { .. }) => {
+                    conn.trace.record(trace::Dir::In, &line);
+                    // Memory stays bounded: the agent is stopped, and its exit
+                    // report carries the reason.
+                    let reason = framing::too_long_message(&conn.spec.name, cap);
+                    log::warn(&reason);
+                    *conn.fault.lock() = Some(reason);
+                    conn.terminate();
+                    break;
+                }
             }
+            admit_line(&conn, &mut line);
         }
-        // One invalid byte must not cost the message (or the connection).
-        if framing::sanitize_utf8_in_place(&mut line) {
-            conn.protocol_fault("invalid_utf8", "invalid UTF-8 (replaced by U+FFFD)");
-        }
-        conn.trace.record(trace::Dir::In, &line);
         if let Some(chunk) = text_chunk::parse(&line) {
-            if apply_text_chunk(&conn, chunk).await {
-                continue;
+            match apply_text_run(&conn, chunk, &mut reader, &mut ahead, cap).await {
+                TextRun::Applied { ahead: next } => {
+                    carried = next;
+                    continue;
+                }
+                TextRun::General => {}
             }
         }
         if let Some(params) = session_update_params(&line) {
@@ -266,23 +275,80 @@ pub(super) async fn route_incoming(
     let _ = feed.shutdown().await;
 }
 
+/// A line as every line is taken in: one invalid byte must not cost the
+/// message (or the connection), and the trace sees it as it was used.
+fn admit_line(conn: &Connection, line: &mut Vec<u8>) {
+    if framing::sanitize_utf8_in_place(line) {
+        conn.protocol_fault("invalid_utf8", "invalid UTF-8 (replaced by U+FFFD)");
+    }
+    conn.trace.record(trace::Dir::In, line);
+}
+
+/// Text gathered into one run stays under this size (a drain's slice).
+const TEXT_RUN_MAX: usize = 256 * 1024;
+
+enum TextRun {
+    /// Applied. `ahead`: a line read after the run that is not part of
+    /// it, to be handled next.
+    Applied { ahead: bool },
+    /// The general path must take the chunk: a subagent's chunk (wrapped
+    /// for its owner), a session not routed (yet). Nothing was read ahead.
+    General,
+}
+
 /// A plain text chunk of the agent, applied as `apply_session_update` would
-/// (no `Value` made of it). False when the general path must take it: a
-/// subagent's chunk (wrapped for its owner), a session not routed (yet).
-async fn apply_text_chunk(conn: &Arc<Connection>, chunk: text_chunk::TextChunk<'_>) -> bool {
+/// (no `Value` made of it), together with the chunks of the same message
+/// that directly follow it and are already in the reader's buffer (taken
+/// into `ahead` one by one, never waiting): appending them one by one or as
+/// one text gives the same entry and the same kept record, and a stream of
+/// thousands of small chunks costs one update per buffer instead of one per
+/// chunk. Each line is still traced on its own.
+async fn apply_text_run<R: AsyncRead + Unpin>(
+    conn: &Arc<Connection>,
+    chunk: text_chunk::TextChunk<'_>,
+    reader: &mut BufReader<R>,
+    ahead: &mut Vec<u8>,
+    cap: usize,
+) -> TextRun {
     let sid = chunk.session_id.as_ref();
     if conn.owner_of(sid).is_some() {
-        return false;
+        return TextRun::General;
     }
     let _order = conn.apply.lock().await;
     let Some(sink) = conn.sink_for(sid) else {
-        return false;
+        return TextRun::General;
     };
-    sink.record_text_chunk(chunk.kind, chunk.message_id.as_deref(), &chunk.text);
-    sink.apply_update(chunk.into_update());
+    let mut run: Option<String> = None;
+    let mut carried = false;
+    while run.as_ref().map_or(chunk.text.len(), String::len) < TEXT_RUN_MAX {
+        if !framing::take_buffered_line(reader, ahead, cap) {
+            break;
+        }
+        admit_line(conn, ahead);
+        match text_chunk::parse(ahead) {
+            Some(c) if chunk.continued_by(&c) => run
+                .get_or_insert_with(|| chunk.text.clone().into_owned())
+                .push_str(&c.text),
+            _ => {
+                carried = true;
+                break;
+            }
+        }
+    }
+    let text = run.as_deref().unwrap_or(&chunk.text);
+    sink.record_text_chunk(chunk.kind, chunk.message_id.as_deref(), text);
+    let update = match run {
+        Some(text) => text_chunk::TextChunk {
+            text: text.into(),
+            ..chunk
+        }
+        .into_update(),
+        None => chunk.into_update(),
+    };
+    sink.apply_update(update);
     // The back-pressure, as for every update.
     bridge().wait_for_space().await;
-    true
+    TextRun::Applied { ahead: carried }
 }
 
 async fn apply_session_update(conn: &Arc<Connection>, params: &Value) {

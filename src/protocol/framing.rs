@@ -66,6 +66,29 @@ pub async fn read_line_capped<R: AsyncBufRead + Unpin>(
     }
 }
 
+/// Moves the next line out of `r`'s buffer into `buf` (cleared first) when
+/// the buffer already holds all of it, newline included, within `cap`;
+/// false otherwise, with nothing consumed (the caller then reads it the
+/// usual way, which also reports a line over the cap). Never waits.
+pub fn take_buffered_line<R: tokio::io::AsyncRead + Unpin>(
+    r: &mut tokio::io::BufReader<R>,
+    buf: &mut Vec<u8>,
+    cap: usize,
+) -> bool {
+    use std::pin::Pin;
+    let available = r.buffer();
+    let Some(i) = memchr::memchr(b'\n', available) else {
+        return false;
+    };
+    if i + 1 > cap {
+        return false;
+    }
+    buf.clear();
+    buf.extend_from_slice(&available[..=i]);
+    AsyncBufRead::consume(Pin::new(r), i + 1);
+    true
+}
+
 /// What the user is told when the agent's connection is ended because of
 /// [`LineRead::TooLong`].
 pub fn too_long_message(agent: &str, cap: usize) -> String {
@@ -227,5 +250,32 @@ mod tests {
         );
         assert_eq!(human_size(1536), "1536 bytes");
         assert_eq!(human_size(2048), "2 KiB");
+    }
+
+    #[tokio::test]
+    async fn only_whole_lines_already_buffered_are_taken() {
+        let data: &[u8] = b"one\ntwo\nthree-is-long\nfour";
+        let mut r = BufReader::with_capacity(64, data);
+        let mut buf = Vec::new();
+        // Nothing buffered yet: nothing taken, nothing read.
+        assert!(!take_buffered_line(&mut r, &mut buf, 100));
+        assert_eq!(
+            read_line_capped(&mut r, &mut buf, 100).await.unwrap(),
+            LineRead::Line(4)
+        );
+        assert!(take_buffered_line(&mut r, &mut buf, 100));
+        assert_eq!(buf, b"two\n");
+        // A line over the cap is left for `read_line_capped` to report.
+        assert!(!take_buffered_line(&mut r, &mut buf, 5));
+        assert!(take_buffered_line(&mut r, &mut buf, 100));
+        assert_eq!(buf, b"three-is-long\n");
+        // A line without its newline yet is left too.
+        assert!(!take_buffered_line(&mut r, &mut buf, 100));
+        buf.clear();
+        assert_eq!(
+            read_line_capped(&mut r, &mut buf, 100).await.unwrap(),
+            LineRead::Line(4)
+        );
+        assert_eq!(buf, b"four");
     }
 }

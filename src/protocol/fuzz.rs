@@ -352,12 +352,25 @@ fn check_redaction(text: &str, secret: &str) -> Result<(), TestCaseError> {
 #[derive(Default)]
 struct Recorder {
     updates: Mutex<Vec<SessionUpdate>>,
+    /// What the kept chat's recorder was given as plain text chunks.
+    kept_chunks: Mutex<Vec<SessionUpdate>>,
     warnings: Mutex<Vec<String>>,
 }
 
 impl SessionSink for Recorder {
     fn apply_update(&self, update: SessionUpdate) {
         self.updates.lock().push(update);
+    }
+    fn record_text_chunk(&self, kind: &str, message_id: Option<&str>, text: &str) {
+        self.kept_chunks.lock().push(SessionUpdate::Chunk {
+            kind: if kind == "agent_thought_chunk" {
+                crate::model::entries::EntryKind::Thought
+            } else {
+                crate::model::entries::EntryKind::Agent
+            },
+            message_id: message_id.map(str::to_owned),
+            text: text.to_owned(),
+        });
     }
     fn agent_request(&self, _: AgentRequest, _: agent_client_protocol::v1::Responder<Value>) {}
     fn disconnected(&self, _: &Arc<Connection>, _: &str) {}
@@ -478,6 +491,175 @@ fn check_routing(lines: &[Line], invalid_at: Option<usize>) -> Result<(), TestCa
     })
 }
 
+/// A reader that hands out at most `step` bytes per read, so that lines
+/// end up split across the reader's buffer in every way.
+struct Trickle {
+    data: Vec<u8>,
+    at: usize,
+    step: usize,
+}
+
+impl tokio::io::AsyncRead for Trickle {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let n = self
+            .step
+            .min(buf.remaining())
+            .min(self.data.len() - self.at);
+        let at = self.at;
+        buf.put_slice(&self.data[at..at + n]);
+        self.at += n;
+        std::task::Poll::Ready(Ok(()))
+    }
+}
+
+/// Adjacent text chunks of one message joined, as appending them does.
+fn joined(updates: &[SessionUpdate]) -> Vec<SessionUpdate> {
+    let mut out: Vec<SessionUpdate> = Vec::new();
+    for u in updates {
+        if let (
+            Some(SessionUpdate::Chunk {
+                kind,
+                message_id,
+                text,
+            }),
+            SessionUpdate::Chunk {
+                kind: k2,
+                message_id: id2,
+                text: t2,
+            },
+        ) = (out.last_mut(), u)
+        {
+            if kind == k2 && message_id == id2 {
+                text.push_str(t2);
+                continue;
+            }
+        }
+        out.push(u.clone());
+    }
+    out
+}
+
+/// One line of a text-run test: a plain text chunk (session, thought or
+/// not, message id, text) or another update of the session.
+#[derive(Debug, Clone)]
+enum RunLine {
+    Chunk(char, bool, Option<&'static str>, String),
+    Other(char),
+}
+
+fn arb_run_lines() -> impl Strategy<Value = Vec<RunLine>> {
+    let line = prop_oneof![
+        8 => (
+            prop::sample::select(vec!['a', 'b']),
+            any::<bool>(),
+            prop::sample::select(vec![None, Some("m1"), Some("m2")]),
+            "(.|\n|\"|\\\\){0,12}",
+        )
+            .prop_map(|(s, thought, id, text)| RunLine::Chunk(s, thought, id, text)),
+        1 => prop::sample::select(vec!['a', 'b']).prop_map(RunLine::Other),
+    ];
+    prop::collection::vec(line, 0..60)
+}
+
+/// Text chunks already in the reader's buffer are applied as runs (one
+/// update for adjacent chunks of one message): each session's updates,
+/// joined, are those of the lines one by one, joined, in the same order;
+/// the kept chat records the same text; every line is traced on its own.
+fn check_text_runs(lines: &[RunLine], step: usize) -> Result<(), TestCaseError> {
+    block_on(async {
+        let conn = Connection::for_test(1 << 20, &["a", "b"]);
+        let (a, b) = (Arc::new(Recorder::default()), Arc::new(Recorder::default()));
+        conn.route("a", a.clone()).await;
+        conn.route("b", b.clone()).await;
+        let mut input = Vec::new();
+        let mut want: [Vec<SessionUpdate>; 2] = Default::default();
+        let mut want_kept: [Vec<SessionUpdate>; 2] = Default::default();
+        for line in lines {
+            let (s, u) = match line {
+                RunLine::Chunk(s, thought, id, text) => {
+                    let mut u = json!({
+                        "sessionUpdate": if *thought { "agent_thought_chunk" } else { "agent_message_chunk" },
+                        "content": {"type": "text", "text": text},
+                    });
+                    if let Some(id) = id {
+                        u["messageId"] = json!(id);
+                    }
+                    (*s, u)
+                }
+                RunLine::Other(s) => (*s, json!({"sessionUpdate": "plan", "entries": []})),
+            };
+            let k = if s == 'a' { 0 } else { 1 };
+            let parsed = update::parse_update(&u);
+            if matches!(line, RunLine::Chunk(..)) {
+                want_kept[k].push(parsed.clone());
+            }
+            want[k].push(parsed);
+            let msg = json!({"jsonrpc": "2.0", "method": "session/update",
+                "params": {"sessionId": s.to_string(), "update": u}});
+            input.extend_from_slice(msg.to_string().as_bytes());
+            input.push(b'\n');
+        }
+        let reader = Trickle {
+            data: input,
+            at: 0,
+            step,
+        };
+        let (_sdk_read, sdk_write) = tokio::io::duplex(1 << 22);
+        route_incoming(conn.clone(), reader, sdk_write).await;
+        for (k, sink) in [&a, &b].into_iter().enumerate() {
+            let got = sink.updates.lock().clone();
+            prop_assert_eq!(joined(&got), joined(&want[k]));
+            prop_assert!(got.len() <= want[k].len());
+            let kept = sink.kept_chunks.lock().clone();
+            prop_assert_eq!(joined(&kept), joined(&want_kept[k]));
+        }
+        prop_assert_eq!(
+            conn.trace.entries().len() as u64 + conn.trace.dropped(),
+            lines.len() as u64
+        );
+        Ok(())
+    })
+}
+
+#[test]
+fn a_stream_of_chunks_in_one_buffer_is_applied_in_few_updates() {
+    let lines: Vec<RunLine> = (0..500)
+        .map(|i| RunLine::Chunk('a', false, None, format!("word{i} ")))
+        .collect();
+    block_on(async {
+        let conn = Connection::for_test(1 << 20, &["a"]);
+        let a = Arc::new(Recorder::default());
+        conn.route("a", a.clone()).await;
+        let mut input = Vec::new();
+        for l in &lines {
+            let RunLine::Chunk(_, _, _, text) = l else {
+                unreachable!()
+            };
+            let msg = json!({"jsonrpc": "2.0", "method": "session/update",
+                "params": {"sessionId": "a", "update": {"sessionUpdate": "agent_message_chunk",
+                "content": {"type": "text", "text": text}}}});
+            input.extend_from_slice(msg.to_string().as_bytes());
+            input.push(b'\n');
+        }
+        let (_sdk_read, sdk_write) = tokio::io::duplex(1 << 16);
+        route_incoming(conn.clone(), &input[..], sdk_write).await;
+        let got = a.updates.lock().clone();
+        // All 500 were in the reader's buffer: one update carries them.
+        assert_eq!(got.len(), 1, "{got:?}");
+        let want: String = (0..500).map(|i| format!("word{i} ")).collect();
+        assert!(matches!(&got[0], SessionUpdate::Chunk { text, .. } if *text == want));
+        // Every line traced (the oldest pushed out past the trace's limit).
+        assert_eq!(
+            conn.trace.entries().len() as u64 + conn.trace.dropped(),
+            500
+        );
+    });
+}
+
 // ---------------------------------------------------------------------------
 // The short run (part of `cargo test`)
 // ---------------------------------------------------------------------------
@@ -525,6 +707,11 @@ proptest! {
     #[test]
     fn redaction_hides_secret_assignments(text in ".{0,40}", secret in "[A-Za-z0-9]{1,20}") {
         check_redaction(&text, &secret)?;
+    }
+
+    #[test]
+    fn text_chunks_are_applied_in_runs_as_they_were_sent(lines in arb_run_lines(), step in 1usize..400) {
+        check_text_runs(&lines, step)?;
     }
 
     #[test]

@@ -15,6 +15,11 @@ use super::dispatch::run_protocol;
 use super::framing::{self, LineRead};
 use super::procs;
 use super::trace;
+
+/// Size asked for the agent's stdin and stdout pipes (Linux's default is
+/// 64 KiB; an unprivileged process may ask up to 1 MiB).
+#[cfg(target_os = "linux")]
+const PIPE_BYTES: libc::c_int = 1 << 20;
 use crate::config::AgentSpec;
 use crate::log;
 use crate::platform;
@@ -51,11 +56,16 @@ impl Connection {
         let pid = child.id().unwrap_or(0);
         platform::watch_parent(pid);
         // A large answer (a 10 MB file's text) leaves in 1 MiB pieces
-        // rather than 64 KiB ones: fewer wake-ups of the agent and of us.
+        // rather than 64 KiB ones, and a stream of thousands of chunks
+        // arrives so: fewer wake-ups of the agent and of us.
         #[cfg(target_os = "linux")]
-        if let Some(stdin) = child.stdin.as_ref() {
+        {
             use std::os::fd::AsRawFd;
-            unsafe { libc::fcntl(stdin.as_raw_fd(), libc::F_SETPIPE_SZ, 1 << 20) };
+            let stdin = child.stdin.as_ref().map(|p| p.as_raw_fd());
+            let stdout = child.stdout.as_ref().map(|p| p.as_raw_fd());
+            for fd in [stdin, stdout].into_iter().flatten() {
+                unsafe { libc::fcntl(fd, libc::F_SETPIPE_SZ, PIPE_BYTES) };
+            }
         }
         // Arguments can carry secrets (`--api-key sk-…`): their values are
         // hidden, as the log's own redaction does not see flag pairs.

@@ -76,6 +76,14 @@ pub struct TextChunk<'a> {
 }
 
 impl TextChunk<'_> {
+    /// `next` continues this chunk's message: same session, same kind, the
+    /// same message id (or none on both), so their texts join as one.
+    pub fn continued_by(&self, next: &TextChunk<'_>) -> bool {
+        self.session_id == next.session_id
+            && self.kind == next.kind
+            && self.message_id == next.message_id
+    }
+
     /// The update as `model::update::parse_update` reads it.
     pub fn into_update(self) -> SessionUpdate {
         SessionUpdate::Chunk {

@@ -298,7 +298,31 @@ local function run_queue(deadline)
   return true
 end
 
+-- While the agent outruns the drains (a backlog of text waits for the next
+-- one), the freezing left for later yields to it, at most this long in a
+-- row: the text first, the highlighting of what is out of sight after.
+local YIELD_MAX_MS = 1000
+local yielding_since
+
+--- The core says its last drain left a backlog.
+local function backlog()
+  local core = package.loaded['acp.core']
+  if not (core and core.is_loaded()) then
+    return false
+  end
+  local ok, behind = pcall(core.backlog)
+  return ok and behind == true
+end
+
 local function tick()
+  if backlog() then
+    yielding_since = yielding_since or vim.uv.now()
+    if vim.uv.now() - yielding_since < YIELD_MAX_MS then
+      vim.defer_fn(tick, 4)
+      return
+    end
+  end
+  yielding_since = nil
   if run_queue(vim.uv.hrtime() + TICK_BUDGET_NS) then
     ticking = false
   else

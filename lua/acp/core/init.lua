@@ -490,6 +490,10 @@ M.agreed_forget = forward('agreed_forget')
 M.merge_disk = forward('merge_disk')
 ---@type fun(): acp.BridgeStats
 M.stats = forward('stats')
+--- The last drain left events for the next one: work that can wait
+--- (highlighting out of sight) lets the text in first.
+---@type fun(): boolean
+M.backlog = forward('backlog')
 --- Ends every agent and the runtime (bounded: under a second).
 ---@type fun()
 M.shutdown = forward('shutdown')
