@@ -452,8 +452,11 @@ fn split_event(ev: &mut UiEvent, room: usize) -> Option<UiEvent> {
     match event {
         ThreadEvent::Appended { index, text } => {
             let cut = cut_point(text, room)?;
-            let tail = text.split_off(cut);
-            let head = std::mem::replace(text, tail);
+            // The head is copied out and the tail moved down in place: a
+            // 5 MB append sliced by drains is not copied into a fresh
+            // allocation (its pages faulted in) on every slice.
+            let head = text[..cut].to_owned();
+            text.replace_range(..cut, "");
             Some(UiEvent::Thread {
                 thread,
                 event: ThreadEvent::Appended {
@@ -477,7 +480,13 @@ fn split_event(ev: &mut UiEvent, room: usize) -> Option<UiEvent> {
                 if rest.is_empty() {
                     return None;
                 }
-                (std::mem::take(lines), format!("\n{}", rest.join("\n")))
+                let size = rest.iter().map(|l| l.len() + 1).sum();
+                let mut tail = String::with_capacity(size);
+                for l in &rest {
+                    tail.push('\n');
+                    tail.push_str(l);
+                }
+                (std::mem::take(lines), tail)
             } else {
                 let first = &mut lines[0];
                 let cut = cut_point(first, room)?;
