@@ -232,6 +232,7 @@ function M.start(opts)
     expected = uv.hrtime() + 5e6
     timer:start(5, 0, function()
       late[#late + 1] = ms(uv.hrtime() - expected)
+      if os.getenv('LATE_DEBUG') and late[#late] > 6 then io.open('/tmp/late.log', 'a'):write(('%.1f late %.1f\n'):format(ms(uv.hrtime() - r.t0), late[#late])) end
       if measuring then
         arm()
       end

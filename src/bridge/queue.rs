@@ -115,6 +115,12 @@ impl UiEvent {
     }
 }
 
+/// A queued new entry takes appended text while it has fewer lines than
+/// this, and text shorter than `ADDED_MAX_BYTES`; a new entry heavier than
+/// that is cut into its first lines and an append.
+const ADDED_MAX_LINES: usize = 256;
+const ADDED_MAX_BYTES: usize = 64 * 1024;
+
 /// The queued events, in order, and their weight.
 #[derive(Default)]
 pub struct Queue {
@@ -216,6 +222,17 @@ impl Queue {
     /// Queues `ev`, merging text into the queued event of its entry, and a
     /// new entry's re-rendering into its queued `Added`.
     pub fn push(&mut self, mut ev: UiEvent) {
+        // A large new entry (a 5 MB first chunk) is cut here, on the
+        // producer's thread, into its first lines and an append of the
+        // rest: a drain then slices the append (cheap) instead of joining
+        // the entry's lines again on the main thread.
+        if matches!(Merge::of(&ev), Merge::Opens { .. }) && ev.weight() > ADDED_MAX_BYTES {
+            if let Some(head) = split_event(&mut ev, ADDED_MAX_BYTES) {
+                self.push(head);
+                self.push(ev);
+                return;
+            }
+        }
         self.bytes += ev.weight();
         match Merge::of(&ev) {
             Merge::Text { thread, index } => {
@@ -231,7 +248,12 @@ impl Queue {
                         acc.push_str(text);
                         return;
                     }
-                    Some(ThreadEvent::Added { lines, .. }) => {
+                    // Joins a queued new entry while both are small; a
+                    // stream's text then goes on in an append of its own
+                    // (cut by drains without rejoining lines).
+                    Some(ThreadEvent::Added { lines, .. })
+                        if lines.len() < ADDED_MAX_LINES && text.len() < ADDED_MAX_BYTES =>
+                    {
                         append_to_lines(lines, text);
                         return;
                     }
@@ -755,5 +777,87 @@ mod tests {
             panic!()
         };
         assert_eq!(lines, &vec!["xy".to_string(), "z".to_string()]);
+    }
+
+    /// The transcript text of queued events, as the view would end up with
+    /// it: an `Added` starts its entry's text, an `Appended` continues it.
+    fn entry_text(events: &VecDeque<UiEvent>) -> String {
+        let mut out = String::new();
+        for e in events {
+            match e {
+                UiEvent::Thread {
+                    event: ThreadEvent::Added { lines, .. },
+                    ..
+                } => out.push_str(&lines.join("\n")),
+                UiEvent::Thread {
+                    event: ThreadEvent::Appended { text, .. },
+                    ..
+                } => out.push_str(text),
+                other => panic!("{other:?}"),
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn a_large_new_entry_is_queued_as_its_first_lines_and_an_append() {
+        let lines: Vec<String> = (0..5000).map(|i| format!("{i:079}")).collect();
+        let mut q = Queue::default();
+        q.push(UiEvent::Thread {
+            thread: 1,
+            event: ThreadEvent::Added {
+                index: 0,
+                kind: EntryKind::Agent,
+                lines: lines.clone(),
+            },
+        });
+        assert_eq!(q.events.len(), 2);
+        assert!(q.events[0].weight() <= ADDED_MAX_BYTES);
+        assert!(matches!(
+            q.events[1],
+            UiEvent::Thread {
+                event: ThreadEvent::Appended { index: 0, .. },
+                ..
+            }
+        ));
+        assert_eq!(q.bytes(), lines.iter().map(|l| l.len() + 1).sum::<usize>());
+        // More text joins the append; drains take it all, in order.
+        q.push(appended(1, 0, "\nend"));
+        assert_eq!(q.events.len(), 2);
+        let mut taken = VecDeque::new();
+        while !q.is_empty() {
+            taken.extend(q.take_slice(32 * 1024).events);
+        }
+        assert_eq!(entry_text(&taken), format!("{}\nend", lines.join("\n")));
+    }
+
+    #[test]
+    fn a_stream_into_a_queued_new_entry_goes_on_in_an_append() {
+        let mut q = Queue::default();
+        q.push(UiEvent::Thread {
+            thread: 1,
+            event: ThreadEvent::Added {
+                index: 0,
+                kind: EntryKind::Agent,
+                lines: vec!["start".into()],
+            },
+        });
+        let mut want = "start".to_string();
+        for i in 0..1000 {
+            let chunk = format!(" word{i}\n");
+            want.push_str(&chunk);
+            q.push(appended(1, 0, &chunk));
+        }
+        // The new entry holds its first lines, the rest is one append.
+        assert_eq!(q.events.len(), 2, "{:?}", q.events.len());
+        let UiEvent::Thread {
+            event: ThreadEvent::Added { lines, .. },
+            ..
+        } = &q.events[0]
+        else {
+            panic!()
+        };
+        assert_eq!(lines.len(), ADDED_MAX_LINES);
+        assert_eq!(entry_text(&q.take_slice(usize::MAX).events), want);
     }
 }
