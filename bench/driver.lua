@@ -232,7 +232,12 @@ function M.start(opts)
     expected = uv.hrtime() + 5e6
     timer:start(5, 0, function()
       late[#late + 1] = ms(uv.hrtime() - expected)
-      if os.getenv('LATE_DEBUG') and late[#late] > 6 then io.open('/tmp/late.log', 'a'):write(('%.1f late %.1f\n'):format(ms(uv.hrtime() - r.t0), late[#late])) end
+      -- Where the turn's worst waits fell (`BENCH_VERBOSE`: `late_at`, ms
+      -- after submit + ms late), to line them up with `apply_at`.
+      if late[#late] > 6 then
+        r.late_at = r.late_at or {}
+        table.insert(r.late_at, ('%.1f+%.1f'):format(ms(uv.hrtime() - r.t0), late[#late]))
+      end
       if measuring then
         arm()
       end
