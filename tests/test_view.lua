@@ -308,9 +308,13 @@ return {
     local function check(name)
       child:lua([[require('acp').send(...)]], { name })
       child:wait_for([[local p = require('acp.ask.permission'); return p.win ~= nil and p.shown ~= nil]])
+      -- The chat is brought to its end first; the float follows a scroll on
+      -- WinScrolled, which Neovim's loop runs after this call, as after a
+      -- user's scroll: the float is measured once that has run.
+      child:lua([[require('acp').current():scroll_to_end(); vim.cmd('redraw')]])
+      child:lua('return true')
       return child:lua([[
         local v = require('acp').current()
-        require('acp').current():scroll_to_end()
         vim.cmd('redraw')
         local p = require('acp.ask.permission')
         local pos = vim.api.nvim_win_get_position(p.win)

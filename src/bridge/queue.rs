@@ -403,6 +403,7 @@ impl Queue {
         self.bytes = self.bytes.saturating_sub(bytes);
         // A split event stays at the front (its tail, still open).
         let taken = events.len() as u64 - u64::from(split);
+        fold_appends_into_added(&mut events);
         self.front += taken;
         if self.events.is_empty() {
             self.bytes = 0;
@@ -456,6 +457,46 @@ pub fn append_to_lines(lines: &mut Vec<String>, text: &str) {
         }
     }
     lines.extend(parts.map(str::to_owned));
+}
+
+/// A new entry and the append that follows it in one slice (queued apart
+/// when large, see `ADDED_MAX_BYTES`) become one `Added`: the view makes
+/// one edit for them. Bounded by the drain's budget.
+fn fold_appends_into_added(events: &mut VecDeque<UiEvent>) {
+    let mut i = 0;
+    while i + 1 < events.len() {
+        let fold = match (&events[i], &events[i + 1]) {
+            (
+                UiEvent::Thread {
+                    thread: t1,
+                    event: ThreadEvent::Added { index: a, .. },
+                },
+                UiEvent::Thread {
+                    thread: t2,
+                    event: ThreadEvent::Appended { index: b, .. },
+                },
+            ) => t1 == t2 && a == b,
+            _ => false,
+        };
+        if !fold {
+            i += 1;
+            continue;
+        }
+        let Some(UiEvent::Thread {
+            event: ThreadEvent::Appended { text, .. },
+            ..
+        }) = events.remove(i + 1)
+        else {
+            unreachable!("matched above")
+        };
+        if let UiEvent::Thread {
+            event: ThreadEvent::Added { lines, .. },
+            ..
+        } = &mut events[i]
+        {
+            append_to_lines(lines, &text);
+        }
+    }
 }
 
 /// Splits `ev` so that its head weighs at most `room` bytes: returns the
@@ -858,6 +899,9 @@ mod tests {
             panic!()
         };
         assert_eq!(lines.len(), ADDED_MAX_LINES);
-        assert_eq!(entry_text(&q.take_slice(usize::MAX).events), want);
+        // Taken in one slice, they are one new entry again (one edit).
+        let taken = q.take_slice(usize::MAX).events;
+        assert_eq!(taken.len(), 1);
+        assert_eq!(entry_text(&taken), want);
     }
 }
