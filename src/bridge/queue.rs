@@ -844,14 +844,8 @@ mod tests {
     fn a_large_new_entry_is_queued_as_its_first_lines_and_an_append() {
         let lines: Vec<String> = (0..5000).map(|i| format!("{i:079}")).collect();
         let mut q = Queue::default();
-        q.push(UiEvent::Thread {
-            thread: 1,
-            event: ThreadEvent::Added {
-                index: 0,
-                kind: EntryKind::Agent,
-                lines: lines.clone(),
-            },
-        });
+        let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+        q.push(added(1, 0, &refs));
         assert_eq!(q.events.len(), 2);
         assert!(q.events[0].weight() <= ADDED_MAX_BYTES);
         assert!(matches!(
@@ -875,14 +869,7 @@ mod tests {
     #[test]
     fn a_stream_into_a_queued_new_entry_goes_on_in_an_append() {
         let mut q = Queue::default();
-        q.push(UiEvent::Thread {
-            thread: 1,
-            event: ThreadEvent::Added {
-                index: 0,
-                kind: EntryKind::Agent,
-                lines: vec!["start".into()],
-            },
-        });
+        q.push(added(1, 0, &["start"]));
         let mut want = "start".to_string();
         for i in 0..1000 {
             let chunk = format!(" word{i}\n");
