@@ -65,16 +65,16 @@ pub fn install_waker() -> Result<(), String> {
 /// one call. The slice is bounded (see `bridge::pacing`); what is left gets
 /// the next frame's wake-up, after Neovim had the chance to redraw.
 fn drain() {
-    struct EndDrain(usize);
+    struct EndDrain(usize, bool);
     impl Drop for EndDrain {
         // Also on a panic, so that leftovers still get their wake-up.
         fn drop(&mut self) {
-            bridge().end_drain(self.0);
+            bridge().end_drain(self.0, self.1);
         }
     }
     let budget = bridge().begin_drain();
     let slice = bridge().take_slice(budget);
-    let _end = EndDrain(slice.bytes);
+    let _end = EndDrain(slice.bytes, slice.behind);
     let events = slice.events;
     if events.is_empty() {
         return;

@@ -99,8 +99,6 @@ pub struct Bridge {
     timer: FrameTimer,
     /// Main-thread time the current drain started (for its own duration).
     drain_started: Mutex<Option<Instant>>,
-    /// The current drain's budget left events behind.
-    behind: AtomicBool,
     /// The last drain left events it found (a backlog): work the view may
     /// put off (highlighting out of sight) waits until the text is in.
     backlog: AtomicBool,
@@ -117,7 +115,6 @@ impl Bridge {
             pacer: Mutex::new(Pacer::new()),
             timer: FrameTimer::new(),
             drain_started: Mutex::new(None),
-            behind: AtomicBool::new(false),
             backlog: AtomicBool::new(false),
             stats: Arc::new(Stats::default()),
         }
@@ -187,12 +184,7 @@ impl Bridge {
     /// `Queue::take_slice`). Main thread, inside the scheduled drain.
     pub fn take_slice(&self, budget: usize) -> Slice {
         self.scheduled.store(false, Ordering::SeqCst);
-        let slice = {
-            let mut queue = self.queue.lock();
-            let slice = queue.take_slice(budget);
-            self.behind.store(!queue.is_empty(), Ordering::SeqCst);
-            slice
-        };
+        let slice = self.queue.lock().take_slice(budget);
         self.space.notify_waiters();
         self.stats.drains.fetch_add(1, Ordering::Relaxed);
         self.stats
@@ -217,9 +209,10 @@ impl Bridge {
         self.pacer.lock().begin(now, main_thread_cpu())
     }
 
-    /// End of a drain that delivered `bytes` (main thread): asks for the
-    /// next frame's wake-up when events are left.
-    pub fn end_drain(&self, bytes: usize) {
+    /// End of a drain that delivered `bytes` (main thread), `behind` when
+    /// its budget left events it found (`Slice::behind`): asks for the next
+    /// wake-up when events are left.
+    pub fn end_drain(&self, bytes: usize, behind: bool) {
         let now = Instant::now();
         let elapsed = self
             .drain_started
@@ -230,7 +223,6 @@ impl Bridge {
         if remaining {
             self.stats.sliced.fetch_add(1, Ordering::Relaxed);
         }
-        let behind = self.behind.swap(false, Ordering::SeqCst);
         self.backlog.store(behind, Ordering::SeqCst);
         let next = self
             .pacer
@@ -500,7 +492,7 @@ mod tests {
         assert!(b.claim_schedule());
         let budget = b.begin_drain();
         assert_eq!(b.take_slice(budget).events.len(), 1);
-        b.end_drain(1);
+        b.end_drain(1, false);
         // Events right after the drain wait for the next frame.
         b.push(appended(1, 0, "b"));
         b.push(appended(1, 0, "c"));
@@ -525,6 +517,6 @@ mod tests {
             VecDeque::from([appended(1, 0, "bc")]),
             "one append per message per frame"
         );
-        b.end_drain(slice.bytes);
+        b.end_drain(slice.bytes, slice.behind);
     }
 }

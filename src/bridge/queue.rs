@@ -226,15 +226,17 @@ impl Queue {
         // producer's thread, into its first lines and an append of the
         // rest: a drain then slices the append (cheap) instead of joining
         // the entry's lines again on the main thread.
-        if matches!(Merge::of(&ev), Merge::Opens { .. }) && ev.weight() > ADDED_MAX_BYTES {
+        let merge = Merge::of(&ev);
+        let weight = ev.weight();
+        if matches!(merge, Merge::Opens { .. }) && weight > ADDED_MAX_BYTES {
             if let Some(head) = split_event(&mut ev, ADDED_MAX_BYTES) {
                 self.push(head);
                 self.push(ev);
                 return;
             }
         }
-        self.bytes += ev.weight();
-        match Merge::of(&ev) {
+        self.bytes += weight;
+        match merge {
             Merge::Text { thread, index } => {
                 let UiEvent::Thread {
                     event: ThreadEvent::Appended { text, .. },
@@ -376,34 +378,36 @@ impl Queue {
     pub fn take_slice(&mut self, budget: usize) -> Slice {
         let mut events = VecDeque::new();
         let mut bytes = 0usize;
-        let mut split = false;
+        // Events taken off the queue (a split one stays at its front).
+        let mut taken = 0u64;
         if budget == usize::MAX {
-            events = std::mem::take(&mut self.events);
             bytes = self.bytes;
+            for ev in std::mem::take(&mut self.events) {
+                taken += 1;
+                take_into(&mut events, ev);
+            }
         } else {
             while let Some(front) = self.events.front_mut() {
                 let w = front.weight();
                 if bytes.saturating_add(w) <= budget {
                     bytes += w;
-                    events.push_back(self.events.pop_front().expect("front exists"));
+                    taken += 1;
+                    take_into(&mut events, self.events.pop_front().expect("front exists"));
                     continue;
                 }
                 if let Some(head) = split_event(front, budget - bytes) {
                     bytes += head.weight();
-                    events.push_back(head);
-                    split = true;
+                    take_into(&mut events, head);
                 } else if events.is_empty() {
                     // Cannot be split: deliver it whole rather than stall.
                     bytes += w;
-                    events.push_back(self.events.pop_front().expect("front exists"));
+                    taken += 1;
+                    take_into(&mut events, self.events.pop_front().expect("front exists"));
                 }
                 break;
             }
         }
         self.bytes = self.bytes.saturating_sub(bytes);
-        // A split event stays at the front (its tail, still open).
-        let taken = events.len() as u64 - u64::from(split);
-        fold_appends_into_added(&mut events);
         self.front += taken;
         if self.events.is_empty() {
             self.bytes = 0;
@@ -415,7 +419,12 @@ impl Queue {
                 !entries.is_empty()
             });
         }
-        Slice { events, bytes }
+        let behind = !self.events.is_empty();
+        Slice {
+            events,
+            bytes,
+            behind,
+        }
     }
 
     /// For a `Replaced` event: the position of a queued `Replaced` of the
@@ -459,44 +468,30 @@ pub fn append_to_lines(lines: &mut Vec<String>, text: &str) {
     lines.extend(parts.map(str::to_owned));
 }
 
-/// A new entry and the append that follows it in one slice (queued apart
-/// when large, see `ADDED_MAX_BYTES`) become one `Added`: the view makes
-/// one edit for them. Bounded by the drain's budget.
-fn fold_appends_into_added(events: &mut VecDeque<UiEvent>) {
-    let mut i = 0;
-    while i + 1 < events.len() {
-        let fold = match (&events[i], &events[i + 1]) {
-            (
-                UiEvent::Thread {
-                    thread: t1,
-                    event: ThreadEvent::Added { index: a, .. },
-                },
-                UiEvent::Thread {
-                    thread: t2,
-                    event: ThreadEvent::Appended { index: b, .. },
-                },
-            ) => t1 == t2 && a == b,
-            _ => false,
-        };
-        if !fold {
-            i += 1;
-            continue;
-        }
-        let Some(UiEvent::Thread {
-            event: ThreadEvent::Appended { text, .. },
-            ..
-        }) = events.remove(i + 1)
-        else {
-            unreachable!("matched above")
-        };
-        if let UiEvent::Thread {
-            event: ThreadEvent::Added { lines, .. },
-            ..
-        } = &mut events[i]
-        {
-            append_to_lines(lines, &text);
+/// Adds `ev` to a drain's slice. The append of a new entry taken just
+/// before joins its lines (the two are queued apart when large, see
+/// `ADDED_MAX_BYTES`): the view makes one edit for them, bounded by the
+/// drain's budget.
+fn take_into(events: &mut VecDeque<UiEvent>, ev: UiEvent) {
+    if let (
+        Some(UiEvent::Thread {
+            thread: t1,
+            event: ThreadEvent::Added {
+                index: a, lines, ..
+            },
+        }),
+        UiEvent::Thread {
+            thread: t2,
+            event: ThreadEvent::Appended { index: b, text },
+        },
+    ) = (events.back_mut(), &ev)
+    {
+        if t1 == t2 && a == b {
+            append_to_lines(lines, text);
+            return;
         }
     }
+    events.push_back(ev);
 }
 
 /// Splits `ev` so that its head weighs at most `room` bytes: returns the
@@ -543,24 +538,13 @@ fn split_event(ev: &mut UiEvent, room: usize) -> Option<UiEvent> {
                 if rest.is_empty() {
                     return None;
                 }
-                let size = rest.iter().map(|l| l.len() + 1).sum();
-                let mut tail = String::with_capacity(size);
-                for l in &rest {
-                    tail.push('\n');
-                    tail.push_str(l);
-                }
-                (std::mem::take(lines), tail)
+                (std::mem::take(lines), lines_after(String::new(), &rest))
             } else {
                 let first = &mut lines[0];
                 let cut = cut_point(first, room)?;
                 let rest_of_first = first.split_off(cut);
                 let head = vec![std::mem::take(first)];
-                let mut tail = rest_of_first;
-                for l in &lines[1..] {
-                    tail.push('\n');
-                    tail.push_str(l);
-                }
-                (head, tail)
+                (head, lines_after(rest_of_first, &lines[1..]))
             };
             let kind = *kind;
             *event = ThreadEvent::Appended { index, text: tail };
@@ -575,6 +559,16 @@ fn split_event(ev: &mut UiEvent, room: usize) -> Option<UiEvent> {
         }
         _ => None,
     }
+}
+
+/// `text` followed by each of `lines` after a `\n`, in room made once.
+fn lines_after(mut text: String, lines: &[String]) -> String {
+    text.reserve(lines.iter().map(|l| l.len() + 1).sum());
+    for l in lines {
+        text.push('\n');
+        text.push_str(l);
+    }
+    text
 }
 
 /// Where to cut `text` so that the head has at most `room` bytes: after the
@@ -601,6 +595,8 @@ pub struct Slice {
     pub events: VecDeque<UiEvent>,
     /// Their weight (about the bytes of text).
     pub bytes: usize,
+    /// The budget left events that were queued (a backlog).
+    pub behind: bool,
 }
 
 /// Events as the model would make them, for the bridge's tests.

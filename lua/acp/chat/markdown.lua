@@ -189,17 +189,29 @@ function M.fence_after(fence, l)
   return fence
 end
 
---- Splits `lines` into runs of about SLICE_BYTES that end on a blank line
---- outside a code block (a block is never cut in two).
-local function slices(lines)
-  local out, start, size, fence = {}, 1, 0, nil
-  for i, l in ipairs(lines) do
+--- Where the slice of `lines` that starts at `start` (outside a code
+--- block) ends: the first blank line outside a code block once it holds
+--- about SLICE_BYTES (a block is never cut in two); nil when none does.
+local function slice_end(lines, start)
+  local size, fence = 0, nil
+  for i = start, #lines do
+    local l = lines[i]
     size = size + #l + 1
     fence = M.fence_after(fence, l)
     if size >= SLICE_BYTES and l == '' and not fence then
-      out[#out + 1] = { start, i }
-      start, size = i + 1, 0
+      return i
     end
+  end
+end
+
+--- Splits `lines` into runs of about SLICE_BYTES (see `slice_end`).
+local function slices(lines)
+  local out, start = {}, 1
+  local stop = slice_end(lines, start)
+  while stop do
+    out[#out + 1] = { start, stop }
+    start = stop + 1
+    stop = slice_end(lines, start)
   end
   if start <= #lines then
     out[#out + 1] = { start, #lines }
@@ -247,15 +259,11 @@ local function lazy_slice(item)
   while true do
     local last = math.min(stop, row + count - 1)
     local lines = api.nvim_buf_get_lines(buf, row, last + 1, false)
-    local size, fence = 0, nil
-    for i, l in ipairs(lines) do
-      size = size + #l + 1
-      fence = M.fence_after(fence, l)
-      if size >= SLICE_BYTES and l == '' and not fence and row + i - 1 < stop then
-        freeze_lines(buf, row, vim.list_slice(lines, 1, i))
-        api.nvim_buf_set_extmark(buf, track_ns, row + i, 0, { id = item.mark, right_gravity = false })
-        return false
-      end
+    local i = slice_end(lines, 1)
+    if i and row + i - 1 < stop then
+      freeze_lines(buf, row, vim.list_slice(lines, 1, i))
+      api.nvim_buf_set_extmark(buf, track_ns, row + i, 0, { id = item.mark, right_gravity = false })
+      return false
     end
     if last >= stop then
       freeze_lines(buf, row, lines)
