@@ -625,6 +625,67 @@ fn check_text_runs(lines: &[RunLine], step: usize) -> Result<(), TestCaseError> 
     })
 }
 
+/// The agents' own shapes (traces recorded from Claude Code, Codex, Gemini
+/// CLI, Cline and Mistral Vibe, with and without message ids): their
+/// updates read at once, as when they arrive together, give each session
+/// the same text and the same other updates, in order, as one by one.
+#[test]
+fn recorded_agents_updates_read_together_are_applied_as_one_by_one() {
+    let mut merged = 0;
+    for name in [
+        "claude-code",
+        "codex",
+        "gemini-cli",
+        "cline",
+        "mistral-vibe",
+    ] {
+        let path = format!("{}/tests/traces/{name}.jsonl", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        let updates: Vec<Value> = text
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|e| e["dir"] == "in" && e["msg"]["method"] == "session/update")
+            .map(|e| e["msg"].clone())
+            .collect();
+        assert!(!updates.is_empty(), "{name}");
+        let mut sessions: Vec<String> = updates
+            .iter()
+            .map(|m| m["params"]["sessionId"].as_str().unwrap().to_owned())
+            .collect();
+        sessions.sort();
+        sessions.dedup();
+        block_on(async {
+            let ids: Vec<&str> = sessions.iter().map(String::as_str).collect();
+            let conn = Connection::for_test(1 << 24, &ids);
+            let mut sinks = Vec::new();
+            for sid in &sessions {
+                let sink = Arc::new(Recorder::default());
+                conn.route(sid, sink.clone()).await;
+                sinks.push(sink);
+            }
+            let mut input = Vec::new();
+            for m in &updates {
+                input.extend_from_slice(m.to_string().as_bytes());
+                input.push(b'\n');
+            }
+            let (_sdk_read, sdk_write) = tokio::io::duplex(1 << 22);
+            route_incoming(conn.clone(), &input[..], sdk_write).await;
+            for (sid, sink) in sessions.iter().zip(&sinks) {
+                let want: Vec<SessionUpdate> = updates
+                    .iter()
+                    .filter(|m| m["params"]["sessionId"] == sid.as_str())
+                    .map(|m| update::parse_update(&m["params"]["update"]))
+                    .collect();
+                let got = sink.updates.lock().clone();
+                assert_eq!(joined(&got), joined(&want), "{name} {sid}");
+                merged += want.len() - got.len();
+            }
+        });
+    }
+    // The streamed answers (Cline, Mistral Vibe) did take the joined path.
+    assert!(merged > 0);
+}
+
 #[test]
 fn a_stream_of_chunks_in_one_buffer_is_applied_in_few_updates() {
     let lines: Vec<RunLine> = (0..500)
