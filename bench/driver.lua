@@ -41,8 +41,11 @@ function M.thread_cpu()
     local stat = read_file('/proc/self/task/' .. name .. '/stat') or ''
     local comm, rest = stat:match('^%d+ %((.-)%) (.*)$')
     if comm then
+      -- schedstat's run time is in nanoseconds (stat's in clock ticks, 10 ms).
+      local run_ns = tonumber((read_file('/proc/self/task/' .. name .. '/schedstat') or ''):match('^(%d+)'))
       local f = vim.split(rest, ' ', { plain = true })
-      out[comm] = (out[comm] or 0) + ((tonumber(f[12]) or 0) + (tonumber(f[13]) or 0)) / clk_tck
+      out[comm] = (out[comm] or 0)
+        + (run_ns and run_ns / 1e9 or ((tonumber(f[12]) or 0) + (tonumber(f[13]) or 0)) / clk_tck)
     end
   end
   return out
@@ -252,11 +255,13 @@ function M.start(opts)
     -- BENCH_PROFILE_LAST: the drain that ends the turn, profiled (`<jit.p mode>:<file>`) or
     -- timed per function of the loaded acp.* modules (`time:<file>`, inclusive hrtime and
     -- calls; BENCH_WHO=<module.function> also counts that function's callers). `%p` in the
-    -- file name: the pid and the drain's start.
+    -- file name: the pid and the drain's start. With BENCH_PROFILE_EVENTS=<n>: every drain
+    -- of at least n events instead.
     local prof = vim.env.BENCH_PROFILE_LAST
     if prof then
-      prof = nil
-      for _, ev in ipairs(events) do
+      local min_events = tonumber(vim.env.BENCH_PROFILE_EVENTS)
+      prof = min_events and #events >= min_events and prof or nil
+      for _, ev in ipairs(min_events and {} or events) do
         if ev.type == 'turn_ended' then
           prof = vim.env.BENCH_PROFILE_LAST
         end
