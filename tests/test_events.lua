@@ -202,4 +202,31 @@ return {
     T.eq(chats[1].agent, 'test')
     T.eq(chats[1].thread, child:lua([[return require('acp').current().thread]]))
   end },
+  { 'autocmds fire for exact and wildcard patterns; a handler may add one for the next event', function()
+    local child = H.start({ turns = {} })
+    local got = child:lua([[
+      local events = require('acp.events')
+      local seen = {}
+      local heard_none = events.heard('AcpToolCall')
+      vim.api.nvim_create_autocmd('User', { pattern = 'AcpTurn*', callback = function(ev)
+        seen[#seen + 1] = ev.match
+        -- Added by a handler while the flush runs: it hears the next event.
+        vim.api.nvim_create_autocmd('User', { pattern = 'AcpToolCall', once = true, callback = function(e)
+          seen[#seen + 1] = e.match .. ' ' .. e.data.id
+        end })
+      end })
+      events.emit('AcpTurnStart', { turn = 1 })
+      events.emit('AcpToolCall', { id = 't1' })
+      events.emit('AcpError', { message = 'nobody listens' })
+      events.flush()
+      return { heard_none = heard_none, seen = seen, glob = events.heard('AcpTurnEnd'),
+        exact = events.heard('AcpToolCall'), none = events.heard('AcpError') }
+    ]])
+    T.eq(got.heard_none, false)
+    T.eq(got.seen, { 'AcpTurnStart', 'AcpToolCall t1' })
+    T.eq(got.glob, true)
+    -- The `once` handler is gone; the wildcard one stays.
+    T.eq(got.exact, false)
+    T.eq(got.none, false)
+  end },
 }

@@ -35,14 +35,49 @@ M.names = {
 local queue = {}
 local scheduled = false
 
+--- Whether a `User` autocmd matches `name` (its patterns are file
+--- patterns: `Acp*` listens to all of them).
+---@param name string
+---@return boolean
+function M.heard(name)
+  local ok, cmds = pcall(api.nvim_get_autocmds, { event = 'User' })
+  if not ok then
+    return true
+  end
+  for _, c in ipairs(cmds) do
+    local pat = c.pattern
+    if pat == name or pat == '*' then
+      return true
+    end
+    if pat and pat:find('[*?%[{\\]') then
+      local rok, re = pcall(vim.regex, vim.fn.glob2regpat(pat))
+      if not rok or re:match_str(name) then
+        return true
+      end
+    end
+  end
+  return false
+end
+
 --- Runs the queued autocmds (in order). An error in a user's handler is
 --- reported by Neovim and does not stop the others.
 function M.flush()
   scheduled = false
   local list = queue
   queue = {}
+  -- Whether anyone listens (a burst of a hundred tool cards is 200
+  -- AcpToolCall, each an autocmd call with its data): asked once per name
+  -- until a handler runs (it may add or remove handlers).
+  local heard = {}
   for _, e in ipairs(list) do
-    local ok, err = pcall(api.nvim_exec_autocmds, 'User', { pattern = e.name, data = e.data, modeline = false })
+    if heard[e.name] == nil then
+      heard[e.name] = M.heard(e.name)
+    end
+    local ok, err = true, nil
+    if heard[e.name] then
+      ok, err = pcall(api.nvim_exec_autocmds, 'User', { pattern = e.name, data = e.data, modeline = false })
+      heard = {}
+    end
     if not ok then
       vim.notify(('acp.nvim: a %s handler failed: %s'):format(e.name, tostring(err)), vim.log.levels.ERROR)
     end
