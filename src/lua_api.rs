@@ -154,8 +154,8 @@ fn register_lifecycle(lua: &Lua, m: &Table) -> LuaResult<()> {
     )?;
 
     m.set(
-        "backlog",
-        lua.create_function(|_, ()| Ok(bridge().has_backlog()))?,
+        "events_wait",
+        lua.create_function(|_, ()| Ok(bridge().events_wait()))?,
     )?;
 
     m.set(

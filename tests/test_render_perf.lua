@@ -382,14 +382,57 @@ return {
     -- machine; the freeze's cost per frame is measured by `make bench`).
   end, timeout = 90000 },
 
+  { 'a drain freezes the few entries a stream finishes at once; a burst waits for the next quiet turn', function()
+    local child = H.start()
+    H.open(child)
+    H.turn(child, 'hello')
+    -- Entries added as a drain brings them (the view's half only): n
+    -- finished agent messages, each a line of inline markup, then whether
+    -- each one has frozen highlights right after that drain.
+    child:lua([=[
+      _G.drain_of = function(n)
+        local v = require('acp').current()
+        local md = require('acp.chat.markdown')
+        local events, first = {}, v.last_index + 1
+        for i = 0, n - 1 do
+          events[#events + 1] = { type = 'added', thread = v.thread, index = first + i, kind = 'agent',
+            lines = { ('**bold %d** and `code`'):format(i) } }
+        end
+        v:apply(events)
+        local marked = 0
+        for i = first, first + n - 1 do
+          local a, b = v:entry_range(i)
+          if #vim.api.nvim_buf_get_extmarks(v.buf, md.ns, { a, 0 }, { b, -1 }, { limit = 1 }) > 0 then
+            marked = marked + 1
+          end
+        end
+        return marked
+      end
+    ]=])
+    -- Three: frozen in the drain (within its budget).
+    T.eq(child:lua('return _G.drain_of(3)'), 3)
+    -- Twenty (a burst): none in the drain, all on the next turns of the loop.
+    T.eq(child:lua('return _G.drain_of(20)'), 0)
+    child:wait_for([[return require('acp.chat.markdown').pending == 0]])
+    T.eq(child:lua([[
+      local v, md = require('acp').current(), require('acp.chat.markdown')
+      local n = 0
+      for i = v.last_index - 19, v.last_index - 1 do
+        local a, b = v:entry_range(i)
+        n = n + (#vim.api.nvim_buf_get_extmarks(v.buf, md.ns, { a, 0 }, { b, -1 }, { limit = 1 }) > 0 and 1 or 0)
+      end
+      return n
+    ]]), 19)
+  end },
+
   { 'highlighting left for later waits while the agent outruns the drains, at most a second', function()
     local child = H.start()
     H.open(child)
     child:lua([[
       local core = require('acp.core')
       _G.behind = true
-      -- The core's word, as a drain that left text for the next one sets it.
-      core.backlog = function() return _G.behind end
+      -- The core's word: events wait for the next drain.
+      core.events_wait = function() return _G.behind end
       local lines = {}
       for i = 1, 40 do
         lines[#lines + 1] = '**bold ' .. i .. '** and `code`'
@@ -417,6 +460,37 @@ return {
     child:wait_for([[return require('acp.chat.markdown').pending == 0]], 5000)
     T.truthy(child:lua('return vim.uv.now() - _G.t1') >= 900, 'it waited about a second first')
     T.truthy(child:lua('return _G.frozen()') > 0)
+  end },
+
+  { 'highlighting left for later stops as soon as the agent\'s events come in', function()
+    local child = H.start()
+    H.open(child)
+    local r = child:lua([[
+      local core, md = require('acp.core'), require('acp.chat.markdown')
+      -- Quiet when the work starts; events come in after its first slice.
+      local asked = 0
+      core.events_wait = function()
+        asked = asked + 1
+        return asked > 2
+      end
+      local lines = {}
+      for i = 1, 40 do
+        lines[#lines + 1] = '**bold ' .. i .. '** and `code`'
+        lines[#lines + 1] = ''
+      end
+      -- Many slices: each entry its own (the rows frozen apart).
+      local buf = vim.api.nvim_create_buf(false, true)
+      vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+      for row = 0, #lines - 2, 2 do
+        md.freeze(buf, row, row, true)
+      end
+      local queued = md.pending
+      vim.wait(150)
+      return { queued = queued, left = md.pending }
+    ]])
+    T.eq(r.queued, 40)
+    -- One slice went before the events came; the rest waits for them.
+    T.eq(r.left, 39)
   end },
 
   { 'the chat highlights with acp_markdown, derived from the markdown queries', function()

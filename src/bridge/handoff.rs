@@ -99,9 +99,6 @@ pub struct Bridge {
     timer: FrameTimer,
     /// Main-thread time the current drain started (for its own duration).
     drain_started: Mutex<Option<Instant>>,
-    /// The last drain left events it found (a backlog): work the view may
-    /// put off (highlighting out of sight) waits until the text is in.
-    backlog: AtomicBool,
     pub stats: Arc<Stats>,
 }
 
@@ -115,7 +112,6 @@ impl Bridge {
             pacer: Mutex::new(Pacer::new()),
             timer: FrameTimer::new(),
             drain_started: Mutex::new(None),
-            backlog: AtomicBool::new(false),
             stats: Arc::new(Stats::default()),
         }
     }
@@ -138,9 +134,12 @@ impl Bridge {
     /// while a stream lasts). Never blocks.
     pub fn push(&self, ev: UiEvent) {
         self.stats.pushed.fetch_add(1, Ordering::Relaxed);
+        // A call the core waits on (an agent's fs or terminal request is
+        // waiting for its answer) wakes Neovim now, not at the next frame.
+        let urgent = matches!(ev, UiEvent::Call { call, .. } if call != 0);
         self.queue.lock().push(ev);
         if !self.scheduled.load(Ordering::SeqCst) {
-            let wake = self.pacer.lock().on_event(Instant::now());
+            let wake = self.pacer.lock().on_event(Instant::now(), urgent);
             self.wake_at(wake);
         }
     }
@@ -193,9 +192,11 @@ impl Bridge {
         slice
     }
 
-    /// The last drain left events it found for later (see `backlog`).
-    pub fn has_backlog(&self) -> bool {
-        self.backlog.load(Ordering::SeqCst)
+    /// Events wait for the next drain: the last one's budget left some (a
+    /// backlog), or more came since. Work the view may put off (freezing
+    /// highlights) waits until they are in.
+    pub fn events_wait(&self) -> bool {
+        !self.is_empty()
     }
 
     fn is_empty(&self) -> bool {
@@ -223,7 +224,6 @@ impl Bridge {
         if remaining {
             self.stats.sliced.fetch_add(1, Ordering::Relaxed);
         }
-        self.backlog.store(behind, Ordering::SeqCst);
         let next = self
             .pacer
             .lock()
@@ -497,6 +497,7 @@ mod tests {
         b.push(appended(1, 0, "b"));
         b.push(appended(1, 0, "c"));
         assert_eq!(wakes.lock().len(), 1);
+        assert!(b.events_wait(), "the view's deferred work waits for them");
         let deadline = Instant::now() + Duration::from_secs(2);
         while wakes.lock().len() < 2 && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(1));
@@ -518,5 +519,6 @@ mod tests {
             "one append per message per frame"
         );
         b.end_drain(slice.bytes, slice.behind);
+        assert!(!b.events_wait());
     }
 }

@@ -75,6 +75,8 @@ pub struct Pacer {
     /// A wake-up was requested (now or at a deadline) and no drain has
     /// started since.
     pending: bool,
+    /// The deadline of that wake-up, when it waits for a frame's end.
+    pending_at: Option<Instant>,
     /// Main-thread CPU spent between two drains (rendering), last frames.
     render: VecDeque<Duration>,
     /// Smoothed drain throughput, bytes per millisecond.
@@ -94,6 +96,7 @@ impl Pacer {
             last_start: None,
             last_end: None,
             pending: false,
+            pending_at: None,
             render: VecDeque::with_capacity(RENDER_SAMPLES),
             bytes_per_ms: None,
         }
@@ -105,15 +108,23 @@ impl Pacer {
         self.frame
     }
 
-    /// An event was queued and no drain is scheduled.
-    pub fn on_event(&mut self, now: Instant) -> Wake {
-        if self.pending {
+    /// An event was queued and no drain is scheduled. An `urgent` one (the
+    /// core waits for its answer) wakes the main thread now even inside a
+    /// frame, also when a wake-up at the frame's end is on its way.
+    pub fn on_event(&mut self, now: Instant, urgent: bool) -> Wake {
+        if self.pending && !(urgent && self.pending_at.is_some()) {
             return Wake::Pending;
         }
         self.pending = true;
         match self.last_start {
-            Some(start) if now < start + self.frame => Wake::At(start + self.frame),
-            _ => Wake::Now,
+            Some(start) if !urgent && now < start + self.frame => {
+                self.pending_at = Some(start + self.frame);
+                Wake::At(start + self.frame)
+            }
+            _ => {
+                self.pending_at = None;
+                Wake::Now
+            }
         }
     }
 
@@ -141,6 +152,7 @@ impl Pacer {
             .clamp(MIN_FRAME, MAX_FRAME);
         self.last_start = Some(now);
         self.pending = false;
+        self.pending_at = None;
         self.budget()
     }
 
@@ -190,11 +202,14 @@ impl Pacer {
             self.pending = true;
             let start = self.last_start.unwrap_or(now);
             let frame_end = start + self.frame;
-            if behind {
+            let at = if behind {
                 let gap = BACKLOG_GAP.max(self.render_cost() * 2);
-                return Some((now + gap).min(frame_end));
-            }
-            return Some(frame_end);
+                (now + gap).min(frame_end)
+            } else {
+                frame_end
+            };
+            self.pending_at = Some(at);
+            return Some(at);
         }
         None
     }
@@ -212,39 +227,66 @@ mod tests {
     fn first_event_wakes_at_once_then_once_per_frame() {
         let t0 = Instant::now();
         let mut p = Pacer::new();
-        assert_eq!(p.on_event(t0), Wake::Now);
+        assert_eq!(p.on_event(t0, false), Wake::Now);
         // Until the drain starts, further events ride on that wake-up.
-        assert_eq!(p.on_event(t0 + ms(1)), Wake::Pending);
+        assert_eq!(p.on_event(t0 + ms(1), false), Wake::Pending);
         p.begin(t0 + ms(1), ms(0));
         assert_eq!(p.end(t0 + ms(2), ms(1), 100, ms(1), false, false), None);
         // An event 5 ms later waits for the next frame.
-        assert_eq!(p.on_event(t0 + ms(6)), Wake::At(t0 + ms(1) + MIN_FRAME));
-        assert_eq!(p.on_event(t0 + ms(7)), Wake::Pending);
+        assert_eq!(
+            p.on_event(t0 + ms(6), false),
+            Wake::At(t0 + ms(1) + MIN_FRAME)
+        );
+        assert_eq!(p.on_event(t0 + ms(7), false), Wake::Pending);
         p.begin(t0 + ms(17), ms(1));
         p.end(t0 + ms(18), ms(2), 100, ms(1), false, false);
         // After a quiet period the next event goes at once again.
-        assert_eq!(p.on_event(t0 + ms(500)), Wake::Now);
+        assert_eq!(p.on_event(t0 + ms(500), false), Wake::Now);
+    }
+
+    #[test]
+    fn an_urgent_event_wakes_at_once_inside_a_frame() {
+        let t0 = Instant::now();
+        let mut p = Pacer::new();
+        p.on_event(t0, false);
+        p.begin(t0, ms(0));
+        p.end(t0 + ms(1), ms(1), 100, ms(1), false, false);
+        // Text waits for the frame's end; a call the core waits on does not,
+        // also when the wake-up at the frame's end is already on its way.
+        assert_eq!(p.on_event(t0 + ms(2), false), Wake::At(t0 + MIN_FRAME));
+        assert_eq!(p.on_event(t0 + ms(3), true), Wake::Now);
+        // That wake-up covers what comes until the drain starts.
+        assert_eq!(p.on_event(t0 + ms(4), true), Wake::Pending);
+        assert_eq!(p.on_event(t0 + ms(4), false), Wake::Pending);
+        // A drain that left events asks for the frame's end: an urgent
+        // event does not wait for it either.
+        p.begin(t0 + ms(5), ms(1));
+        assert_eq!(
+            p.end(t0 + ms(6), ms(2), 100, ms(1), true, false),
+            Some(t0 + ms(5) + MIN_FRAME)
+        );
+        assert_eq!(p.on_event(t0 + ms(7), true), Wake::Now);
     }
 
     #[test]
     fn leftovers_wait_for_the_next_frame() {
         let t0 = Instant::now();
         let mut p = Pacer::new();
-        p.on_event(t0);
+        p.on_event(t0, false);
         p.begin(t0, ms(0));
         assert_eq!(
             p.end(t0 + ms(8), ms(8), 1 << 20, ms(8), true, false),
             Some(t0 + MIN_FRAME)
         );
         // The wake-up for the rest is pending: events do not add another.
-        assert_eq!(p.on_event(t0 + ms(9)), Wake::Pending);
+        assert_eq!(p.on_event(t0 + ms(9), false), Wake::Pending);
     }
 
     #[test]
     fn a_backlog_is_drained_after_a_short_gap_not_at_the_next_frame() {
         let t0 = Instant::now();
         let mut p = Pacer::new();
-        p.on_event(t0);
+        p.on_event(t0, false);
         p.begin(t0, ms(0));
         // The budget left events it found: the next slice comes after the
         // gap, well before the frame ends.
@@ -252,7 +294,7 @@ mod tests {
             p.end(t0 + ms(8), ms(8), 1 << 20, ms(8), true, true),
             Some(t0 + ms(8) + BACKLOG_GAP)
         );
-        assert_eq!(p.on_event(t0 + ms(9)), Wake::Pending);
+        assert_eq!(p.on_event(t0 + ms(9), false), Wake::Pending);
         // Expensive rendering widens the gap (twice its cost), never past
         // the frame's end.
         let mut t = t0 + ms(8) + BACKLOG_GAP;

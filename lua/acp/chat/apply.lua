@@ -112,6 +112,9 @@ local function in_sight(s, index, first, last)
   return s ~= nil and (index >= s.from or (last >= s.top and first <= s.bottom))
 end
 
+--- More entries to freeze than this in one drain: a burst (see `freeze`).
+local BURST_ENTRIES = 8
+
 local function freeze(view, touched)
   local md = require('acp.chat.markdown')
   if not md.per_entry() or view.last_index == nil then
@@ -137,6 +140,12 @@ local function freeze(view, touched)
   table.sort(order, function(a, b)
     return a > b
   end)
+  -- A drain freezes the few entries a stream finishes in a frame. In a
+  -- burst (more than that, or the agent's events already wait for the next
+  -- drain) what the screen shows is frozen on the next quiet turns of the
+  -- loop, before what is out of sight: the text first.
+  local burst = #order > BURST_ENTRIES or md.events_wait()
+  local now_or_soon = burst and 'soon' or false
   local run
   local function flush()
     if run then
@@ -156,6 +165,7 @@ local function freeze(view, touched)
     -- hundred tool cards) too: the drain freezes what the screen shows.
     seen = seen or sight(view) or false
     local later = (live == nil and index == view.last_index) or not in_sight(seen or nil, index, first, last)
+      or now_or_soon
     local card = view.entries[index].kind == 'tool_call'
     if run and card and run.card and run.later == later and last + 2 >= run.first then
       run.first = first

@@ -274,11 +274,13 @@ local function lazy_slice(item)
   end
 end
 
---- Freezes queued slices until `deadline` (hrtime); true when none is left.
-local function run_queue(deadline)
+--- Freezes queued slices until `deadline` (hrtime), or until `yield()`
+--- says to stop; true when none is left.
+---@param yield? fun(): boolean
+local function run_queue(deadline, yield)
   local api = vim.api
   while queue[1] do
-    if vim.uv.hrtime() > deadline then
+    if vim.uv.hrtime() > deadline or (yield and yield()) then
       return false
     end
     local item = queue[1]
@@ -306,32 +308,37 @@ local function run_queue(deadline)
   return true
 end
 
--- While the agent outruns the drains (a backlog of text waits for the next
--- one), the freezing left for later yields to it, at most this long in a
--- row: the text first, the highlighting of what is out of sight after.
+-- While the agent's events wait for the next drain (it outruns the drains,
+-- or a burst of tool cards is still coming), the freezing left for later
+-- yields to them, at most this long in a row: the text first, the
+-- highlighting after.
 local YIELD_MAX_MS = 1000
 local yielding_since
 
---- The core says its last drain left a backlog.
-local function backlog()
+--- Whether the agent's events wait for the next drain (the last one left
+--- some, or more came since).
+function M.events_wait()
   local core = package.loaded['acp.core']
   if not (core and core.is_loaded()) then
     return false
   end
-  local ok, behind = pcall(core.backlog)
-  return ok and behind == true
+  local ok, waiting = pcall(core.events_wait)
+  return ok and waiting == true
 end
 
 local function tick()
-  if backlog() then
+  if M.events_wait() then
     yielding_since = yielding_since or vim.uv.now()
     if vim.uv.now() - yielding_since < YIELD_MAX_MS then
       vim.defer_fn(tick, 4)
       return
     end
   end
+  -- Events that come while it freezes stop it (the next drain goes first),
+  -- unless it has waited for them a whole YIELD_MAX_MS.
+  local yield = not yielding_since and M.events_wait or nil
   yielding_since = nil
-  if run_queue(vim.uv.hrtime() + TICK_BUDGET_NS) then
+  if run_queue(vim.uv.hrtime() + TICK_BUDGET_NS, yield) then
     ticking = false
   else
     -- A timer, not vim.schedule: the screen can be flushed in between.
@@ -346,7 +353,10 @@ end
 --- priority, conceal). Replaces the frozen highlights of those rows. The
 --- text is cut in slices (each one's place kept by an extmark): they are
 --- done now within a small budget per turn of the event loop, the rest on
---- the next turns; with `later`, all on the next turns.
+--- the next turns. `later`: true puts them all after what is queued, for
+--- the next turns; 'soon' before it, for the next turns too (what the
+--- screen shows, while the agent's events wait for the next drain).
+---@param later? boolean|'soon'
 function M.freeze(buf, first, last, later)
   local api = vim.api
   api.nvim_buf_clear_namespace(buf, M.ns, first, last + 1)
@@ -366,7 +376,7 @@ function M.freeze(buf, first, last, later)
       end
     end
   end
-  if later and last - first + 1 > LAZY_LINES then
+  if later == true and last - first + 1 > LAZY_LINES then
     -- A long entry: nothing read now (its lines and cuts cost a drain 10-20
     -- ms per 2 MB); its slices are read and frozen on the next turns.
     queue[#queue + 1] = {
@@ -383,9 +393,9 @@ function M.freeze(buf, first, last, later)
     return
   end
   local lines = api.nvim_buf_get_lines(buf, first, last + 1, false)
-  -- Rows frozen now go before what earlier drains left for later (entries
-  -- out of sight): the drain's budget goes to what the screen shows.
-  local at = later and #queue or 0
+  -- Rows frozen now (or soon) go before what earlier drains left for later
+  -- (entries out of sight): the budget goes to what the screen shows.
+  local at = later == true and #queue or 0
   for _, part in ipairs(slices(lines)) do
     at = at + 1
     table.insert(queue, at, {
@@ -395,7 +405,7 @@ function M.freeze(buf, first, last, later)
     })
   end
   M.pending = #queue
-  if not later then
+  if later == false or later == nil then
     if vim.uv.now() ~= budget_loop_time then
       budget_loop_time, budget_until = vim.uv.now(), vim.uv.hrtime() + DRAIN_BUDGET_NS
     end

@@ -493,7 +493,7 @@ M.stats = forward('stats')
 --- The last drain left events for the next one: work that can wait
 --- (highlighting out of sight) lets the text in first.
 ---@type fun(): boolean
-M.backlog = forward('backlog')
+M.events_wait = forward('events_wait')
 --- Ends every agent and the runtime (bounded: under a second).
 ---@type fun()
 M.shutdown = forward('shutdown')

@@ -747,7 +747,7 @@
 ---@field agreed_forget fun(path: string)
 ---@field merge_disk fun(path: string, lines: string[]|string, text: string, format: acp.TextFormat?): acp.DiskMerge, (acp.Hunk[]|integer[])? a disk change merged into the buffer's unsaved `lines` from the agreed text: the hunks when "merged", the 1-based { first, last } lines when "conflict"
 ---@field stats fun(): acp.BridgeStats
----@field backlog fun(): boolean the last drain left events it found for the next one (the agent outran a drain's budget)
+---@field events_wait fun(): boolean events wait for the next drain (the last one's budget left some, or more came since)
 ---@field keep_text fun(thread: integer, label: string, text: string): integer? keeps a file text under the one cap of kept texts (`fs.kept_text_max_bytes`); its id, or nil when not kept
 ---@field kept_text fun(id: integer): string? the text kept as `id`, or nil once it was dropped (oldest first past the cap) or released
 ---@field release_text fun(id: integer)
