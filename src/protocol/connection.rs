@@ -18,6 +18,7 @@ use tokio::sync::{watch, Notify};
 
 use super::inbound::AgentRequest;
 use super::procs::{self, ProcId};
+use super::splice::Splices;
 use super::trace::Trace;
 use crate::bridge::handoff::bridge;
 use crate::config::AgentSpec;
@@ -94,6 +95,9 @@ pub struct Connection {
     pub(super) stop: Notify,
     /// Both directions of JSON-RPC traffic and the agent's stderr.
     pub trace: Arc<Trace>,
+    /// Large strings of this connection's answers, waiting for its writer
+    /// (see `splice`).
+    pub splices: Arc<Splices>,
     /// Set once the agent process was waited for (its pid may be reused
     /// from then on); see `procs`.
     pub(super) reaped: AtomicBool,
@@ -136,6 +140,7 @@ impl Connection {
         let (state, _) = watch::channel(ConnState::Starting);
         Connection {
             trace: Trace::new(spec.trace_max),
+            splices: Splices::new(),
             reaped: AtomicBool::new(false),
             leftovers: Mutex::new(Vec::new()),
             book: Mutex::new(Bookkeeping::default()),

@@ -26,6 +26,7 @@ use super::elicitation;
 use super::framing::{self, LineRead};
 use super::inbound::{classify, session_update_params, AgentRequest, Incoming, RequestError};
 use super::media;
+use super::splice::SplicingWriter;
 use super::text_chunk;
 use super::trace::{self, TracedWriter};
 use crate::bridge::handoff::bridge;
@@ -101,11 +102,16 @@ pub(super) async fn run_protocol(
     let (sdk_side, feed) = tokio::io::duplex(1 << 20);
     tokio::spawn(route_incoming(conn.clone(), stdout, feed));
     let observer = Arc::downgrade(&conn);
-    let stdin = TracedWriter::new(stdin, conn.trace.clone()).observe(move |line| {
-        if let Some(conn) = observer.upgrade() {
-            conn.note_outgoing(line);
-        }
-    });
+    // The tracer sees the answers as the agent gets them: large strings
+    // already spliced in.
+    let stdin = SplicingWriter::new(
+        TracedWriter::new(stdin, conn.trace.clone()).observe(move |line| {
+            if let Some(conn) = observer.upgrade() {
+                conn.note_outgoing(line);
+            }
+        }),
+        conn.splices.clone(),
+    );
     let transport = ByteStreams::new(stdin.compat_write(), sdk_side.compat());
     let result = Client
         .v1()
@@ -469,6 +475,14 @@ fn handle_request(conn: &Arc<Connection>, msg: UntypedMessage, responder: Respon
         elicitation::ask(thread, raw, responder);
         return;
     }
+    // A large text read (a 10 MB buffer) goes out without the SDK's copy.
+    let responder = match request {
+        AgentRequest::ReadTextFile(_) => {
+            let splices = conn.splices.clone();
+            responder.wrap_params(move |_, r: Result<Value, _>| r.map(|v| splices.result(v)))
+        }
+        _ => responder,
+    };
     // A subagent's requests go to its owner's chat.
     let owner = conn.owner_of(request.session_id());
     match conn.sink_for(owner.as_deref().unwrap_or(request.session_id())) {

@@ -14,7 +14,9 @@
 //! - `procs`: process identity (a reaped pid is not ours any more);
 //! - `elicitation`: the agent's forms and URLs waiting for the user;
 //! - `media`: the agent's images and audio, saved to files;
-//! - `text_chunk`: the stream's plain text chunks, read in one typed pass.
+//! - `text_chunk`: the stream's plain text chunks, read in one typed pass;
+//! - `splice`: large strings of the client's answers, escaped once and
+//!   written without the SDK's copy.
 //!
 //! May use: bridge, model, config, platform, log, redact.
 
@@ -28,5 +30,6 @@ pub mod inbound;
 pub mod media;
 pub mod process;
 pub mod procs;
+pub mod splice;
 pub mod text_chunk;
 pub mod trace;
