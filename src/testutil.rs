@@ -2,6 +2,8 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::task::{Context, Poll};
 
 /// A fresh directory under the system temp dir, removed on drop.
 pub struct TempDir(PathBuf);
@@ -99,5 +101,46 @@ pub mod alloc_meter {
         pub fn peak(&self) -> usize {
             (PEAK.with(Cell::get) - self.base).max(0) as usize
         }
+    }
+}
+
+/// A slow pipe: takes at most `step` bytes a write and is full (`Pending`,
+/// waking itself) every other time it is asked. What it took is in `out`.
+pub struct Trickle {
+    pub out: Vec<u8>,
+    step: usize,
+    full: bool,
+}
+
+impl Trickle {
+    pub fn new(step: usize) -> Self {
+        Self {
+            out: Vec::new(),
+            step,
+            full: false,
+        }
+    }
+}
+
+impl tokio::io::AsyncWrite for Trickle {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        self.full = !self.full;
+        if self.full {
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
+        let n = buf.len().min(self.step);
+        self.out.extend_from_slice(&buf[..n]);
+        Poll::Ready(Ok(n))
+    }
+    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+    fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
     }
 }

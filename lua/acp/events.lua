@@ -39,7 +39,7 @@ local scheduled = false
 --- patterns: `Acp*` listens to all of them).
 ---@param name string
 ---@return boolean
-function M.heard(name)
+local function heard_by_someone(name)
   local ok, cmds = pcall(api.nvim_get_autocmds, { event = 'User' })
   if not ok then
     return true
@@ -71,7 +71,7 @@ function M.flush()
   local heard = {}
   for _, e in ipairs(list) do
     if heard[e.name] == nil then
-      heard[e.name] = M.heard(e.name)
+      heard[e.name] = heard_by_someone(e.name)
     end
     local ok, err = true, nil
     if heard[e.name] then

@@ -273,6 +273,7 @@ impl<W: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for SplicingWriter<
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testutil::Trickle;
     use tokio::io::AsyncWriteExt;
 
     fn answer(content: Value) -> String {
@@ -290,36 +291,6 @@ mod tests {
         s
     }
 
-    /// Accepts at most `step` bytes a write, and `Pending` every other call.
-    struct Trickle {
-        out: Vec<u8>,
-        step: usize,
-        flip: bool,
-    }
-
-    impl tokio::io::AsyncWrite for Trickle {
-        fn poll_write(
-            mut self: Pin<&mut Self>,
-            cx: &mut Context<'_>,
-            buf: &[u8],
-        ) -> Poll<std::io::Result<usize>> {
-            self.flip = !self.flip;
-            if self.flip {
-                cx.waker().wake_by_ref();
-                return Poll::Pending;
-            }
-            let n = buf.len().min(self.step);
-            self.out.extend_from_slice(&buf[..n]);
-            Poll::Ready(Ok(n))
-        }
-        fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-            Poll::Ready(Ok(()))
-        }
-        fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-            Poll::Ready(Ok(()))
-        }
-    }
-
     #[tokio::test]
     async fn a_large_string_reaches_the_agent_as_the_sdk_would_write_it() {
         let splices = Splices::new();
@@ -329,14 +300,7 @@ mod tests {
         let token = result["content"].as_str().unwrap().to_owned();
         assert!(token.len() < 100, "the answer carries a token");
         let line = answer(result["content"].clone());
-        let mut w = SplicingWriter::new(
-            Trickle {
-                out: Vec::new(),
-                step: 4093,
-                flip: false,
-            },
-            splices.clone(),
-        );
+        let mut w = SplicingWriter::new(Trickle::new(4093), splices.clone());
         // Two answers in a row, the second without a token.
         w.write_all(format!("{line}\n{{\"id\":8}}\n").as_bytes())
             .await

@@ -353,6 +353,7 @@ impl<W: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for TracedWriter<W>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testutil::Trickle;
     use tokio::io::AsyncWriteExt;
 
     #[test]
@@ -437,49 +438,13 @@ mod tests {
         assert_eq!(w.inner, b"{\"a\":1}\n{\"b\":2}\n{\"c\":3}\n");
     }
 
-    /// A pipe that takes at most 3 bytes a write, and is full every other
-    /// time it is asked.
-    struct Trickle {
-        out: Vec<u8>,
-        full: bool,
-    }
-
-    impl tokio::io::AsyncWrite for Trickle {
-        fn poll_write(
-            mut self: Pin<&mut Self>,
-            cx: &mut Context<'_>,
-            buf: &[u8],
-        ) -> Poll<std::io::Result<usize>> {
-            self.full = !self.full;
-            if self.full {
-                cx.waker().wake_by_ref();
-                return Poll::Pending;
-            }
-            let n = buf.len().min(3);
-            self.out.extend_from_slice(&buf[..n]);
-            Poll::Ready(Ok(n))
-        }
-        fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-            Poll::Ready(Ok(()))
-        }
-        fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-            Poll::Ready(Ok(()))
-        }
-    }
-
     /// What the pipe does not take at once is offered again by the caller
     /// (not copied by the writer), and each line is recorded once, before
     /// any byte of it is written.
     #[tokio::test]
     async fn a_slow_pipe_gets_every_byte_and_each_line_is_recorded_once() {
         let t = Trace::new(10);
-        let mut w = TracedWriter::new(
-            Trickle {
-                out: Vec::new(),
-                full: false,
-            },
-            t.clone(),
-        );
+        let mut w = TracedWriter::new(Trickle::new(3), t.clone());
         let lines = [
             "{\"a\":1}\n{\"bb\":22}\n{\"c\"",
             ":3}\n",

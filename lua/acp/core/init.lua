@@ -490,8 +490,9 @@ M.agreed_forget = forward('agreed_forget')
 M.merge_disk = forward('merge_disk')
 ---@type fun(): acp.BridgeStats
 M.stats = forward('stats')
---- The last drain left events for the next one: work that can wait
---- (highlighting out of sight) lets the text in first.
+--- Events wait for the next drain (the last one's budget left some, or
+--- more came since): work that can wait (freezing highlights) lets the
+--- text in first.
 ---@type fun(): boolean
 M.events_wait = forward('events_wait')
 --- Ends every agent and the runtime (bounded: under a second).
