@@ -409,8 +409,14 @@ return {
         return marked
       end
     ]=])
-    -- Three: frozen in the drain (within its budget).
+    -- Three: frozen in the drain (within its budget), also while more of
+    -- the agent's events wait (an answer streaming on after a tool card).
+    child:lua([[
+      _G.events_wait = require('acp.core').events_wait
+      require('acp.core').events_wait = function() return true end
+    ]])
     T.eq(child:lua('return _G.drain_of(3)'), 3)
+    child:lua([[require('acp.core').events_wait = _G.events_wait]])
     -- Twenty (a burst): none in the drain, all on the next turns of the loop.
     T.eq(child:lua('return _G.drain_of(20)'), 0)
     child:wait_for([[return require('acp.chat.markdown').pending == 0]])

@@ -140,12 +140,12 @@ local function freeze(view, touched)
   table.sort(order, function(a, b)
     return a > b
   end)
-  -- A drain freezes the few entries a stream finishes in a frame. In a
-  -- burst (more than that, or the agent's events already wait for the next
-  -- drain) what the screen shows is frozen on the next quiet turns of the
-  -- loop, before what is out of sight: the text first.
-  local burst = #order > BURST_ENTRIES or md.events_wait()
-  local now_or_soon = burst and 'soon' or false
+  -- A drain freezes the few entries a stream finishes in a frame (an
+  -- answer that goes on after a tool card keeps its highlights while it
+  -- streams). In a burst (more than that) what the screen shows is frozen
+  -- on the next quiet turns of the loop, before what is out of sight: the
+  -- text first.
+  local now_or_soon = #order > BURST_ENTRIES and 'soon' or false
   local run
   local function flush()
     if run then
