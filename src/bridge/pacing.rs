@@ -65,6 +65,15 @@ pub enum Wake {
     Pending,
 }
 
+/// A wake-up on its way to the main thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pending {
+    None,
+    Now,
+    /// At a frame's end (or after a backlog's gap).
+    At(Instant),
+}
+
 #[derive(Debug)]
 pub struct Pacer {
     frame: Duration,
@@ -72,11 +81,8 @@ pub struct Pacer {
     last_start: Option<Instant>,
     /// End of the last drain, with the main thread's CPU clock then.
     last_end: Option<(Instant, Duration)>,
-    /// A wake-up was requested (now or at a deadline) and no drain has
-    /// started since.
-    pending: bool,
-    /// The deadline of that wake-up, when it waits for a frame's end.
-    pending_at: Option<Instant>,
+    /// The wake-up requested since the last drain started, if any.
+    pending: Pending,
     /// Main-thread CPU spent between two drains (rendering), last frames.
     render: VecDeque<Duration>,
     /// Smoothed drain throughput, bytes per millisecond.
@@ -95,8 +101,7 @@ impl Pacer {
             frame: MIN_FRAME,
             last_start: None,
             last_end: None,
-            pending: false,
-            pending_at: None,
+            pending: Pending::None,
             render: VecDeque::with_capacity(RENDER_SAMPLES),
             bytes_per_ms: None,
         }
@@ -112,17 +117,18 @@ impl Pacer {
     /// core waits for its answer) wakes the main thread now even inside a
     /// frame, also when a wake-up at the frame's end is on its way.
     pub fn on_event(&mut self, now: Instant, urgent: bool) -> Wake {
-        if self.pending && !(urgent && self.pending_at.is_some()) {
-            return Wake::Pending;
+        match self.pending {
+            Pending::Now => return Wake::Pending,
+            Pending::At(_) if !urgent => return Wake::Pending,
+            _ => {}
         }
-        self.pending = true;
         match self.last_start {
             Some(start) if !urgent && now < start + self.frame => {
-                self.pending_at = Some(start + self.frame);
+                self.pending = Pending::At(start + self.frame);
                 Wake::At(start + self.frame)
             }
             _ => {
-                self.pending_at = None;
+                self.pending = Pending::Now;
                 Wake::Now
             }
         }
@@ -151,8 +157,7 @@ impl Pacer {
             .div_f64(RENDER_SHARE)
             .clamp(MIN_FRAME, MAX_FRAME);
         self.last_start = Some(now);
-        self.pending = false;
-        self.pending_at = None;
+        self.pending = Pending::None;
         self.budget()
     }
 
@@ -198,8 +203,7 @@ impl Pacer {
             });
         }
         self.last_end = Some((now, cpu));
-        if remaining && !self.pending {
-            self.pending = true;
+        if remaining && self.pending == Pending::None {
             let start = self.last_start.unwrap_or(now);
             let frame_end = start + self.frame;
             let at = if behind {
@@ -208,7 +212,7 @@ impl Pacer {
             } else {
                 frame_end
             };
-            self.pending_at = Some(at);
+            self.pending = Pending::At(at);
             return Some(at);
         }
         None

@@ -355,7 +355,7 @@ end
 --- done now within a small budget per turn of the event loop, the rest on
 --- the next turns. `later`: true puts them all after what is queued, for
 --- the next turns; 'soon' before it, for the next turns too (what the
---- screen shows, while the agent's events wait for the next drain).
+--- screen shows of a burst: see acp.chat.apply).
 ---@param later? boolean|'soon'
 function M.freeze(buf, first, last, later)
   local api = vim.api
