@@ -133,20 +133,41 @@ impl Bridge {
     /// Queues one event and wakes the main thread (now, or at the next frame
     /// while a stream lasts). Never blocks.
     pub fn push(&self, ev: UiEvent) {
-        self.stats.pushed.fetch_add(1, Ordering::Relaxed);
         // A call the core waits on (an agent's fs or terminal request is
         // waiting for its answer) wakes Neovim now, not at the next frame.
         let urgent = matches!(ev, UiEvent::Call { call, .. } if call != 0);
         self.queue.lock().push(ev);
+        self.queued(1, urgent);
+    }
+
+    /// Queues the events of one change of a thread (one agent message),
+    /// all of them before the wake-up, so that a drain never takes half.
+    pub fn push_all(&self, thread: u64, events: Vec<ThreadEvent>) {
+        // A turn's end wakes Neovim now: the user, and the prompt they
+        // may have queued, wait for it (once per turn: no frame rate lost).
+        let urgent = events
+            .iter()
+            .any(|e| matches!(e, ThreadEvent::TurnEnded { .. }));
+        let n = events.len();
+        {
+            let mut queue = self.queue.lock();
+            for event in events {
+                queue.push(UiEvent::Thread { thread, event });
+            }
+        }
+        self.queued(n, urgent);
+    }
+
+    /// `n` events were queued: wakes the main thread unless a drain is
+    /// scheduled (see `pacing`).
+    fn queued(&self, n: usize, urgent: bool) {
+        if n == 0 {
+            return;
+        }
+        self.stats.pushed.fetch_add(n as u64, Ordering::Relaxed);
         if !self.scheduled.load(Ordering::SeqCst) {
             let wake = self.pacer.lock().on_event(Instant::now(), urgent);
             self.wake_at(wake);
-        }
-    }
-
-    pub fn push_all(&self, thread: u64, events: Vec<ThreadEvent>) {
-        for event in events {
-            self.push(UiEvent::Thread { thread, event });
         }
     }
 
@@ -520,5 +541,53 @@ mod tests {
         );
         b.end_drain(slice.bytes, slice.behind);
         assert!(!b.events_wait());
+    }
+
+    #[test]
+    fn a_turn_end_wakes_at_once_inside_a_frame_with_its_whole_batch() {
+        let b: &'static Bridge = Box::leak(Box::new(Bridge::new()));
+        let wakes = Arc::new(parking_lot::Mutex::new(0usize));
+        let w = wakes.clone();
+        b.set_waker(move || *w.lock() += 1);
+        b.push(appended(1, 0, "a"));
+        assert!(b.claim_schedule());
+        let budget = b.begin_drain();
+        b.take_slice(budget);
+        b.end_drain(1, false);
+        // Text inside the frame waits for its end.
+        b.push(appended(1, 0, "b"));
+        assert_eq!(*wakes.lock(), 1);
+        // The turn's end (with the status that comes with it) does not.
+        b.push_all(
+            1,
+            vec![
+                ThreadEvent::TurnEnded {
+                    turn: 1,
+                    stop_reason: "end_turn".into(),
+                    duration_ms: 3,
+                    usage: None,
+                },
+                ThreadEvent::Status {
+                    state: crate::model::events::TurnState::Idle,
+                    detail: String::new(),
+                    sign_in: false,
+                },
+            ],
+        );
+        assert_eq!(*wakes.lock(), 2, "woken at once, not at the frame's end");
+        assert!(b.claim_schedule());
+        let events = b.take_slice(b.begin_drain()).events;
+        assert_eq!(
+            events.len(),
+            3,
+            "the text, the turn's end and its status: {events:?}"
+        );
+        assert!(matches!(
+            events[2],
+            UiEvent::Thread {
+                event: ThreadEvent::Status { .. },
+                ..
+            }
+        ));
     }
 }

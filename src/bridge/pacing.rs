@@ -114,8 +114,9 @@ impl Pacer {
     }
 
     /// An event was queued and no drain is scheduled. An `urgent` one (the
-    /// core waits for its answer) wakes the main thread now even inside a
-    /// frame, also when a wake-up at the frame's end is on its way.
+    /// core waits for its answer, or a turn ended) wakes the main thread now
+    /// even inside a frame, also when a wake-up at the frame's end is on its
+    /// way.
     pub fn on_event(&mut self, now: Instant, urgent: bool) -> Wake {
         match self.pending {
             Pending::Now => return Wake::Pending,
