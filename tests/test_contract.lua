@@ -104,7 +104,7 @@ local RECORD = [[
         for _, part in ipairs({ 'label', 'title', 'status' }) do
           note(_G.contract.cards, 'span', ev.card.header[part])
         end
-        for _, m in ipairs(ev.card.status_lines) do
+        for _, m in ipairs(ev.card.status_lines or {}) do
           note(_G.contract.cards, 'status_mark', m)
         end
       elseif ev.type == 'plan' then

@@ -61,7 +61,7 @@ return {
         local first = v:entry_range(index)
         local line = vim.api.nvim_buf_get_lines(v.buf, first, first + 1, false)[1]
         local h = card.header
-        out[card.id] = { line:sub(h.title.from + 1, h.title.to), h.tone, #card.status_lines }
+        out[card.id] = { line:sub(h.title.from + 1, h.title.to), h.tone, #(card.status_lines or {}) }
       end
       return out
     ]])

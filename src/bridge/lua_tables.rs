@@ -224,4 +224,28 @@ mod tests {
             json!({ "type": "elicitation_complete", "elicitation_id": "e" })
         );
     }
+
+    #[test]
+    fn a_card_without_diff_terminal_or_status_words_leaves_those_parts_out() {
+        let tc = crate::model::entries::ToolCall::new("c");
+        let card = crate::model::events::CardMeta::of(&tc, Default::default());
+        let ev = serde_json::to_value(UiEvent::Thread {
+            thread: 7,
+            event: ThreadEvent::Card {
+                index: 3,
+                card: Box::new(card),
+            },
+        })
+        .unwrap();
+        let keys: Vec<&str> = ev["card"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            keys,
+            ["id", "title", "kind", "status", "locations", "header"]
+        );
+    }
 }

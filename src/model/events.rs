@@ -106,22 +106,29 @@ pub enum ThreadEvent {
 
 /// A tool card as the view uses it: quickfix, follow mode, diff colours,
 /// the card key. The full card (diff texts) is fetched only on demand.
+/// Empty parts are left out: a burst of a hundred cards sends 200 of
+/// these, and each part is a table the main thread builds.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct CardMeta {
     pub id: String,
     pub title: String,
     pub kind: ToolKind,
     pub status: ToolStatus,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub client_state: Option<ClientState>,
     pub locations: Vec<CardLocation>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub has_diff: bool,
     /// Rows (first, last) of diff bodies, 0-based from the card's first line.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub diff_rows: Vec<(usize, usize)>,
     /// Terminal ids shown on the card (client-run or agent-streamed).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub terminals: Vec<String>,
     /// The parts of the card's first line and the tone of its status.
     pub header: CardHeader,
     /// The status words of its terminals and commands.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub status_lines: Vec<StatusMark>,
 }
 

@@ -47,14 +47,15 @@
 ---@field status acp.ToolStatus
 ---@field client_state? acp.ClientState
 ---@field locations acp.CardLocation[]
----@field has_diff boolean
+--- Empty parts are absent (nil): no diff, no terminal, no status words.
+---@field has_diff? true
 --- Rows { first, last } of the diff bodies, 0-based from the card's first line.
----@field diff_rows integer[][]
+---@field diff_rows? integer[][]
 --- Terminal ids shown on the card (client-run or streamed by the agent).
----@field terminals string[]
+---@field terminals? string[]
 ---@field header acp.CardHeader Where the parts of the card's first line are.
 --- The status words of its terminals and commands (`running…`, `exit code 0`).
----@field status_lines acp.StatusMark[]
+---@field status_lines? acp.StatusMark[]
 
 --- How a status reads: the view colours its word by it.
 ---@alias acp.Tone 'done'|'running'|'failed'|'waiting'|'cancelled'
