@@ -233,4 +233,30 @@ return {
     T.eq(got.seen, { 'AcpTurnStart', 'AcpToolCall t1', 'AcpTurnEnd' })
     T.eq(got.runs, { 'AcpTurnStart', 'AcpToolCall', 'AcpTurnEnd' })
   end },
+
+  { 'AcpToolCall payloads are built only while someone listens; a listener added later hears the next change', function()
+    local child = H.start({ turns = {} })
+    local got = child:lua([[
+      local announce, events = require('acp.chat.announce'), require('acp.events')
+      local emitted, emit = {}, events.emit
+      events.emit = function(name, data)
+        emitted[#emitted + 1] = name .. ' ' .. tostring(data.status)
+        return emit(name, data)
+      end
+      local view = { agent = 'a', thread = 4242, info = {} }
+      local function card(status)
+        return { type = 'card', thread = 4242, index = 3, card = { id = 't', title = 'Read', kind = 'read',
+          status = status, locations = {}, header = {} } }
+      end
+      announce.observe(view, { card('pending') })
+      emitted[#emitted + 1] = 'listener added'
+      vim.api.nvim_create_autocmd('User', { pattern = 'AcpToolCall', callback = function() end })
+      announce.observe(view, { card('pending') })
+      announce.observe(view, { card('pending') })
+      announce.observe(view, { card('completed') })
+      events.emit = emit
+      return emitted
+    ]])
+    T.eq(got, { 'listener added', 'AcpToolCall pending', 'AcpToolCall completed' })
+  end },
 }

@@ -84,6 +84,14 @@ function M.flush()
   end
 end
 
+--- Whether a `User` autocmd listens to `name` now: an emitter of many
+--- occurrences may skip building payloads nobody reads.
+---@param name string
+---@return boolean
+function M.heard(name)
+  return heard_by_someone(name)
+end
+
 --- Queues `User {name}` with `data`; it fires on the next loop iteration.
 ---@param name string
 ---@param data table

@@ -73,6 +73,7 @@ end
 function M.observe(view, events)
   local s = seen_of(view)
   local writes_due = false
+  local tool_calls_heard -- asked at the first card
   -- The chat's own wording of an error: the notice entry shown with it (in
   -- this drain or an earlier one of the turn: a drain may end between them).
   for _, ev in ipairs(events) do
@@ -107,10 +108,16 @@ function M.observe(view, events)
       s.notice = nil
     elseif t == 'card' and type(ev.card) == 'table' then
       local c = ev.card
-      local key = card_key(c)
-      if s.cards[ev.index] ~= key then
+      writes_due = writes_due or finished[c.status] == true
+      -- A burst of a hundred cards is 200 of these: no key or payload is
+      -- built while nobody listens (a listener added later hears the
+      -- cards' next changes).
+      if tool_calls_heard == nil then
+        tool_calls_heard = autocmds.heard('AcpToolCall')
+      end
+      local key = tool_calls_heard and card_key(c)
+      if key and s.cards[ev.index] ~= key then
         s.cards[ev.index] = key
-        writes_due = writes_due or finished[c.status] == true
         autocmds.emit('AcpToolCall', {
           agent = view.agent,
           thread = view.thread,
