@@ -327,7 +327,7 @@ return {
         local first = v:entry_range(index)
         local card = v.cards[index]
         local rows = {}
-        for _, d in ipairs(card.diff_rows) do
+        for _, d in ipairs(card.diff_rows or {}) do
           for r = first + d[1], first + d[2] do
             local sp = vim.fn.screenpos(v.win, r + 1, 1).row
             if sp > 0 then rows[#rows + 1] = sp end
@@ -449,5 +449,26 @@ return {
     local r = child:lua([[local v = require('acp').current(); return { state = v.state, winbar = vim.wo[v.win].winbar }]])
     T.eq(r.state, 'disconnected')
     T.no_match(r.winbar, 'ready')
+  end },
+
+  { 'an entry\'s rows follow its text: rows read during a drain are read again once the text changed', function()
+    local child = H.start()
+    H.open(child)
+    H.turn(child, 'hello')
+    local r = child:lua([[
+      local v = require('acp').current()
+      local i = v.last_index
+      local a1, b1 = v:entry_range(i)
+      v:apply({ { type = 'appended', thread = v.thread, index = i, text = '\nmore\nrows' } })
+      local a2, b2 = v:entry_range(i)
+      local prev_a, prev_b = v:entry_range(i - 1)
+      return { a1 = a1, b1 = b1, a2 = a2, b2 = b2, prev_b = prev_b, n = vim.api.nvim_buf_line_count(v.buf),
+        last = vim.api.nvim_buf_get_lines(v.buf, b2, b2 + 1, false)[1] }
+    ]])
+    T.eq(r.a2, r.a1)
+    T.eq(r.b2, r.b1 + 2)
+    T.eq(r.b2, r.n - 1)
+    T.eq(r.last, 'rows')
+    T.eq(r.prev_b, r.a1 - 2)
   end },
 }

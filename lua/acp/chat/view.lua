@@ -38,6 +38,8 @@ local apply = require('acp.chat.apply')
 ---@field live_row? integer Where the buffer's parser starts (the live entry), once set.
 ---@field live_tail? { index: integer, offset: integer } The live entry's rows above `offset` (from its first row) are frozen.
 ---@field _winbar_set boolean The winbar was set once.
+---@field settle? { freeze: table<integer, true>, decorate: table<integer, true> } What a burst left for after its drain (acp.chat.apply).
+---@field _ranges { tick: integer, first: integer[], last: integer[] } Entry rows read since the buffer's last change (see `entry_range`).
 ---@field state acp.TurnState
 ---@field status_detail? string
 ---@field turns_started integer
@@ -116,6 +118,8 @@ function ChatView.new(opts)
   self.flood_at, self.highlight_paused = nil, nil
   self.frozen, self.live_row, self.live_tail = {}, nil, nil
   self._winbar_set = false
+  self._ranges = { tick = -1, first = {}, last = {} }
+  self.settle = nil
   self.state = 'connecting'
   self.status_detail = nil
   self.turns_started, self.turns_ended = 0, 0
@@ -383,6 +387,16 @@ function ChatView:entry_range(index)
   if not e then
     return nil
   end
+  -- Kept until the text changes (extmarks move only with it): the steps
+  -- after a drain ask for the same entries' rows several times each.
+  local tick = api.nvim_buf_get_changedtick(self.buf)
+  local known = self._ranges
+  if known.tick ~= tick then
+    known = { tick = tick, first = {}, last = {} }
+    self._ranges = known
+  elseif known.first[index] then
+    return known.first[index], known.last[index]
+  end
   local first = api.nvim_buf_get_extmark_by_id(self.buf, ns, e.mark, {})[1]
   local nxt = self.entries[index + 1]
   local last
@@ -391,6 +405,7 @@ function ChatView:entry_range(index)
   else
     last = api.nvim_buf_line_count(self.buf) - 1
   end
+  known.first[index], known.last[index] = first, last
   return first, last
 end
 
