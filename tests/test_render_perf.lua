@@ -296,19 +296,75 @@ return {
     -- "Right after": the cards out of sight are frozen on the next turns of
     -- the event loop, some queued by the activity pass after the last drain
     -- (the queue can read empty just before them).
-    child:wait_for([[return require('acp.chat.markdown').pending == 0 and #_G.cards_marked(false) == 0]], 5000)
+    child:wait_for([[return require('acp').current().settle == nil and require('acp.chat.markdown').pending == 0
+      and #_G.cards_marked(false) == 0]], 5000)
     local r = child:lua([[
       local n = 0
       for _, e in pairs(require('acp').current().entries) do
         n = n + (e.kind == 'tool_call' and 1 or 0)
       end
-      return { cards = n, on_screen_unmarked = _G.unmarked, unmarked = _G.cards_marked(false) }
+      local frozen = 0
+      for i, e in pairs(require('acp').current().entries) do
+        frozen = frozen + ((e.kind == 'tool_call' and require('acp').current().frozen[i]) and 1 or 0)
+      end
+      return { cards = n, frozen = frozen, on_screen_unmarked = _G.unmarked, unmarked = _G.cards_marked(false) }
     ]])
     T.eq(r.cards, 100)
+    T.eq(r.frozen, 100)
     T.eq(r.unmarked, {})
     -- Which cards the drain itself highlights depends on its time budget
     -- (4 ms): under load a card on screen can wait one turn of the loop, so
     -- that is measured by the bench (BENCH_PHASES), not asserted here.
+  end },
+
+  { 'a burst while the turn runs: the drain colours the cards on screen, the rest comes right after; finished entries are no flood', function()
+    local child = H.start()
+    H.open(child)
+    H.turn(child, 'hello')
+    child:lua([=[
+      local v = require('acp').current()
+      local decor = require('acp.chat.decor')
+      _G.coloured = function(index)
+        local a, b = v:entry_range(index)
+        return #vim.api.nvim_buf_get_extmarks(v.buf, decor.ns, { a, 0 }, { b, -1 }, { limit = 1 }) > 0
+      end
+      _G.first = v.last_index + 1
+      local events = { { type = 'status', thread = v.thread, state = 'running', detail = '' } }
+      for i = 0, 29 do
+        local index = _G.first + 2 * i
+        events[#events + 1] = { type = 'added', thread = v.thread, index = index, kind = 'tool_call',
+          lines = { ('Read  file_%02d  pending'):format(i) } }
+        events[#events + 1] = { type = 'card', thread = v.thread, index = index, card = { id = 't' .. i,
+          title = 'file', kind = 'read', status = 'pending', locations = {}, header = { label = { from = 0, to = 4 },
+          title = { from = 6, to = 13 }, status = { from = 15, to = 22 }, tone = 'running' } } }
+        -- A finished answer of 1 KB after each card: 30 KB in one drain.
+        events[#events + 1] = { type = 'added', thread = v.thread, index = index + 1, kind = 'agent',
+          lines = { ('word '):rep(200) } }
+      end
+      v:apply(events)
+      -- Right after the drain, before the loop turns.
+      -- (Card 12 is below the rows the window showed and above the end it scrolls to.)
+      _G.after_drain = { first = _G.coloured(_G.first + 24), last = _G.coloured(_G.first + 58), settle = v.settle ~= nil,
+        highlighting = vim.treesitter.highlighter.active[v.buf] ~= nil }
+    ]=])
+    local r = child:lua('return _G.after_drain')
+    T.eq(r.last, true, 'the card on screen is coloured in the drain')
+    T.eq(r.first, false, 'a card out of sight waits for the next turn of the loop')
+    T.eq(r.settle, true)
+    T.eq(r.highlighting, true, 'the live entry got 1 KB: highlighting goes on')
+    child:wait_for([[return require('acp').current().settle == nil and require('acp.chat.markdown').pending == 0]])
+    r = child:lua([[
+      local v = require('acp').current()
+      local plain, unfrozen = 0, 0
+      for i = 0, 29 do
+        plain = plain + (_G.coloured(_G.first + 2 * i) and 0 or 1)
+      end
+      for i = _G.first, _G.first + 58 do
+        unfrozen = unfrozen + (v.frozen[i] and 0 or 1)
+      end
+      return { plain = plain, unfrozen = unfrozen }
+    ]])
+    T.eq(r, { plain = 0, unfrozen = 0 })
   end },
 
   { 'a stream that scrolls the chat redraws the lines that come into view, not the whole window', function()

@@ -157,7 +157,16 @@ local function highlight_diffs(view, touched)
   end
 end
 
-function M.after_apply(view, touched)
+--- Folds, diff colours and decorations of the entries in `set`.
+function M.decorate(view, set)
+  fold_long_cards(view, set)
+  highlight_diffs(view, set)
+  require('acp.chat.decor').apply(view, set)
+end
+
+--- After a drain: `touched` entries changed; those in `decorate` (all of
+--- them unless a burst left the ones out of sight for later) are decorated.
+function M.after_apply(view, touched, decorate)
   -- Most drains only append text: nothing to do then, except when a turn
   -- just ended (files may have been written without a card).
   local turn_ended = view.turns_ended ~= view.activity_turns
@@ -165,9 +174,7 @@ function M.after_apply(view, touched)
   if not next(touched) and not turn_ended then
     return
   end
-  fold_long_cards(view, touched)
-  highlight_diffs(view, touched)
-  require('acp.chat.decor').apply(view, touched)
+  M.decorate(view, decorate or touched)
   local changed, newest = collect_locations(view, touched)
   if changed or turn_ended then
     schedule_quickfix(view)

@@ -32,8 +32,11 @@ local finished = { completed = true, failed = true }
 -- One drain (one frame) bringing more agent text than this is a flood: far
 -- above any model's token rate (16 KB per 16-25 ms frame is 0.6-1 MB/s).
 -- Tree-sitter re-parses after every frame's edit, in time proportional to
--- the whole transcript, and until a parse completes Neovim does not flush
--- the screen; so highlighting pauses during a flood.
+-- what its parser covers, and until a parse completes Neovim does not
+-- flush the screen; so highlighting pauses during a flood. The parser
+-- covers the live entry (the whole transcript with a renderer's stock
+-- parser): text of finished entries (a burst of tool cards) is frozen
+-- apart and is no flood.
 local FLOOD_BYTES = 16 * 1024
 -- It resumes once the turn ended or the stream has been calm this long.
 local CALM_MS = 500
@@ -115,18 +118,25 @@ end
 --- More entries to freeze than this in one drain: a burst (see `freeze`).
 local BURST_ENTRIES = 8
 
-local function freeze(view, touched)
-  local md = require('acp.chat.markdown')
-  if not md.per_entry() or view.last_index == nil then
-    return
-  end
-  local buf = view.buf
+--- The live entry (the last one while a turn runs), or nil; forgets the
+--- frozen rows of an entry that is no longer live.
+local function live_entry(view)
   local live = view.state == 'running' and view.last_index or nil
   local tail = view.live_tail
-  local seen -- sight(view), once some entry is frozen
   if tail and (tail.index ~= live or not view.entries[tail.index]) then
     view.live_tail = nil
   end
+  return live
+end
+
+--- Freezes the highlights of the finished entries not frozen yet, and of
+--- those in `touched` again.
+local function freeze_entries(view, touched)
+  local md = require('acp.chat.markdown')
+  local buf = view.buf
+  local live = live_entry(view)
+  local tail = view.live_tail
+  local seen -- sight(view), once some entry is frozen
   local order = {}
   for index in pairs(view.entries) do
     if index ~= live and (not view.frozen[index] or touched[index]) then
@@ -145,13 +155,18 @@ local function freeze(view, touched)
   -- streams). In a burst (more than that) what the screen shows is frozen
   -- on the next quiet turns of the loop, before what is out of sight: the
   -- text first.
-  local now_or_soon = #order > BURST_ENTRIES and 'soon' or false
+  local burst = #order > BURST_ENTRIES
+  local now_or_soon = burst and 'soon' or false
+  -- A burst's runs are queued together, nothing read in the drain.
+  local lazy = burst and {} or nil
   local run
   local function flush()
-    if run then
+    if run and lazy then
+      lazy[#lazy + 1] = { run.first, run.last, soon = run.later == 'soon' }
+    elseif run then
       md.freeze(buf, run.first, run.last, run.later)
-      run = nil
     end
+    run = nil
   end
   for _, index in ipairs(order) do
     local first, last = view:entry_range(index)
@@ -176,8 +191,18 @@ local function freeze(view, touched)
     view.frozen[index] = true
   end
   flush()
-  -- Between turns the parser keeps the last entry (no edits, no parsing);
-  -- after a restart it starts at the end.
+  if lazy and lazy[1] then
+    md.freeze_later(buf, lazy)
+  end
+end
+
+--- Places the buffer's parser on the live entry (its rows the stream has
+--- not finished: see `freeze_tail`). Between turns the parser keeps the
+--- last entry (no edits, no parsing); after a restart it starts at the end.
+local function place_live(view)
+  local md = require('acp.chat.markdown')
+  local buf = view.buf
+  local live = live_entry(view)
   local row, first
   if live then
     first = view:entry_range(live)
@@ -199,8 +224,60 @@ local function freeze(view, touched)
   end
 end
 
+--- The work a burst leaves for after its drain (see `catch_up`): freezing
+--- its entries, decorating those out of sight. On the next turn of the
+--- event loop, after the screen showed the text.
+local function settle(view)
+  local due = view.settle
+  view.settle = nil
+  if not (due and api.nvim_buf_is_valid(view.buf)) then
+    return
+  end
+  view:_guard(nil, function()
+    if require('acp.chat.markdown').per_entry() and view.last_index then
+      freeze_entries(view, due.freeze)
+    end
+    require('acp.chat.activity').decorate(view, due.decorate)
+  end)
+end
+
+--- Leaves a burst's freezing (`freeze`) and the decoration of `decorate`
+--- for `settle`.
+local function settle_later(view, freeze, decorate)
+  local due = view.settle
+  if not due then
+    due = { freeze = {}, decorate = {} }
+    view.settle = due
+    -- A timer, not vim.schedule: the screen is updated in between.
+    vim.defer_fn(function()
+      settle(view)
+    end, 1)
+  end
+  for index in pairs(freeze) do
+    due.freeze[index] = true
+  end
+  for index in pairs(decorate) do
+    due.decorate[index] = true
+  end
+end
+
+--- Finished entries are frozen (`freeze_entries`) and the parser placed on
+--- the live one; in a burst the freezing is left for `settle`.
+local function freeze(view, touched, burst)
+  local md = require('acp.chat.markdown')
+  if not md.per_entry() or view.last_index == nil then
+    return
+  end
+  if burst then
+    settle_later(view, touched, {})
+  else
+    freeze_entries(view, touched)
+  end
+  place_live(view)
+end
+
 --- Pauses highlighting during a flood and resumes it afterwards.
-local function highlight_policy(view, text_bytes, touched)
+local function highlight_policy(view, text_bytes, touched, burst)
   local md = require('acp.chat.markdown')
   local now = vim.uv.now()
   local flood = text_bytes > FLOOD_BYTES and view.state == 'running'
@@ -223,7 +300,7 @@ local function highlight_policy(view, text_bytes, touched)
       md.start(view.buf)
     end
   end
-  freeze(view, touched or {})
+  freeze(view, touched or {}, burst)
 end
 
 -- One drain -------------------------------------------------------------------------
@@ -236,7 +313,8 @@ end
 ---@class acp.chat.Drain
 ---@field view acp.ChatView
 ---@field touched table<integer, true> Entries whose text or card changed.
----@field bytes integer Agent text that arrived (the flood measure).
+---@field bytes integer Agent text that arrived.
+---@field entry_bytes table<integer, integer> The same by entry (the flood measure).
 ---@field meta boolean Something the winbar shows changed.
 ---@field disk_due boolean An edit-like tool call finished or the turn ended: check the disk.
 ---@field turn_over boolean The turn ended.
@@ -263,9 +341,15 @@ end
 
 --- Text for an entry, as the core merged it: one edit (the new entries
 --- that wait are added first, in case it is one of them).
+--- Agent text for entry `index` (the flood measure).
+local function count_text(d, index, n)
+  d.bytes = d.bytes + n
+  d.entry_bytes[index] = (d.entry_bytes[index] or 0) + n
+end
+
 local function appended(d, ev)
   if (d.kinds and d.kinds[ev.index]) ~= 'user' then
-    d.bytes = d.bytes + #ev.text
+    count_text(d, ev.index, #ev.text)
   end
   flush(d)
   d.view:_guard(ev, d.view._append, d.view, ev)
@@ -280,9 +364,11 @@ local function added(d, ev)
   d.kinds[ev.index] = ev.kind
   d.touched[ev.index] = true
   if ev.kind ~= 'user' then
+    local n = 0
     for _, l in ipairs(new.lines) do
-      d.bytes = d.bytes + #l + 1
+      n = n + #l + 1
     end
+    count_text(d, ev.index, n)
   end
 end
 
@@ -408,11 +494,36 @@ end
 --- step once.
 local function catch_up(d, events, follow)
   local view = d.view
+  local n = 0
+  for _ in pairs(d.touched) do
+    n = n + 1
+  end
+  -- A burst (a hundred tool cards in a frame): the drain decorates what the
+  -- screen shows; the rest, and all freezing, is left for `settle`.
+  local burst = n > BURST_ENTRIES
+  local decorate = d.touched
+  if burst then
+    local s = sight(view)
+    decorate = {}
+    local later = {}
+    for index in pairs(d.touched) do
+      local first, last = view:entry_range(index)
+      if first and in_sight(s, index, first, last) then
+        decorate[index] = true
+      else
+        later[index] = true
+      end
+    end
+    settle_later(view, {}, later)
+  end
   view:_guard(nil, function()
-    highlight_policy(view, d.bytes, d.touched)
+    -- The text the buffer's parser covers (see FLOOD_BYTES).
+    local live = view.state == 'running' and view.last_index
+    local parsed = require('acp.chat.markdown').per_entry() and (live and d.entry_bytes[live] or 0) or d.bytes
+    highlight_policy(view, parsed, d.touched, burst)
     view:_refold(d.touched)
     -- Tool cards and plan: long-card folds, quickfix, follow mode, colours.
-    require('acp.chat.activity').after_apply(view, d.touched)
+    require('acp.chat.activity').after_apply(view, d.touched, decorate)
     -- The running turn's status area (plan, running tool, permissions).
     require('acp.chat.status').update(view)
   end)
@@ -471,7 +582,7 @@ function M.apply(view, events)
   end
   local follow = view:_following()
   ---@type acp.chat.Drain
-  local d = { view = view, touched = {}, bytes = 0, meta = false, disk_due = false, turn_over = false }
+  local d = { view = view, touched = {}, bytes = 0, entry_bytes = {}, meta = false, disk_due = false, turn_over = false }
   vim.bo[buf].modifiable = true
   for _, ev in ipairs(events) do
     view:_guard(ev, handle, d, ev)

@@ -227,8 +227,59 @@ local ticking = false
 -- loop); the rest is done on the next turns, this long at a time.
 local DRAIN_BUDGET_NS, TICK_BUDGET_NS = 4e6, 8e6
 local budget_loop_time, budget_until = -1, 0
--- Lazy items in the queue (entries longer than LAZY_LINES frozen later).
+-- Lazy items in the queue (entries read when their turn comes), and each
+-- by buffer and the id of its first row's mark.
 local lazy_n = 0
+local lazy_by_mark = {}
+
+--- Removes lazy item `item` from the queue and its marks from the buffer.
+local function forget_lazy(item)
+  local api = vim.api
+  if api.nvim_buf_is_valid(item.buf) then
+    api.nvim_buf_del_extmark(item.buf, track_ns, item.mark)
+    api.nvim_buf_del_extmark(item.buf, track_ns, item.stop)
+  end
+  local marks = lazy_by_mark[item.buf]
+  if marks then
+    marks[item.mark] = nil
+  end
+  lazy_n = lazy_n - 1
+end
+
+--- Queues a lazy item for rows `first`..`last` of `buf` at position `at`.
+local function add_lazy(buf, first, last, at)
+  local api = vim.api
+  local item = {
+    buf = buf,
+    mark = api.nvim_buf_set_extmark(buf, track_ns, first, 0, { right_gravity = false }),
+    stop = api.nvim_buf_set_extmark(buf, track_ns, last, 0, {}),
+  }
+  table.insert(queue, at, item)
+  lazy_by_mark[buf] = lazy_by_mark[buf] or {}
+  lazy_by_mark[buf][item.mark] = item
+  lazy_n = lazy_n + 1
+end
+
+--- Frozen again: the lazy items that start in rows `first`..`last` are
+--- dropped (the marks in those rows say which, in one call).
+local function drop_lazy(buf, first, last)
+  local marks = lazy_by_mark[buf]
+  if lazy_n == 0 or not marks or next(marks) == nil then
+    return
+  end
+  for _, m in ipairs(vim.api.nvim_buf_get_extmarks(buf, track_ns, { first, 0 }, { last, -1 }, {})) do
+    local item = marks[m[1]]
+    if item then
+      for i = #queue, 1, -1 do
+        if queue[i] == item then
+          table.remove(queue, i)
+          break
+        end
+      end
+      forget_lazy(item)
+    end
+  end
+end
 
 -- Lines read at a time by a lazy item (see `lazy_slice`).
 local LAZY_LINES = 1024
@@ -241,10 +292,6 @@ local function lazy_slice(item)
   local api = vim.api
   local buf = item.buf
   local function done()
-    if api.nvim_buf_is_valid(buf) then
-      api.nvim_buf_del_extmark(buf, track_ns, item.mark)
-      api.nvim_buf_del_extmark(buf, track_ns, item.stop)
-    end
     return true
   end
   if not api.nvim_buf_is_valid(buf) then
@@ -288,7 +335,7 @@ local function run_queue(deadline, yield)
       -- A whole entry frozen later: one slice at a time, read when its turn comes.
       if lazy_slice(item) then
         table.remove(queue, 1)
-        lazy_n = lazy_n - 1
+        forget_lazy(item)
         M.pending = #queue
       end
       goto continue
@@ -363,28 +410,11 @@ function M.freeze(buf, first, last, later)
   if last < first then
     return
   end
-  -- Frozen again: a lazy item of these rows is dropped.
-  for i = lazy_n > 0 and #queue or 0, 1, -1 do
-    local item = queue[i]
-    if item.stop and item.buf == buf then
-      local row = api.nvim_buf_get_extmark_by_id(buf, track_ns, item.mark, {})[1]
-      if row and row >= first and row <= last then
-        api.nvim_buf_del_extmark(buf, track_ns, item.mark)
-        api.nvim_buf_del_extmark(buf, track_ns, item.stop)
-        table.remove(queue, i)
-        lazy_n = lazy_n - 1
-      end
-    end
-  end
+  drop_lazy(buf, first, last)
   if later == true and last - first + 1 > LAZY_LINES then
     -- A long entry: nothing read now (its lines and cuts cost a drain 10-20
     -- ms per 2 MB); its slices are read and frozen on the next turns.
-    queue[#queue + 1] = {
-      buf = buf,
-      mark = api.nvim_buf_set_extmark(buf, track_ns, first, 0, { right_gravity = false }),
-      stop = api.nvim_buf_set_extmark(buf, track_ns, last, 0, {}),
-    }
-    lazy_n = lazy_n + 1
+    add_lazy(buf, first, last, #queue + 1)
     M.pending = #queue
     if not ticking then
       ticking = true
@@ -411,6 +441,34 @@ function M.freeze(buf, first, last, later)
     end
     run_queue(budget_until)
   end
+  if queue[1] and not ticking then
+    ticking = true
+    vim.defer_fn(tick, 1)
+  end
+end
+
+--- A burst's entries, frozen on the next turns with nothing read now (each
+--- run is read and cut when its turn comes): `runs` ({ first, last, soon })
+--- in the order to freeze them. A `soon` run goes before what earlier
+--- drains left for later (what the screen shows), the others after it.
+---@param runs { [1]: integer, [2]: integer, soon: boolean }[]
+function M.freeze_later(buf, runs)
+  local api = vim.api
+  local front = 0
+  for _, r in ipairs(runs) do
+    local first, last = r[1], r[2]
+    api.nvim_buf_clear_namespace(buf, M.ns, first, last + 1)
+    if last >= first then
+      drop_lazy(buf, first, last)
+      if r.soon then
+        front = front + 1
+        add_lazy(buf, first, last, front)
+      else
+        add_lazy(buf, first, last, #queue + 1)
+      end
+    end
+  end
+  M.pending = #queue
   if queue[1] and not ticking then
     ticking = true
     vim.defer_fn(tick, 1)
