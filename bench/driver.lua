@@ -256,7 +256,8 @@ function M.start(opts)
     -- timed per function of the loaded acp.* modules (`time:<file>`, inclusive hrtime and
     -- calls; BENCH_WHO=<module.function> also counts that function's callers). `%p` in the
     -- file name: the pid and the drain's start. With BENCH_PROFILE_EVENTS=<n>: every drain
-    -- of at least n events instead.
+    -- of at least n events instead. BENCH_KB=1 with `time:`: KB allocated instead of time
+    -- (the collector stopped during the drain).
     local prof = vim.env.BENCH_PROFILE_LAST
     if prof then
       local min_events = tonumber(vim.env.BENCH_PROFILE_EVENTS)
@@ -283,10 +284,11 @@ function M.start(opts)
                     acc[wk] = acc[wk] or { 0, 0 }
                     acc[wk][2] = acc[wk][2] + 1
                   end
-                  local t1 = uv.hrtime()
+                  local kbm = vim.env.BENCH_KB
+                  local t1 = kbm and collectgarbage('count') * 1e6 or uv.hrtime()
                   local res = { f(...) }
                   local a = acc[key] or { 0, 0 }
-                  a[1], a[2] = a[1] + (uv.hrtime() - t1), a[2] + 1
+                  a[1], a[2] = a[1] + ((kbm and collectgarbage('count') * 1e6 or uv.hrtime()) - t1), a[2] + 1
                   acc[key] = a
                   return unpack(res, 1, table.maxn(res))
                 end
@@ -294,7 +296,9 @@ function M.start(opts)
             end
           end
         end
+        if vim.env.BENCH_KB then collectgarbage('stop') end
         getmetatable(self).apply(self, events)
+        if vim.env.BENCH_KB then collectgarbage('restart') end
         for _, sv in ipairs(saved) do
           sv[1][sv[2]] = sv[3]
         end
@@ -305,7 +309,7 @@ function M.start(opts)
         table.sort(rows, function(x, y) return x[2] > y[2] end)
         local out = { ('drain %.2f ms, %d events'):format((uv.hrtime() - t) / 1e6, #events) }
         for i = 1, #rows do
-          out[#out + 1] = ('%8.2f ms %5d  %s'):format(rows[i][2], rows[i][3], rows[i][1])
+          out[#out + 1] = ('%8.2f %s %5d  %s'):format(rows[i][2], vim.env.BENCH_KB and 'KB' or 'ms', rows[i][3], rows[i][1])
         end
         vim.fn.writefile(out, (tfile:gsub('%%p', tostring(vim.fn.getpid()) .. '-' .. tostring(t))))
         prof = nil
