@@ -573,23 +573,4 @@ return {
     ]])
     T.eq(r, { lang = 'acp_markdown', conceal_line = false, combined = false, captures = true })
   end },
-
-  { 'once a turn ended, a garbage collection runs on idle turns, after the highlighting left for later', function()
-    local child = H.start()
-    H.open(child)
-    H.turn(child, 'hello')
-    child:wait_for([[return require('acp.chat.markdown').pending == 0 and not require('acp.util.idle_gc').running()]])
-    -- Something only a finished collection cycle frees, and highlighting
-    -- that still waits: the collection waits for it.
-    child:lua([[
-      _G.weak = setmetatable({ {} }, { __mode = 'v' })
-      require('acp.chat.markdown').pending = 3
-      require('acp.util.idle_gc').request()
-      vim.wait(200)
-    ]])
-    T.eq(child:lua([[return require('acp.util.idle_gc').running()]]), true, 'it waits while highlighting waits')
-    child:lua([[require('acp.chat.markdown').pending = 0]])
-    child:wait_for([[return not require('acp.util.idle_gc').running()]], 5000)
-    T.eq(child:lua([[return _G.weak[1] == nil]]), true, 'a whole cycle ran')
-  end },
 }

@@ -550,10 +550,6 @@ local function catch_up(d, events, follow)
   if d.disk_due then
     require('acp.editor.sync').after_apply(view, d.turn_over)
   end
-  if d.turn_over then
-    -- The next turn's events start on a clean heap (acp.util.idle_gc).
-    require('acp.util.idle_gc').request()
-  end
   if #view.queue > 0 then
     local queue = require('acp.prompt.queue')
     view:_guard(nil, queue.render, view)
