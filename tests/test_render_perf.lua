@@ -573,4 +573,35 @@ return {
     ]])
     T.eq(r, { lang = 'acp_markdown', conceal_line = false, combined = false, captures = true })
   end },
+
+  { 'the answer that ends the turn keeps the highlights of its finished part: only its tail is frozen after the turn', function()
+    local child = H.start()
+    H.open(child)
+    H.turn(child, 'hello')
+    local r = child:lua([=[
+      local v = require('acp').current()
+      local md = require('acp.chat.markdown')
+      local index = v.last_index + 1
+      local lines = {}
+      for i = 1, 40 do
+        lines[#lines + 1] = ('paragraph %d with **bold** and `code`'):format(i)
+        lines[#lines + 1] = ''
+      end
+      v:apply({ { type = 'status', thread = v.thread, state = 'running', detail = '' },
+        { type = 'added', thread = v.thread, index = index, kind = 'agent', lines = lines } })
+      vim.wait(2000, function() return md.pending == 0 end)
+      local first = v:entry_range(index)
+      local function marked_top()
+        return #vim.api.nvim_buf_get_extmarks(v.buf, md.ns, { first, 0 }, { first + 10, -1 }, { limit = 1 }) > 0
+      end
+      local out = { tail = v.live_tail ~= nil, before = marked_top() }
+      v:apply({ { type = 'appended', thread = v.thread, index = index, text = '\nthe end' },
+        { type = 'status', thread = v.thread, state = 'idle', detail = 'end_turn' } })
+      out.after = marked_top()
+      return out
+    ]=])
+    T.eq(r.tail, true, 'the live answer froze its finished part as it streamed')
+    T.eq(r.before, true)
+    T.eq(r.after, true, 'the turn\'s end does not clear and freeze it again')
+  end },
 }

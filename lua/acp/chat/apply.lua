@@ -134,8 +134,10 @@ end
 local function freeze_entries(view, touched)
   local md = require('acp.chat.markdown')
   local buf = view.buf
-  local live = live_entry(view)
+  -- Read before `live_entry` forgets it: the entry that was live as the
+  -- turn ended has its rows above the tail frozen already.
   local tail = view.live_tail
+  local live = live_entry(view)
   local seen -- sight(view), once some entry is frozen
   local order = {}
   for index in pairs(view.entries) do
