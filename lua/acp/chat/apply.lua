@@ -263,16 +263,14 @@ local function settle_later(view, freeze, decorate)
   end
 end
 
---- Finished entries are frozen (`freeze_entries`) and the parser placed on
---- the live one; in a burst the freezing is left for `settle`.
+--- Finished entries are frozen (`freeze_entries`; in a burst `settle`
+--- does it) and the parser placed on the live one.
 local function freeze(view, touched, burst)
   local md = require('acp.chat.markdown')
   if not md.per_entry() or view.last_index == nil then
     return
   end
-  if burst then
-    settle_later(view, touched, {})
-  else
+  if not burst then
     freeze_entries(view, touched)
   end
   place_live(view)
@@ -516,7 +514,7 @@ local function catch_up(d, events, follow)
         later[index] = true
       end
     end
-    settle_later(view, {}, later)
+    settle_later(view, d.touched, later)
   end
   view:_guard(nil, function()
     -- The text the buffer's parser covers (see FLOOD_BYTES).

@@ -401,9 +401,8 @@ end
 --- text is cut in slices (each one's place kept by an extmark): they are
 --- done now within a small budget per turn of the event loop, the rest on
 --- the next turns. `later`: true puts them all after what is queued, for
---- the next turns; 'soon' before it, for the next turns too (what the
---- screen shows of a burst: see acp.chat.apply).
----@param later? boolean|'soon'
+--- the next turns (a burst's entries: `freeze_later`).
+---@param later? boolean
 function M.freeze(buf, first, last, later)
   local api = vim.api
   api.nvim_buf_clear_namespace(buf, M.ns, first, last + 1)
@@ -423,8 +422,8 @@ function M.freeze(buf, first, last, later)
     return
   end
   local lines = api.nvim_buf_get_lines(buf, first, last + 1, false)
-  -- Rows frozen now (or soon) go before what earlier drains left for later
-  -- (entries out of sight): the budget goes to what the screen shows.
+  -- Rows frozen now go before what earlier drains left for later (entries
+  -- out of sight): the budget goes to what the screen shows.
   local at = later == true and #queue or 0
   for _, part in ipairs(slices(lines)) do
     at = at + 1
