@@ -133,6 +133,11 @@ pub struct Queue {
     /// that later text of the entry joins. Emptied for a thread by an event
     /// the view must apply in order (see `Merge::of`).
     open: HashMap<u64, HashMap<usize, u64>>,
+    /// Per thread and entry: the queued `Card` that a newer card of the
+    /// entry overwrites in place. Emptied for a thread by the same events
+    /// as `open`: a card never moves past a re-rendering, a turn start or
+    /// a permission request.
+    cards: HashMap<u64, HashMap<usize, u64>>,
 }
 
 /// What a queued event means for the text that joins an earlier event.
@@ -219,6 +224,24 @@ impl Queue {
         }
     }
 
+    /// The queued card of `thread`'s entry `index` that a newer one
+    /// overwrites (see `cards`).
+    fn queued_card(
+        &mut self,
+        thread: u64,
+        index: usize,
+    ) -> Option<&mut Box<crate::model::events::CardMeta>> {
+        let n = *self.cards.get(&thread)?.get(&index)?;
+        let at = usize::try_from(n.checked_sub(self.front)?).ok()?;
+        match self.events.get_mut(at)? {
+            UiEvent::Thread {
+                thread: t,
+                event: ThreadEvent::Card { index: i, card },
+            } if *t == thread && *i == index => Some(card),
+            _ => None,
+        }
+    }
+
     /// Queues `ev`, merging text into the queued event of its entry, and a
     /// new entry's re-rendering into its queued `Added`.
     pub fn push(&mut self, mut ev: UiEvent) {
@@ -280,6 +303,7 @@ impl Queue {
                     }
                 }
                 self.open.remove(&thread);
+                self.cards.remove(&thread);
             }
             Merge::Neutral => {}
         }
@@ -305,8 +329,28 @@ impl Queue {
         {
             if t0 == t1 && i0 == i1 {
                 old.clone_from(new);
+                self.bytes -= weight;
                 return;
             }
+        }
+        // A tool call's cards while a burst waits ([card, agent text, its
+        // next card], a hundred times): the newest is applied where the
+        // first stood, right after the entry's text, which is already the
+        // newest rendering (a re-rendering joins a queued `Added`; any
+        // other one is a barrier). A status the view never saw is no loss:
+        // each card is the whole state.
+        if let UiEvent::Thread {
+            thread,
+            event: ThreadEvent::Card { index, card: new },
+        } = &ev
+        {
+            if let Some(old) = self.queued_card(*thread, *index) {
+                old.clone_from(new);
+                self.bytes -= weight;
+                return;
+            }
+            let n = self.front + self.events.len() as u64;
+            self.cards.entry(*thread).or_default().insert(*index, n);
         }
         // A full re-render supersedes the previous one of the same entry
         // (a card whose terminal output streams in): keep only the newest.
@@ -412,12 +456,15 @@ impl Queue {
         if self.events.is_empty() {
             self.bytes = 0;
             self.open.clear();
+            self.cards.clear();
         } else if taken > 0 {
             let front = self.front;
-            self.open.retain(|_, entries| {
-                entries.retain(|_, n| *n >= front);
-                !entries.is_empty()
-            });
+            for map in [&mut self.open, &mut self.cards] {
+                map.retain(|_, entries| {
+                    entries.retain(|_, n| *n >= front);
+                    !entries.is_empty()
+                });
+            }
         }
         let behind = !self.events.is_empty();
         Slice {
@@ -886,5 +933,60 @@ mod tests {
         let taken = q.take_slice(usize::MAX).events;
         assert_eq!(taken.len(), 1);
         assert_eq!(entry_text(&taken), want);
+    }
+
+    fn card(thread: u64, index: usize, status: &str) -> UiEvent {
+        let mut tc = crate::model::entries::ToolCall::new("c");
+        tc.status = status.into();
+        UiEvent::Thread {
+            thread,
+            event: ThreadEvent::Card {
+                index,
+                card: Box::new(crate::model::events::CardMeta::of(&tc, Default::default())),
+            },
+        }
+    }
+
+    /// A burst of tool calls: [card, agent text, its next card] per call.
+    /// The newest card of an entry takes the place of the queued one, past
+    /// other entries' events but never past a barrier of its thread.
+    #[test]
+    fn a_card_replaces_the_queued_card_of_its_entry_past_other_entries() {
+        let mut q = Queue::default();
+        q.push(added(1, 5, &["read"]));
+        q.push(card(1, 5, "pending"));
+        q.push(added(1, 6, &["text"]));
+        q.push(card(2, 5, "pending"));
+        q.push(card(1, 5, "completed"));
+        assert_eq!(
+            texts(&q),
+            vec![
+                added(1, 5, &["read"]),
+                card(1, 5, "completed"),
+                added(1, 6, &["text"]),
+                card(2, 5, "pending"),
+            ]
+        );
+        assert_eq!(q.bytes, 5 + 5 + 64 + 64, "a replaced card weighs nothing");
+        // A barrier of thread 1 (the re-rendering of an entry shown
+        // before): a later card stays after it.
+        q.push(replaced(1, 4, &["shown before"]));
+        q.push(card(1, 5, "failed"));
+        q.push(card(2, 5, "completed"));
+        let got = texts(&q);
+        assert_eq!(got.len(), 6, "{got:?}");
+        assert_eq!(got[4], replaced(1, 4, &["shown before"]));
+        assert_eq!(got[5], card(1, 5, "failed"));
+        assert_eq!(got[3], card(2, 5, "completed"), "thread 2 had no barrier");
+        // Once the first events are drained, a card already taken is not
+        // touched: the next one is queued.
+        let taken = q.take_slice(usize::MAX).events;
+        assert_eq!(taken.len(), 6);
+        q.push(card(1, 5, "completed"));
+        q.push(card(2, 5, "failed"));
+        assert_eq!(
+            texts(&q),
+            vec![card(1, 5, "completed"), card(2, 5, "failed")]
+        );
     }
 }
