@@ -177,7 +177,15 @@ impl EditorState {
 
 // Git snapshots ----------------------------------------------------------------
 
+#[cfg(test)]
+thread_local! {
+    /// `git` runs on this thread (the tests count them).
+    static GIT_RUNS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
 fn git(dir: &Path, index: Option<&Path>, args: &[&str]) -> Option<String> {
+    #[cfg(test)]
+    GIT_RUNS.with(|n| n.set(n.get() + 1));
     let mut cmd = Command::new("git");
     cmd.arg("-C").arg(dir).args(args);
     cmd.env("GIT_OPTIONAL_LOCKS", "0");
@@ -192,29 +200,77 @@ fn git(dir: &Path, index: Option<&Path>, args: &[&str]) -> Option<String> {
         .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-/// The top of the git work tree holding `cwd`, if any.
-pub fn git_top(cwd: &Path) -> Option<PathBuf> {
+/// The git work tree a chat's folder is in: its top and its git directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GitRepo {
+    pub top: PathBuf,
+    gitdir: PathBuf,
+}
+
+/// The nearest `.git` (a directory, or a file for a worktree or a
+/// submodule) at or above `dir`.
+fn nearest_dot_git(dir: &Path) -> Option<PathBuf> {
+    dir.ancestors()
+        .map(|d| d.join(".git"))
+        .find(|p| p.symlink_metadata().is_ok())
+}
+
+/// The git work tree holding `cwd`, if any. Every prompt asks, before it
+/// goes out, so a `git` run (2 ms) is saved where it can be: a folder with
+/// no `.git` above its real path is in no work tree (unless `GIT_DIR` says
+/// otherwise), and the answer for a folder is kept while its nearest
+/// `.git` is the same one (a repository created in between is found).
+pub fn git_repo(cwd: &Path) -> Option<GitRepo> {
+    static KNOWN: parking_lot::Mutex<Vec<(PathBuf, PathBuf, GitRepo)>> =
+        parking_lot::Mutex::new(Vec::new());
     if !GIT.load(Ordering::Relaxed) {
         return None;
     }
-    let top = git(cwd, None, &["rev-parse", "--show-toplevel"])?;
-    let top = top.trim_end_matches(['\n', '\r']);
-    (!top.is_empty()).then(|| PathBuf::from(top))
+    let marker = if std::env::var_os("GIT_DIR").is_none() {
+        // Where git looks: a symbolic link in `cwd` is resolved first.
+        let marker = nearest_dot_git(&cwd.canonicalize().ok()?)?;
+        let known = KNOWN.lock();
+        if let Some((_, _, repo)) = known.iter().find(|(c, m, _)| c == cwd && *m == marker) {
+            return Some(repo.clone());
+        }
+        Some(marker)
+    } else {
+        None
+    };
+    let out = git(
+        cwd,
+        None,
+        &["rev-parse", "--show-toplevel", "--absolute-git-dir"],
+    )?;
+    let mut lines = out.lines().map(|l| l.trim_end_matches('\r'));
+    let (top, gitdir) = (lines.next()?, lines.next()?);
+    if top.is_empty() || gitdir.is_empty() {
+        return None;
+    }
+    let repo = GitRepo {
+        top: PathBuf::from(top),
+        gitdir: PathBuf::from(gitdir),
+    };
+    if let Some(marker) = marker {
+        let mut known = KNOWN.lock();
+        known.retain(|(c, _, _)| c != cwd);
+        known.push((cwd.to_owned(), marker, repo.clone()));
+    }
+    Some(repo)
 }
 
 /// A tree of the work tree now (tracked and untracked files, ignored ones
 /// left out), written through a temporary copy of the index. Blocking.
-pub fn git_snapshot(top: &Path) -> Option<String> {
+pub fn git_snapshot(repo: &GitRepo) -> Option<String> {
     static N: AtomicUsize = AtomicUsize::new(0);
-    let gitdir = git(top, None, &["rev-parse", "--absolute-git-dir"])?;
-    let gitdir = PathBuf::from(gitdir.trim_end_matches(['\n', '\r']));
     let tmp = std::env::temp_dir().join(format!(
         "acp-checkpoint-{}-{}.index",
         std::process::id(),
         N.fetch_add(1, Ordering::Relaxed)
     ));
     // A copy of the user's index: unchanged files are not hashed again.
-    let _ = std::fs::copy(gitdir.join("index"), &tmp);
+    let _ = std::fs::copy(repo.gitdir.join("index"), &tmp);
+    let top = &repo.top;
     let tree = git(top, Some(&tmp), &["add", "-A", "--", "."])
         .and_then(|_| git(top, Some(&tmp), &["write-tree"]));
     let _ = std::fs::remove_file(&tmp);
@@ -259,6 +315,36 @@ mod tests {
 
     fn write(ed: &EditorState, path: &str, before: Original, after: Original) {
         ed.record_change(path, WriteTarget::Buffer, true, before, after, None, 1.0);
+    }
+
+    #[test]
+    fn a_folder_in_no_work_tree_costs_no_git_run_and_a_known_work_tree_is_kept() {
+        let dir = crate::testutil::TempDir::new("git-repo");
+        let runs = || GIT_RUNS.with(|n| n.get());
+        let plain = dir.path().join("plain");
+        std::fs::create_dir_all(&plain).unwrap();
+        // (Only where the temporary folder is itself in no work tree.)
+        if nearest_dot_git(&dir.path().canonicalize().unwrap()).is_none() {
+            let before = runs();
+            assert_eq!(git_repo(&plain), None);
+            assert_eq!(runs(), before, "no .git above: git is not run");
+        }
+        let repo = dir.path().join("repo");
+        let cwd = repo.join("sub");
+        std::fs::create_dir_all(&cwd).unwrap();
+        assert!(git(&repo, None, &["init", "-q"]).is_some());
+        let found = git_repo(&cwd).expect("a work tree");
+        assert_eq!(found.top, repo.canonicalize().unwrap());
+        let before = runs();
+        assert_eq!(git_repo(&cwd), Some(found));
+        assert_eq!(runs(), before, "known: git is not run again");
+        // A repository created in between is found.
+        assert!(git(&cwd, None, &["init", "-q"]).is_some());
+        let inner = git_repo(&cwd).expect("the new work tree");
+        assert_eq!(inner.top, cwd.canonicalize().unwrap());
+        // The snapshot reads the index of the repository it was given.
+        dir.write("repo/sub/a.txt", "a");
+        assert!(git_snapshot(&inner).is_some());
     }
 
     #[test]

@@ -208,7 +208,7 @@ impl ThreadHandle {
             // change (see `editor::checkpoints`).
             let cwd = this.spec.cwd.clone();
             let top = tokio::task::spawn_blocking(move || {
-                let top = crate::editor::checkpoints::git_top(&cwd)?;
+                let top = crate::editor::checkpoints::git_repo(&cwd)?;
                 let tree = crate::editor::checkpoints::git_snapshot(&top)?;
                 Some((top, tree))
             })
@@ -276,7 +276,7 @@ impl ThreadHandle {
                         return;
                     };
                     for (path, before, after) in
-                        crate::editor::checkpoints::git_changes(&top, &start, &end)
+                        crate::editor::checkpoints::git_changes(&top.top, &start, &end)
                     {
                         ed.editor.checkpoint_add(checkpoint, &path, before, after);
                     }
