@@ -367,6 +367,43 @@ return {
     T.eq(r, { plain = 0, unfrozen = 0 })
   end },
 
+  { 'a drain reaches the screen at once, also with more work queued behind it', function()
+    local Screen = require('tests.helpers.screen')
+    local child = H.start()
+    local screen = Screen.attach(child, 80, 20)
+    H.open(child)
+    H.turn(child, 'hello')
+    local function shown(s)
+      for r = 1, screen.height do
+        local t = {}
+        for c = 1, screen.width do
+          t[#t + 1] = screen.cells[r][c][1]
+        end
+        if table.concat(t):find(s, 1, true) then
+          return true
+        end
+      end
+      return false
+    end
+    -- The drain, then 1.5 s of work queued behind it (as a flood's next drain or a step of
+    -- highlight freezing may be): Neovim itself sends the screen only once its queue is empty.
+    child:lua_notify([[
+      vim.schedule(function()
+        local v = require('acp').current()
+        require('acp.core.dispatch').dispatch({ { type = 'added', thread = v.thread,
+          index = v.last_index + 1, kind = 'agent', lines = { 'the text of this drain' } } })
+        vim.schedule(function()
+          local t = vim.uv.hrtime()
+          while vim.uv.hrtime() - t < 1.5e9 do
+          end
+        end)
+      end)
+    ]])
+    T.eq(vim.wait(1000, function() return shown('the text of this drain') end, 10), true,
+      'the drain was on the screen before the work queued behind it ended')
+    child:wait_for('return true', 5000)
+  end },
+
   { 'a stream that scrolls the chat redraws the lines that come into view, not the whole window', function()
     local Screen = require('tests.helpers.screen')
     local lines = {}

@@ -6,6 +6,8 @@
 --- that own them (acp.chat.lifecycle wires them when the core starts).
 local M = {}
 
+local api = vim.api
+
 --- thread id -> handler with `apply(events)` (a ChatView)
 M.handlers = {}
 
@@ -160,6 +162,23 @@ function M.dispatch(batch)
   end
   if #run > 0 then
     deliver(run_thread, run)
+  end
+  M.flush_screen()
+end
+
+--- Modes in which the drain shows its changes at once (by first letter):
+--- not a hit-enter or more prompt (a redraw would wipe the messages the
+--- user has not read), not the command line.
+local FLUSH_MODES = { n = true, i = true, R = true, v = true, V = true, ['\22'] = true, s = true, S = true,
+  ['\19'] = true, t = true }
+
+--- What a drain changed reaches the screen now. Neovim sends a screen
+--- update to the UI only when its event queue is empty, and during a flood
+--- the next drain (or a step of highlight freezing) was often queued by
+--- then: drains followed each other for 70 ms with no screen update.
+function M.flush_screen()
+  if api.nvim__redraw and FLUSH_MODES[api.nvim_get_mode().mode:sub(1, 1)] then
+    pcall(api.nvim__redraw, { flush = true })
   end
 end
 
