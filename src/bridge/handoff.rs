@@ -34,47 +34,95 @@ pub struct Stats {
     pub sliced: AtomicU64,
     /// Wake-ups sent at a frame boundary by the timer thread.
     pub timed_wakes: AtomicU64,
+    /// Wake-ups sent again to a drain scheduled but not begun.
+    pub nudges: AtomicU64,
 }
 
 type WakeFn = Arc<dyn Fn() + Send + Sync>;
 
-/// A thread that sends the wake-up at a frame boundary. One deadline at a
-/// time (the pacer never asks for a second one before a drain started).
+/// A scheduled drain that has not begun after this long gets its wake-up
+/// again, and again after as long while it still has not begun. Seen on
+/// loaded machines: a drain queued by the wake-up's callback with
+/// `vim.schedule` sat in Neovim's event queue until the next libuv event
+/// came (the status area's one-second timer), ~1 s later. Another wake-up
+/// is such an event; while the drain is pending it schedules nothing more.
+pub const NUDGE_AFTER: Duration = Duration::from_millis(50);
+
+/// What the timer thread waits for.
+#[derive(Default)]
+struct Deadlines {
+    /// The next frame's wake-up.
+    frame: Option<Instant>,
+    /// The check of the scheduled drain `.1` (see `NUDGE_AFTER`).
+    nudge: Option<(Instant, u64)>,
+}
+
+/// A thread that sends the wake-up at a frame boundary, and the wake-up
+/// again to a drain scheduled but not begun. One frame deadline at a time
+/// (the pacer never asks for a second one before a drain started).
 struct FrameTimer {
-    deadline: Arc<(Mutex<Option<Instant>>, Condvar)>,
+    deadlines: Arc<(Mutex<Deadlines>, Condvar)>,
     started: Once,
+    /// Whether drain `n` (the `schedules` count when it was scheduled) is
+    /// still pending.
+    pending: Arc<dyn Fn(u64) -> bool + Send + Sync>,
 }
 
 impl FrameTimer {
-    fn new() -> Self {
+    fn new(pending: Arc<dyn Fn(u64) -> bool + Send + Sync>) -> Self {
         Self {
-            deadline: Arc::default(),
+            deadlines: Arc::default(),
             started: Once::new(),
+            pending,
         }
     }
 
-    fn arm(&self, at: Instant, wake: &WakeFn, stats: &Arc<Stats>) {
+    fn start(&self, wake: &WakeFn, stats: &Arc<Stats>) {
         self.started.call_once(|| {
-            let shared = self.deadline.clone();
+            let shared = self.deadlines.clone();
             let wake = wake.clone();
             let stats = stats.clone();
+            let pending = self.pending.clone();
             let spawned = std::thread::Builder::new()
                 .name("acp-frame".into())
                 .spawn(move || {
                     let (lock, cv) = &*shared;
-                    let mut deadline = lock.lock();
+                    let mut due = lock.lock();
                     loop {
-                        match *deadline {
-                            None => cv.wait(&mut deadline),
-                            Some(t) if Instant::now() >= t => {
-                                *deadline = None;
-                                drop(deadline);
+                        let now = Instant::now();
+                        let frame = due.frame.filter(|t| now >= *t).is_some();
+                        let nudge = due.nudge.filter(|(t, _)| now >= *t);
+                        if frame || nudge.is_some() {
+                            if frame {
+                                due.frame = None;
+                            }
+                            if nudge.is_some() {
+                                due.nudge = None;
+                            }
+                            drop(due);
+                            if frame {
                                 stats.timed_wakes.fetch_add(1, Ordering::Relaxed);
                                 wake();
-                                deadline = lock.lock();
                             }
+                            let again = nudge.is_some_and(|(_, n)| pending(n));
+                            if again {
+                                stats.nudges.fetch_add(1, Ordering::Relaxed);
+                                wake();
+                            }
+                            due = lock.lock();
+                            if let (true, Some((_, n)), None) = (again, nudge, due.nudge) {
+                                due.nudge = Some((Instant::now() + NUDGE_AFTER, n));
+                            }
+                            continue;
+                        }
+                        let next = match (due.frame, due.nudge.map(|(t, _)| t)) {
+                            (Some(a), Some(b)) => Some(a.min(b)),
+                            (a, b) => a.or(b),
+                        };
+                        match next {
+                            None => cv.wait(&mut due),
                             Some(t) => {
-                                cv.wait_until(&mut deadline, t);
+                                cv.wait_until(&mut due, t);
                             }
                         }
                     }
@@ -83,8 +131,20 @@ impl FrameTimer {
                 crate::log::error(format!("cannot start the frame timer thread: {e}"));
             }
         });
-        let (lock, cv) = &*self.deadline;
-        *lock.lock() = Some(at);
+    }
+
+    fn arm(&self, at: Instant, wake: &WakeFn, stats: &Arc<Stats>) {
+        self.start(wake, stats);
+        let (lock, cv) = &*self.deadlines;
+        lock.lock().frame = Some(at);
+        cv.notify_one();
+    }
+
+    /// Checks drain `n` at `at` (see `NUDGE_AFTER`).
+    fn nudge(&self, at: Instant, n: u64, wake: &WakeFn, stats: &Arc<Stats>) {
+        self.start(wake, stats);
+        let (lock, cv) = &*self.deadlines;
+        lock.lock().nudge = Some((at, n));
         cv.notify_one();
     }
 }
@@ -92,7 +152,9 @@ impl FrameTimer {
 pub struct Bridge {
     queue: Mutex<Queue>,
     /// True from the moment a drain is scheduled until it takes the queue.
-    scheduled: AtomicBool,
+    scheduled: Arc<AtomicBool>,
+    /// Drains scheduled so far (names the pending one for its nudge).
+    schedules: Arc<AtomicU64>,
     space: Notify,
     wake: OnceLock<WakeFn>,
     pacer: Mutex<Pacer>,
@@ -104,13 +166,20 @@ pub struct Bridge {
 
 impl Bridge {
     fn new() -> Self {
+        let scheduled = Arc::new(AtomicBool::new(false));
+        let schedules = Arc::new(AtomicU64::new(0));
+        let (s, n) = (scheduled.clone(), schedules.clone());
+        let pending = Arc::new(move |which: u64| {
+            s.load(Ordering::SeqCst) && n.load(Ordering::SeqCst) == which
+        });
         Self {
             queue: Mutex::new(Queue::default()),
-            scheduled: AtomicBool::new(false),
+            scheduled,
+            schedules,
             space: Notify::new(),
             wake: OnceLock::new(),
             pacer: Mutex::new(Pacer::new()),
-            timer: FrameTimer::new(),
+            timer: FrameTimer::new(pending),
             drain_started: Mutex::new(None),
             stats: Arc::new(Stats::default()),
         }
@@ -189,9 +258,18 @@ impl Bridge {
     }
 
     /// Called by the async-handle callback: returns true if the caller must
-    /// schedule a drain (none is pending yet).
+    /// schedule a drain (none is pending yet). The drain is checked on
+    /// after `NUDGE_AFTER`.
     pub fn claim_schedule(&self) -> bool {
-        !self.scheduled.swap(true, Ordering::SeqCst)
+        if self.scheduled.swap(true, Ordering::SeqCst) {
+            return false;
+        }
+        let n = self.schedules.fetch_add(1, Ordering::SeqCst) + 1;
+        if let Some(f) = self.wake.get() {
+            self.timer
+                .nudge(Instant::now() + NUDGE_AFTER, n, f, &self.stats);
+        }
+        true
     }
 
     /// Takes everything queued (tests).
@@ -589,5 +667,31 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    #[test]
+    fn a_drain_scheduled_but_not_begun_gets_its_wake_up_again_until_it_begins() {
+        let b: &'static Bridge = Box::leak(Box::new(Bridge::new()));
+        let wakes = Arc::new(parking_lot::Mutex::new(0usize));
+        let w = wakes.clone();
+        b.set_waker(move || *w.lock() += 1);
+        b.push(appended(1, 0, "a"));
+        assert_eq!(*wakes.lock(), 1);
+        // The async callback scheduled the drain; Neovim does not run it.
+        assert!(b.claim_schedule());
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while *wakes.lock() < 3 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(*wakes.lock() >= 3, "woken again, twice: {}", *wakes.lock());
+        assert!(b.stats.nudges.load(Ordering::Relaxed) >= 2);
+        assert!(!b.claim_schedule(), "a nudge schedules no second drain");
+        // The drain begins: no more wake-ups.
+        let budget = b.begin_drain();
+        assert_eq!(b.take_slice(budget).events.len(), 1);
+        b.end_drain(1, false);
+        let after = *wakes.lock();
+        std::thread::sleep(NUDGE_AFTER * 3);
+        assert_eq!(*wakes.lock(), after);
     }
 }
