@@ -172,12 +172,19 @@ end
 local FLUSH_MODES = { n = true, i = true, R = true, v = true, V = true, ['\22'] = true, s = true, S = true,
   ['\19'] = true, t = true }
 
---- What a drain changed reaches the screen now. Neovim sends a screen
---- update to the UI only when its event queue is empty, and during a flood
---- the next drain (or a step of highlight freezing) was often queued by
---- then: drains followed each other for 70 ms with no screen update.
+--- What a drain changed reaches the screen now, while events wait for the
+--- next drain (a flood's backlog, or events that came during this one).
+--- Neovim sends a screen update to the UI only once its event queue is
+--- empty, and the next drain was often queued by then: drains of a flood
+--- followed each other for 57-74 ms with no screen update. Otherwise the
+--- loop updates the screen right after the drain anyway, and a second
+--- redraw would cost CPU for nothing (paced turns: +13%).
 function M.flush_screen()
-  if api.nvim__redraw and FLUSH_MODES[api.nvim_get_mode().mode:sub(1, 1)] then
+  if not api.nvim__redraw or not FLUSH_MODES[api.nvim_get_mode().mode:sub(1, 1)] or #api.nvim_list_uis() == 0 then
+    return
+  end
+  local ok, waiting = pcall(require('acp.core').events_wait)
+  if ok and waiting then
     pcall(api.nvim__redraw, { flush = true })
   end
 end
