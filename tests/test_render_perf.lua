@@ -367,7 +367,7 @@ return {
     T.eq(r, { plain = 0, unfrozen = 0 })
   end },
 
-  { 'a drain with events waiting for the next reaches the screen at once, also with work queued behind it', function()
+  { 'a drain that leaves a backlog reaches the screen at once, also with work queued behind it', function()
     local Screen = require('tests.helpers.screen')
     local child = H.start()
     local screen = Screen.attach(child, 80, 20)
@@ -385,25 +385,34 @@ return {
       end
       return false
     end
-    -- A drain while events wait for the next one (a flood's backlog: stood in for here), then
-    -- 1.5 s of work queued behind it, as the next drain may be: Neovim itself sends the screen
-    -- only once its queue is empty.
-    child:lua_notify([[
-      require('acp.core').events_wait = function() return true end
-      vim.schedule(function()
-        local v = require('acp').current()
-        require('acp.core.dispatch').dispatch({ { type = 'added', thread = v.thread,
-          index = v.last_index + 1, kind = 'agent', lines = { 'the text of this drain' } } })
+    -- A drain whose budget left events for the next (a flood's backlog), then 1.5 s of work
+    -- queued behind it, as that next drain may be: Neovim itself sends the screen only once
+    -- its queue is empty. A drain that left nothing does not force it (the loop updates the
+    -- screen right after).
+    local function drain(text, behind)
+      child:lua_notify([[
+        local text, behind = ...
         vim.schedule(function()
-          local t = vim.uv.hrtime()
-          while vim.uv.hrtime() - t < 1.5e9 do
-          end
+          local v = require('acp').current()
+          require('acp.core.dispatch').dispatch({ { type = 'added', thread = v.thread,
+            index = v.last_index + 1, kind = 'agent', lines = { text } } }, behind)
+          vim.schedule(function()
+            local t = vim.uv.hrtime()
+            while vim.uv.hrtime() - t < 1.5e9 do
+            end
+          end)
         end)
-      end)
-    ]])
-    T.eq(vim.wait(1000, function() return shown('the text of this drain') end, 10), true,
+      ]], { text, behind })
+    end
+    drain('the text of a drain with a backlog', true)
+    T.eq(vim.wait(1000, function() return shown('the text of a drain with a backlog') end, 10), true,
       'the drain was on the screen before the work queued behind it ended')
     child:wait_for('return true', 5000)
+    drain('the text of a drain that took all', false)
+    T.eq(vim.wait(1000, function() return shown('the text of a drain that took all') end, 10), false,
+      'no forced screen update')
+    child:wait_for('return true', 5000)
+    T.eq(vim.wait(2000, function() return shown('the text of a drain that took all') end, 10), true)
   end },
 
   { 'a stream that scrolls the chat redraws the lines that come into view, not the whole window', function()

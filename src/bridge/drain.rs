@@ -75,6 +75,7 @@ fn drain() {
     let budget = bridge().begin_drain();
     let slice = bridge().take_slice(budget);
     let _end = EndDrain(slice.bytes, slice.behind);
+    let behind = slice.behind;
     let events = slice.events;
     if events.is_empty() {
         return;
@@ -89,7 +90,9 @@ fn drain() {
             ));
             return;
         };
-        let result = batch_table(lua, &events).and_then(|batch| dispatch.call::<()>(batch));
+        // `behind`: the budget left events, whose drain follows in 2 ms.
+        let result =
+            batch_table(lua, &events).and_then(|batch| dispatch.call::<()>((batch, behind)));
         if let Err(e) = result {
             let msg = format!("acp.nvim: the chat view failed on an update: {e}");
             log::error(&msg);

@@ -504,7 +504,7 @@
 ---@field history_chat_max_bytes? integer cap on one kept chat's transcript (its oldest records dropped)
 ---@field history_project_max_bytes? integer cap on one project's kept chats (its oldest chats deleted)
 ---@field history_project_max_chats? integer most chats kept per project (its oldest deleted)
----@field dispatch? fun(batch: acp.Event[]) Gets every drained batch.
+---@field dispatch? fun(batch: acp.Event[], behind: boolean) Gets every drained batch; `behind`: its drain's budget left events for the next (a backlog).
 
 ---@class acp.AgentSpec
 ---@field name string
