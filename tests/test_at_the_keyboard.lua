@@ -9,20 +9,6 @@ local function rows(screen)
   return screen:shot().text
 end
 
---- The rows of `screen` as last drawn, without asking for a redraw (a
---- prompt waiting for keys draws nothing more).
-local function drawn(screen)
-  local out = {}
-  for r = 1, screen.height do
-    local t = {}
-    for c = 1, screen.width do
-      t[c] = screen.cells[r][c][1]
-    end
-    out[r] = table.concat(t)
-  end
-  return out
-end
-
 --- The first row holding `s` (plain), or nil.
 local function row_with(lines, s)
   for i, l in ipairs(lines) do
@@ -200,18 +186,18 @@ return {
     child:cmd('AcpSend and then this')
     child:feed('<Esc>:AcpQueue<CR>')
     T.wait(function()
-      return row_with(drawn(screen), 'Queued message') ~= nil
+      return row_with(screen:drawn(), 'Queued message') ~= nil
     end, 3000)
     child:feed('1<CR>')
     T.wait(function()
-      return row_with(drawn(screen), '1: edit') ~= nil
+      return row_with(screen:drawn(), '1: edit') ~= nil
     end, 3000)
     -- Meanwhile the message went (the turn ended and it was sent).
     child:lua([[require('acp').current().queue = {}]])
     child:feed('1<CR>')
     local lines
     T.wait(function()
-      lines = drawn(screen)
+      lines = screen:drawn()
       return row_with(lines, 'was already sent') ~= nil
     end, 3000)
     T.eq(row_with(lines, 'Press ENTER'), nil, dump(lines))
@@ -228,7 +214,7 @@ return {
     child:feed('<Esc>:AcpInstall<CR>')
     local lines
     T.wait(function()
-      lines = drawn(screen)
+      lines = screen:drawn()
       return row_with(lines, 'Press ENTER') ~= nil or lines[#lines]:match('^%-%- More') ~= nil
     end, 5000)
     T.eq(row_with(lines, 'Press ENTER'), nil, dump(lines))
@@ -248,7 +234,7 @@ return {
     T.match(lines[#lines], '^%-%- More %-%-', dump(lines))
     child:feed('G')
     T.wait(function()
-      return row_with(drawn(screen), 'Type number') ~= nil
+      return row_with(screen:drawn(), 'Type number') ~= nil
     end, 3000)
     child:feed('<CR>')
     T.wait(function()
@@ -332,7 +318,7 @@ return {
     child:feed('<Esc>:AcpMode<CR>')
     local lines
     T.wait(function()
-      lines = drawn(screen)
+      lines = screen:drawn()
       return row_with(lines, 'Type number') ~= nil
     end, 3000)
     local title = row_with(lines, 'Mode of test (current: Ask)')
@@ -342,7 +328,7 @@ return {
     child:feed('<CR>')
     child:feed('<Esc>:AcpModel<CR>')
     T.wait(function()
-      lines = drawn(screen)
+      lines = screen:drawn()
       return row_with(lines, 'Model of test') ~= nil and row_with(lines, 'Type number') ~= nil
     end, 3000)
     title = row_with(lines, 'Model of test (current: Model Two)')

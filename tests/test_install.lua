@@ -62,15 +62,7 @@ end
 --- The screen's text as the UI got it (no request to the child: a child
 --- at a hit-enter prompt answers only fast calls).
 local function screen_text(screen)
-  local out = {}
-  for r = 1, screen.height do
-    local t = {}
-    for c = 1, screen.width do
-      t[#t + 1] = screen.cells[r][c][1]
-    end
-    out[r] = table.concat(t)
-  end
-  return table.concat(out, '\n')
+  return table.concat(screen:drawn(), '\n')
 end
 
 --- Samples the child's mode (a fast call, answered even at a prompt) and

@@ -374,16 +374,7 @@ return {
     H.open(child)
     H.turn(child, 'hello')
     local function shown(s)
-      for r = 1, screen.height do
-        local t = {}
-        for c = 1, screen.width do
-          t[#t + 1] = screen.cells[r][c][1]
-        end
-        if table.concat(t):find(s, 1, true) then
-          return true
-        end
-      end
-      return false
+      return table.concat(screen:drawn(), '\n'):find(s, 1, true) ~= nil
     end
     -- A drain whose budget left events for the next (a flood's backlog), then 1.5 s of work
     -- queued behind it, as that next drain may be: Neovim itself sends the screen only once

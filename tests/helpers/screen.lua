@@ -190,6 +190,21 @@ function Screen:wait_flush(before, timeout)
   end
 end
 
+--- The rows of the screen as the UI last got them, without asking the
+--- child for a redraw (a child at a prompt, or busy, draws nothing more).
+---@return string[]
+function Screen:drawn()
+  local out = {}
+  for r = 1, self.height do
+    local t = {}
+    for c = 1, self.width do
+      t[c] = self.cells[r][c][1]
+    end
+    out[r] = table.concat(t)
+  end
+  return out
+end
+
 --- The attributes of highlight id `id` as a stable key.
 function Screen:_attr_key(id)
   local a = self.attrs[id] or {}
