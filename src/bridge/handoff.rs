@@ -53,8 +53,9 @@ pub const NUDGE_AFTER: Duration = Duration::from_millis(50);
 struct Deadlines {
     /// The next frame's wake-up.
     frame: Option<Instant>,
-    /// The check of the scheduled drain `.1` (see `NUDGE_AFTER`).
-    nudge: Option<(Instant, u64)>,
+    /// The next wake-up again of the scheduled drain (see `NUDGE_AFTER`);
+    /// cleared when the drain begins.
+    nudge: Option<Instant>,
 }
 
 /// A thread that sends the wake-up at a frame boundary, and the wake-up
@@ -63,17 +64,13 @@ struct Deadlines {
 struct FrameTimer {
     deadlines: Arc<(Mutex<Deadlines>, Condvar)>,
     started: Once,
-    /// Whether drain `n` (the `schedules` count when it was scheduled) is
-    /// still pending.
-    pending: Arc<dyn Fn(u64) -> bool + Send + Sync>,
 }
 
 impl FrameTimer {
-    fn new(pending: Arc<dyn Fn(u64) -> bool + Send + Sync>) -> Self {
+    fn new() -> Self {
         Self {
             deadlines: Arc::default(),
             started: Once::new(),
-            pending,
         }
     }
 
@@ -82,7 +79,6 @@ impl FrameTimer {
             let shared = self.deadlines.clone();
             let wake = wake.clone();
             let stats = stats.clone();
-            let pending = self.pending.clone();
             let spawned = std::thread::Builder::new()
                 .name("acp-frame".into())
                 .spawn(move || {
@@ -90,32 +86,28 @@ impl FrameTimer {
                     let mut due = lock.lock();
                     loop {
                         let now = Instant::now();
-                        let frame = due.frame.filter(|t| now >= *t).is_some();
-                        let nudge = due.nudge.filter(|(t, _)| now >= *t);
-                        if frame || nudge.is_some() {
+                        let frame = due.frame.is_some_and(|t| now >= t);
+                        let nudge = due.nudge.is_some_and(|t| now >= t);
+                        if frame || nudge {
                             if frame {
                                 due.frame = None;
                             }
-                            if nudge.is_some() {
-                                due.nudge = None;
+                            if nudge {
+                                // Again later, until the drain begins.
+                                due.nudge = Some(now + NUDGE_AFTER);
                             }
                             drop(due);
                             if frame {
                                 stats.timed_wakes.fetch_add(1, Ordering::Relaxed);
-                                wake();
                             }
-                            let again = nudge.is_some_and(|(_, n)| pending(n));
-                            if again {
+                            if nudge {
                                 stats.nudges.fetch_add(1, Ordering::Relaxed);
-                                wake();
                             }
+                            wake();
                             due = lock.lock();
-                            if let (true, Some((_, n)), None) = (again, nudge, due.nudge) {
-                                due.nudge = Some((Instant::now() + NUDGE_AFTER, n));
-                            }
                             continue;
                         }
-                        let next = match (due.frame, due.nudge.map(|(t, _)| t)) {
+                        let next = match (due.frame, due.nudge) {
                             (Some(a), Some(b)) => Some(a.min(b)),
                             (a, b) => a.or(b),
                         };
@@ -140,21 +132,25 @@ impl FrameTimer {
         cv.notify_one();
     }
 
-    /// Checks drain `n` at `at` (see `NUDGE_AFTER`).
-    fn nudge(&self, at: Instant, n: u64, wake: &WakeFn, stats: &Arc<Stats>) {
+    /// The scheduled drain gets its wake-up again at `at` unless it began
+    /// (see `NUDGE_AFTER`).
+    fn nudge(&self, at: Instant, wake: &WakeFn, stats: &Arc<Stats>) {
         self.start(wake, stats);
         let (lock, cv) = &*self.deadlines;
-        lock.lock().nudge = Some((at, n));
+        lock.lock().nudge = Some(at);
         cv.notify_one();
+    }
+
+    /// The scheduled drain began: no more wake-ups for it.
+    fn drain_began(&self) {
+        self.deadlines.0.lock().nudge = None;
     }
 }
 
 pub struct Bridge {
     queue: Mutex<Queue>,
     /// True from the moment a drain is scheduled until it takes the queue.
-    scheduled: Arc<AtomicBool>,
-    /// Drains scheduled so far (names the pending one for its nudge).
-    schedules: Arc<AtomicU64>,
+    scheduled: AtomicBool,
     space: Notify,
     wake: OnceLock<WakeFn>,
     pacer: Mutex<Pacer>,
@@ -166,20 +162,13 @@ pub struct Bridge {
 
 impl Bridge {
     fn new() -> Self {
-        let scheduled = Arc::new(AtomicBool::new(false));
-        let schedules = Arc::new(AtomicU64::new(0));
-        let (s, n) = (scheduled.clone(), schedules.clone());
-        let pending = Arc::new(move |which: u64| {
-            s.load(Ordering::SeqCst) && n.load(Ordering::SeqCst) == which
-        });
         Self {
             queue: Mutex::new(Queue::default()),
-            scheduled,
-            schedules,
+            scheduled: AtomicBool::new(false),
             space: Notify::new(),
             wake: OnceLock::new(),
             pacer: Mutex::new(Pacer::new()),
-            timer: FrameTimer::new(pending),
+            timer: FrameTimer::new(),
             drain_started: Mutex::new(None),
             stats: Arc::new(Stats::default()),
         }
@@ -264,10 +253,9 @@ impl Bridge {
         if self.scheduled.swap(true, Ordering::SeqCst) {
             return false;
         }
-        let n = self.schedules.fetch_add(1, Ordering::SeqCst) + 1;
         if let Some(f) = self.wake.get() {
             self.timer
-                .nudge(Instant::now() + NUDGE_AFTER, n, f, &self.stats);
+                .nudge(Instant::now() + NUDGE_AFTER, f, &self.stats);
         }
         true
     }
@@ -282,6 +270,7 @@ impl Bridge {
     /// `Queue::take_slice`). Main thread, inside the scheduled drain.
     pub fn take_slice(&self, budget: usize) -> Slice {
         self.scheduled.store(false, Ordering::SeqCst);
+        self.timer.drain_began();
         let slice = self.queue.lock().take_slice(budget);
         self.space.notify_waiters();
         self.stats.drains.fetch_add(1, Ordering::Relaxed);
