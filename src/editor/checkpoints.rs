@@ -242,7 +242,7 @@ pub fn git_repo(cwd: &Path) -> Option<GitRepo> {
         None,
         &["rev-parse", "--show-toplevel", "--absolute-git-dir"],
     )?;
-    let mut lines = out.lines().map(|l| l.trim_end_matches('\r'));
+    let mut lines = out.lines();
     let (top, gitdir) = (lines.next()?, lines.next()?);
     if top.is_empty() || gitdir.is_empty() {
         return None;
