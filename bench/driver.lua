@@ -21,11 +21,13 @@ local function read_file(path)
   return s
 end
 
-local clk_tck
+-- Read when this module loads (Neovim's setup, before any measurement): the first
+-- `vim.fn.system` of a measured turn ran the loop inside the measurement (a timer callback
+-- that fired in it once failed, and its error message held the next redraw for a second).
+local clk_tck = tonumber(vim.trim(vim.fn.system({ 'getconf', 'CLK_TCK' }))) or 100
 
 --- CPU seconds (user + system, all threads) of this process, from /proc/self/stat.
 function M.cpu_seconds()
-  clk_tck = clk_tck or tonumber(vim.trim(vim.fn.system({ 'getconf', 'CLK_TCK' }))) or 100
   local stat = read_file('/proc/self/stat') or ''
   local rest = stat:match('^%d+ %b() (.*)$') or ''
   local f = vim.split(rest, ' ', { plain = true })
@@ -35,7 +37,6 @@ end
 
 --- CPU seconds per thread name (main thread: "nvim"), from /proc/self/task/*/stat.
 function M.thread_cpu()
-  clk_tck = clk_tck or tonumber(vim.trim(vim.fn.system({ 'getconf', 'CLK_TCK' }))) or 100
   local out = {}
   for name in vim.fs.dir('/proc/self/task') do
     local stat = read_file('/proc/self/task/' .. name .. '/stat') or ''
@@ -53,7 +54,6 @@ end
 
 --- CPU seconds of the agent processes.
 local function agents_cpu()
-  clk_tck = clk_tck or tonumber(vim.trim(vim.fn.system({ 'getconf', 'CLK_TCK' }))) or 100
   local total = 0
   for _, pid in ipairs(package.loaded.acp_core.agent_pids()) do
     local stat = read_file('/proc/' .. pid .. '/stat') or ''
@@ -405,13 +405,12 @@ function M.start(opts)
     if opts.floor_batch then
       r.floor_settext_ms = settext_floor(vim.list_slice(lines, n0 + 1), opts.floor_batch)
     end
+    -- An error message in the measured Neovim invalidates the run (in Insert mode the
+    -- next redraw waits a second for it to be read).
+    r.errmsg = vim.v.errmsg
     vim.rpcnotify(opts.chan, 'bench_done', r)
   end
 
-  if opts.lateness then
-    timer = uv.new_timer()
-    arm()
-  end
   r.peak_reset = reset_peak()
   r.rss_kb_before = (M.memory())
   r.cpu0 = M.cpu_seconds()
@@ -427,6 +426,11 @@ function M.start(opts)
     require('jit.p').start(mode, (file:gsub('%%p', tostring(vim.fn.getpid()))))
   end
   r.t0 = uv.hrtime()
+  -- Armed at the submit: its callbacks read r.t0.
+  if opts.lateness then
+    timer = uv.new_timer()
+    arm()
+  end
   assert(require('acp').send(opts.prompt))
   return true
 end
@@ -473,6 +477,9 @@ function M.paced_floor(opts)
       r.wall_ms = ms(uv.hrtime() - r.t0)
       r.text_ok = table.concat(api.nvim_buf_get_lines(buf, 0, -1, false), '\n') == text
       api.nvim_win_set_buf(view.win, view.buf)
+      -- An error message in the measured Neovim invalidates the run (in Insert mode the
+      -- next redraw waits a second for it to be read).
+      r.errmsg = vim.v.errmsg
       vim.rpcnotify(opts.chan, 'bench_done', r)
     end
   end))

@@ -166,6 +166,7 @@ local function measured_turn(name, ui, extra)
     log('%s', vim.inspect(r))
   end
   assert(r.text_ok, name .. ': the transcript is not the expected text')
+  assert(r.errmsg == '', name .. ': an error message in the measured Neovim: ' .. tostring(r.errmsg))
   return r
 end
 
@@ -196,6 +197,7 @@ local function thin_turn(name, ui, extra)
     log('minimal client %s: %s', name, vim.inspect(r))
   end
   assert(r.text_ok, name .. ': the minimal client did not get the expected text')
+  assert(r.errmsg == '', name .. ': an error message in the minimal client: ' .. tostring(r.errmsg))
   return r
 end
 
@@ -398,6 +400,7 @@ if want('paced') then
     local r = c:wait_notification('bench_done', 60000)[1]
     c:stop()
     assert(r.text_ok, 'paced floor: wrong text')
+    assert(r.errmsg == '', 'paced floor: an error message: ' .. tostring(r.errmsg))
     return r
   end)
   results.paced = {

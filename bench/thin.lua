@@ -141,6 +141,9 @@ function M.run(opts)
       stdout:close()
       handle:kill('sigterm')
       handle:close()
+      -- An error message in the measured Neovim invalidates the run (in Insert mode the
+      -- next redraw waits a second for it to be read).
+      r.errmsg = vim.v.errmsg
       vim.rpcnotify(opts.chan, 'bench_done', r)
     end, 100)
   end
@@ -163,13 +166,13 @@ function M.run(opts)
     end
     -- The measured turn starts from a quiet client, as in bench/run.lua.
     vim.defer_fn(function()
+      r.cpu0 = driver.cpu_seconds()
+      r.t0 = uv.hrtime()
       if opts.lateness then
         timer = uv.new_timer()
         measuring = true
         arm()
       end
-      r.cpu0 = driver.cpu_seconds()
-      r.t0 = uv.hrtime()
       send_prompt(i, true)
     end, 100)
   end
