@@ -34,87 +34,47 @@ pub struct Stats {
     pub sliced: AtomicU64,
     /// Wake-ups sent at a frame boundary by the timer thread.
     pub timed_wakes: AtomicU64,
-    /// Wake-ups sent again to a drain scheduled but not begun.
-    pub nudges: AtomicU64,
 }
 
 type WakeFn = Arc<dyn Fn() + Send + Sync>;
 
-/// A scheduled drain that has not begun after this long gets its wake-up
-/// again, and again after as long while it still has not begun. Seen on
-/// loaded machines: a drain queued by the wake-up's callback with
-/// `vim.schedule` sat in Neovim's event queue until the next libuv event
-/// came (the status area's one-second timer), ~1 s later. Another wake-up
-/// is such an event; while the drain is pending it schedules nothing more.
-pub const NUDGE_AFTER: Duration = Duration::from_millis(50);
-
-/// What the timer thread waits for.
-#[derive(Default)]
-struct Deadlines {
-    /// The next frame's wake-up.
-    frame: Option<Instant>,
-    /// The next wake-up again of the scheduled drain (see `NUDGE_AFTER`);
-    /// cleared when the drain begins.
-    nudge: Option<Instant>,
-}
-
-/// A thread that sends the wake-up at a frame boundary, and the wake-up
-/// again to a drain scheduled but not begun. One frame deadline at a time
-/// (the pacer never asks for a second one before a drain started).
+/// A thread that sends the wake-up at a frame boundary. One deadline at a
+/// time (the pacer never asks for a second one before a drain started).
 struct FrameTimer {
-    deadlines: Arc<(Mutex<Deadlines>, Condvar)>,
+    deadline: Arc<(Mutex<Option<Instant>>, Condvar)>,
     started: Once,
 }
 
 impl FrameTimer {
     fn new() -> Self {
         Self {
-            deadlines: Arc::default(),
+            deadline: Arc::default(),
             started: Once::new(),
         }
     }
 
-    fn start(&self, wake: &WakeFn, stats: &Arc<Stats>) {
+    fn arm(&self, at: Instant, wake: &WakeFn, stats: &Arc<Stats>) {
         self.started.call_once(|| {
-            let shared = self.deadlines.clone();
+            let shared = self.deadline.clone();
             let wake = wake.clone();
             let stats = stats.clone();
             let spawned = std::thread::Builder::new()
                 .name("acp-frame".into())
                 .spawn(move || {
                     let (lock, cv) = &*shared;
-                    let mut due = lock.lock();
+                    let mut deadline = lock.lock();
                     loop {
-                        let now = Instant::now();
-                        let frame = due.frame.is_some_and(|t| now >= t);
-                        let nudge = due.nudge.is_some_and(|t| now >= t);
-                        if frame || nudge {
-                            if frame {
-                                due.frame = None;
-                            }
-                            if nudge {
-                                // Again later, until the drain begins.
-                                due.nudge = Some(now + NUDGE_AFTER);
-                            }
-                            drop(due);
-                            if frame {
+                        match *deadline {
+                            None => cv.wait(&mut deadline),
+                            Some(t) if Instant::now() >= t => {
+                                *deadline = None;
+                                drop(deadline);
                                 stats.timed_wakes.fetch_add(1, Ordering::Relaxed);
+                                wake();
+                                deadline = lock.lock();
                             }
-                            if nudge {
-                                stats.nudges.fetch_add(1, Ordering::Relaxed);
-                            }
-                            wake();
-                            due = lock.lock();
-                            continue;
-                        }
-                        let next = match (due.frame, due.nudge) {
-                            (Some(a), Some(b)) => Some(a.min(b)),
-                            (a, b) => a.or(b),
-                        };
-                        match next {
-                            None => cv.wait(&mut due),
                             Some(t) => {
-                                cv.wait_until(&mut due, t);
+                                cv.wait_until(&mut deadline, t);
                             }
                         }
                     }
@@ -123,27 +83,9 @@ impl FrameTimer {
                 crate::log::error(format!("cannot start the frame timer thread: {e}"));
             }
         });
-    }
-
-    fn arm(&self, at: Instant, wake: &WakeFn, stats: &Arc<Stats>) {
-        self.start(wake, stats);
-        let (lock, cv) = &*self.deadlines;
-        lock.lock().frame = Some(at);
+        let (lock, cv) = &*self.deadline;
+        *lock.lock() = Some(at);
         cv.notify_one();
-    }
-
-    /// The scheduled drain gets its wake-up again at `at` unless it began
-    /// (see `NUDGE_AFTER`).
-    fn nudge(&self, at: Instant, wake: &WakeFn, stats: &Arc<Stats>) {
-        self.start(wake, stats);
-        let (lock, cv) = &*self.deadlines;
-        lock.lock().nudge = Some(at);
-        cv.notify_one();
-    }
-
-    /// The scheduled drain began: no more wake-ups for it.
-    fn drain_began(&self) {
-        self.deadlines.0.lock().nudge = None;
     }
 }
 
@@ -247,17 +189,9 @@ impl Bridge {
     }
 
     /// Called by the async-handle callback: returns true if the caller must
-    /// schedule a drain (none is pending yet). The drain is checked on
-    /// after `NUDGE_AFTER`.
+    /// schedule a drain (none is pending yet).
     pub fn claim_schedule(&self) -> bool {
-        if self.scheduled.swap(true, Ordering::SeqCst) {
-            return false;
-        }
-        if let Some(f) = self.wake.get() {
-            self.timer
-                .nudge(Instant::now() + NUDGE_AFTER, f, &self.stats);
-        }
-        true
+        !self.scheduled.swap(true, Ordering::SeqCst)
     }
 
     /// Takes everything queued (tests).
@@ -270,7 +204,6 @@ impl Bridge {
     /// `Queue::take_slice`). Main thread, inside the scheduled drain.
     pub fn take_slice(&self, budget: usize) -> Slice {
         self.scheduled.store(false, Ordering::SeqCst);
-        self.timer.drain_began();
         let slice = self.queue.lock().take_slice(budget);
         self.space.notify_waiters();
         self.stats.drains.fetch_add(1, Ordering::Relaxed);
@@ -656,31 +589,5 @@ mod tests {
                 ..
             }
         ));
-    }
-
-    #[test]
-    fn a_drain_scheduled_but_not_begun_gets_its_wake_up_again_until_it_begins() {
-        let b: &'static Bridge = Box::leak(Box::new(Bridge::new()));
-        let wakes = Arc::new(parking_lot::Mutex::new(0usize));
-        let w = wakes.clone();
-        b.set_waker(move || *w.lock() += 1);
-        b.push(appended(1, 0, "a"));
-        assert_eq!(*wakes.lock(), 1);
-        // The async callback scheduled the drain; Neovim does not run it.
-        assert!(b.claim_schedule());
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while *wakes.lock() < 3 && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        assert!(*wakes.lock() >= 3, "woken again, twice: {}", *wakes.lock());
-        assert!(b.stats.nudges.load(Ordering::Relaxed) >= 2);
-        assert!(!b.claim_schedule(), "a nudge schedules no second drain");
-        // The drain begins: no more wake-ups.
-        let budget = b.begin_drain();
-        assert_eq!(b.take_slice(budget).events.len(), 1);
-        b.end_drain(1, false);
-        let after = *wakes.lock();
-        std::thread::sleep(NUDGE_AFTER * 3);
-        assert_eq!(*wakes.lock(), after);
     }
 }
