@@ -206,10 +206,12 @@ pub(super) async fn route_incoming(
 ) {
     use tokio::io::AsyncWriteExt;
     let mut reader = BufReader::with_capacity(1 << 18, stdout);
-    let mut line = Vec::with_capacity(1024);
+    // Each line is read into bytes, then taken in as text (`admit_line`);
+    // the allocation goes back and forth for the next line.
+    let mut line = String::with_capacity(1024);
     // A line read ahead (while gathering a run of text chunks) that is not
     // part of the run: it is the next one handled.
-    let mut ahead = Vec::with_capacity(1024);
+    let mut ahead = String::with_capacity(1024);
     let mut carried = false;
     let cap = conn.spec.line_max;
     loop {
@@ -217,12 +219,13 @@ pub(super) async fn route_incoming(
             std::mem::swap(&mut line, &mut ahead);
             carried = false;
         } else {
-            line.clear();
-            match framing::read_line_capped(&mut reader, &mut line, cap).await {
+            let mut raw = std::mem::take(&mut line).into_bytes();
+            raw.clear();
+            match framing::read_line_capped(&mut reader, &mut raw, cap).await {
                 Ok(LineRead::Line(_)) => {}
                 Ok(LineRead::Eof) | Err(_) => break,
                 Ok(LineRead::TooLong { .. }) => {
-                    conn.trace.record(trace::Dir::In, &line);
+                    conn.trace.record(trace::Dir::In, &raw);
                     // Memory stays bounded: the agent is stopped, and its exit
                     // report carries the reason.
                     let reason = framing::too_long_message(&conn.spec.name, cap);
@@ -232,7 +235,7 @@ pub(super) async fn route_incoming(
                     break;
                 }
             }
-            admit_line(&conn, &mut line);
+            line = admit_line(&conn, raw);
         }
         if let Some(chunk) = text_chunk::parse(&line) {
             match apply_text_run(&conn, chunk, &mut reader, &mut ahead, cap).await {
@@ -243,18 +246,17 @@ pub(super) async fn route_incoming(
                 TextRun::General => {}
             }
         }
-        if let Some(params) = session_update_params(&line) {
+        if let Some(params) = session_update_params(line.as_bytes()) {
             apply_session_update(&conn, &params).await;
             continue;
         }
-        match classify(&line) {
+        match classify(line.as_bytes()) {
             Incoming::Blank => continue,
             Incoming::NotJson => {
                 {
                     let mut book = conn.book.lock();
                     if book.junk.is_none() {
-                        let text = String::from_utf8_lossy(&line);
-                        let text = text.trim_end();
+                        let text = line.trim_end();
                         book.junk = Some(log::cap_line(text, 200).into_owned());
                     }
                 }
@@ -274,7 +276,7 @@ pub(super) async fn route_incoming(
             }
             Incoming::Message => {}
         }
-        if feed.write_all(&line).await.is_err() {
+        if feed.write_all(line.as_bytes()).await.is_err() {
             break;
         }
     }
@@ -283,11 +285,14 @@ pub(super) async fn route_incoming(
 
 /// A line as every line is taken in: one invalid byte must not cost the
 /// message (or the connection), and the trace sees it as it was used.
-fn admit_line(conn: &Connection, line: &mut Vec<u8>) {
-    if framing::sanitize_utf8_in_place(line) {
+/// Validated here once; what reads it after takes it as text.
+fn admit_line(conn: &Connection, raw: Vec<u8>) -> String {
+    let (line, fixed) = framing::into_text(raw);
+    if fixed {
         conn.protocol_fault("invalid_utf8", "invalid UTF-8 (replaced by U+FFFD)");
     }
-    conn.trace.record(trace::Dir::In, line);
+    conn.trace.record_text(trace::Dir::In, &line);
+    line
 }
 
 /// Text gathered into one run stays under this size (a drain's slice).
@@ -313,7 +318,7 @@ async fn apply_text_run<R: AsyncRead + Unpin>(
     conn: &Arc<Connection>,
     chunk: text_chunk::TextChunk<'_>,
     reader: &mut BufReader<R>,
-    ahead: &mut Vec<u8>,
+    ahead: &mut String,
     cap: usize,
 ) -> TextRun {
     let sid = chunk.session_id.as_ref();
@@ -327,10 +332,14 @@ async fn apply_text_run<R: AsyncRead + Unpin>(
     let mut run: Option<String> = None;
     let mut carried = false;
     while run.as_ref().map_or(chunk.text.len(), String::len) < TEXT_RUN_MAX {
-        if !framing::take_buffered_line(reader, ahead, cap) {
+        let mut raw = std::mem::take(ahead).into_bytes();
+        if !framing::take_buffered_line(reader, &mut raw, cap) {
+            // Nothing read ahead; the allocation stays for the next run.
+            raw.clear();
+            *ahead = String::from_utf8(raw).unwrap_or_default();
             break;
         }
-        admit_line(conn, ahead);
+        *ahead = admit_line(conn, raw);
         match text_chunk::parse(ahead) {
             Some(c) if chunk.continued_by(&c) => run
                 .get_or_insert_with(|| chunk.text.clone().into_owned())

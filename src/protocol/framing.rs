@@ -108,29 +108,15 @@ fn human_size(n: usize) -> String {
     }
 }
 
-/// `line` as valid UTF-8: unchanged (not copied) when it is, else with each
-/// invalid sequence replaced by U+FFFD. (Tests: the reader repairs its
-/// reused buffer with [`sanitize_utf8_in_place`].)
-#[cfg(test)]
-pub fn sanitize_utf8(line: Vec<u8>) -> Vec<u8> {
-    match String::from_utf8(line) {
-        Ok(s) => s.into_bytes(),
-        Err(e) => String::from_utf8_lossy(e.as_bytes())
-            .into_owned()
-            .into_bytes(),
+/// The bytes of a line as text, validated once (the parse after it and the
+/// trace take it as it is): invalid UTF-8 becomes U+FFFD, and `true` says
+/// so. Without invalid bytes the allocation moves into the text, and back
+/// with `String::into_bytes` for the next line.
+pub fn into_text(buf: Vec<u8>) -> (String, bool) {
+    match String::from_utf8(buf) {
+        Ok(text) => (text, false),
+        Err(e) => (String::from_utf8_lossy(e.as_bytes()).into_owned(), true),
     }
-}
-
-/// A buffer that is reused between lines as valid UTF-8: each invalid
-/// sequence replaced by U+FFFD. True when something was replaced.
-pub fn sanitize_utf8_in_place(buf: &mut Vec<u8>) -> bool {
-    if std::str::from_utf8(buf).is_ok() {
-        return false;
-    }
-    let fixed = String::from_utf8_lossy(buf).into_owned();
-    buf.clear();
-    buf.extend_from_slice(fixed.as_bytes());
-    true
 }
 
 #[cfg(test)]
@@ -221,25 +207,22 @@ mod tests {
     fn invalid_utf8_is_replaced_not_fatal() {
         let ok = b"{\"text\":\"caf\xc3\xa9\"}\n".to_vec();
         let ptr = ok.as_ptr();
-        let same = sanitize_utf8(ok.clone());
-        assert_eq!(same, ok);
-        let moved = sanitize_utf8(ok);
+        let (same, fixed) = into_text(ok.clone());
+        assert!(!fixed);
+        assert_eq!(same.as_bytes(), ok);
+        let (moved, _) = into_text(ok);
         assert_eq!(moved.as_ptr(), ptr, "valid lines are not copied");
 
         let bad = b"{\"text\":\"caf\xe9 \xff\"}\n".to_vec();
-        let fixed = sanitize_utf8(bad.clone());
-        assert_eq!(fixed, "{\"text\":\"caf\u{fffd} \u{fffd}\"}\n".as_bytes());
-        let v: serde_json::Value = serde_json::from_slice(&fixed).unwrap();
+        let (text, fixed) = into_text(bad);
+        assert!(fixed);
+        assert_eq!(text, "{\"text\":\"caf\u{fffd} \u{fffd}\"}\n");
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(v["text"], "caf\u{fffd} \u{fffd}");
-
-        let mut buf = bad;
-        assert!(sanitize_utf8_in_place(&mut buf));
-        assert_eq!(buf, fixed);
-        assert!(!sanitize_utf8_in_place(&mut buf));
         // A multi-byte character cut at the end is replaced too.
-        let mut cut = "é".as_bytes()[..1].to_vec();
-        assert!(sanitize_utf8_in_place(&mut cut));
-        assert_eq!(cut, "\u{fffd}".as_bytes());
+        let (cut, fixed) = into_text("é".as_bytes()[..1].to_vec());
+        assert!(fixed);
+        assert_eq!(cut, "\u{fffd}");
     }
 
     #[test]

@@ -232,12 +232,10 @@ fn check_framing(data: &[u8], reader_cap: usize, cap: usize) -> Result<(), TestC
 
 /// Repair yields valid UTF-8 and leaves valid text alone.
 fn check_utf8(bytes: &[u8]) -> Result<(), TestCaseError> {
-    let mut buf = bytes.to_vec();
-    let changed = framing::sanitize_utf8_in_place(&mut buf);
-    prop_assert!(std::str::from_utf8(&buf).is_ok());
+    let (text, changed) = framing::into_text(bytes.to_vec());
     prop_assert_eq!(changed, std::str::from_utf8(bytes).is_err());
     if !changed {
-        prop_assert_eq!(&buf[..], bytes);
+        prop_assert_eq!(text.as_bytes(), bytes);
     }
     Ok(())
 }
@@ -447,8 +445,7 @@ fn check_routing(lines: &[Line], invalid_at: Option<usize>) -> Result<(), TestCa
             if invalid_at == Some(i) && matches!(line, Line::Other(_)) {
                 bytes.push(0xff);
             }
-            let mut fixed = bytes.clone();
-            framing::sanitize_utf8_in_place(&mut fixed);
+            let fixed = framing::into_text(bytes.clone()).0.into_bytes();
             let is_update = session_update_params(&fixed).is_some();
             let skipped = matches!(classify(&fixed), Incoming::Blank);
             if !is_update && !skipped {

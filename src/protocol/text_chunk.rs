@@ -100,8 +100,9 @@ impl TextChunk<'_> {
 
 /// The line as a plain text chunk of the agent, else None (the general
 /// path then reads it).
-pub fn parse(line: &[u8]) -> Option<TextChunk<'_>> {
-    let m: Message = serde_json::from_slice(line).ok()?;
+/// Takes text (read once as UTF-8 by the reader, not validated again).
+pub fn parse(line: &str) -> Option<TextChunk<'_>> {
+    let m: Message = serde_json::from_str(line).ok()?;
     let kind = m.params.update.session_update;
     if m.method != "session/update"
         || !matches!(kind, "agent_message_chunk" | "agent_thought_chunk")
@@ -126,7 +127,7 @@ mod tests {
     /// Every line the fast read takes reads the same through the general
     /// path; every line it refuses is one the general path must see.
     fn same_as_general(line: &str) -> bool {
-        let Some(fast) = parse(line.as_bytes()) else {
+        let Some(fast) = parse(line) else {
             return false;
         };
         let params = session_update_params(line.as_bytes()).expect("a session/update");
@@ -168,7 +169,7 @@ mod tests {
             r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"x"}}}"#,
             "not json",
         ] {
-            assert!(parse(line.as_bytes()).is_none(), "{line}");
+            assert!(parse(line).is_none(), "{line}");
         }
     }
 }

@@ -87,10 +87,29 @@ impl Trace {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         let keep = line.len().min(MESSAGE_MAX_BYTES);
         let text = String::from_utf8_lossy(&line[..keep]).into_owned();
+        self.keep(dir, text, line.len() - keep);
+    }
+
+    /// `record` for a line already read as text (the agent's lines): not
+    /// validated again, and cut at a character boundary.
+    pub fn record_text(&self, dir: Dir, line: &str) {
+        if self.max_messages == 0 {
+            return;
+        }
+        let line = line.strip_suffix('\n').unwrap_or(line);
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        let mut keep = line.len().min(MESSAGE_MAX_BYTES);
+        while !line.is_char_boundary(keep) {
+            keep -= 1;
+        }
+        self.keep(dir, line[..keep].to_owned(), line.len() - keep);
+    }
+
+    fn keep(&self, dir: Dir, text: String, cut: usize) {
         let entry = Entry {
             at_ms: now_ms(),
             dir,
-            cut: line.len() - keep,
+            cut,
             text,
         };
         let mut ring = self.ring.lock();
@@ -382,6 +401,18 @@ mod tests {
         assert_eq!(e.cut, 10);
         assert!(summary_line(e, 100).ends_with('…'));
         assert_eq!(saved_entry(e)["cut"], 10);
+    }
+
+    #[test]
+    fn a_long_line_read_as_text_is_cut_between_characters() {
+        let t = Trace::new(10);
+        // "é" is two bytes: the limit falls inside the last one kept whole.
+        let big = format!("x{}\n", "é".repeat(MESSAGE_MAX_BYTES / 2 + 5));
+        t.record_text(Dir::In, &big);
+        let e = &t.entries()[0];
+        assert_eq!(e.text.len(), MESSAGE_MAX_BYTES - 1);
+        assert!(e.text.ends_with('é'));
+        assert_eq!(e.text.len() + e.cut, big.len() - 1, "all but the newline is kept or cut");
     }
 
     #[test]
