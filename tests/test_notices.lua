@@ -6,6 +6,7 @@
 local T = require('tests.helpers.expect')
 local H = require('tests.helpers.acp')
 local Screen = require('tests.helpers.screen')
+local Child = require('tests.helpers.child')
 
 local function up(fields)
   return { update = fields }
@@ -148,5 +149,51 @@ return {
     end, H.events_of(paths, 'replay_mismatch')), {})
     T.eq(#H.events_of(paths, 'replay_done'), 1)
     child:wait_for([[return #_G.notified >= 2]])
+  end },
+
+  -- In Insert mode (the user typing the next prompt) Neovim's redraw after an error message
+  -- waits a second for it to be read, running timers but no scheduled callback: the chat's
+  -- drains. The plugin's errors are echoed in ErrorMsg instead (in :messages and v:errmsg).
+  { 'an error told while the user types holds no redraw: scheduled work runs before a 500 ms timer', function()
+    local child = Child.new()
+    local function order_after(notify)
+      child:cmd('startinsert')
+      child:lua(([[
+        _G.order = {}
+        -- As the plugin's errors come: from a scheduled callback (a drain, a notice).
+        vim.schedule(function()
+          %s('acp.nvim: the agent failed', vim.log.levels.ERROR)
+          -- Something for the next redraw to draw (the chat's text, in use).
+          vim.api.nvim_buf_set_lines(0, 0, -1, false, { 'typed' })
+          -- A callback scheduled from a libuv callback after the redraw began, as the core's
+          -- wake-up schedules a drain; and a timer that runs even while the redraw waits.
+          local wake, timer = vim.uv.new_timer(), vim.uv.new_timer()
+          wake:start(50, 0, function()
+            wake:close()
+            vim.schedule(function() table.insert(_G.order, 'scheduled') end)
+          end)
+          timer:start(500, 0, function() table.insert(_G.order, 'timer'); timer:close() end)
+        end)
+      ]]):format(notify))
+      child:wait_for('return #_G.order == 2', 5000)
+      local r = child:lua([[return { order = _G.order, mode = vim.api.nvim_get_mode().mode,
+        errmsg = vim.v.errmsg, messages = vim.fn.execute('messages') }]])
+      child:feed('<Esc>')
+      child:lua([[vim.v.errmsg = '']])
+      return r
+    end
+    local ours = order_after("require('acp.util.escape').notify")
+    T.eq(ours.mode, 'i')
+    T.eq(ours.order, { 'scheduled', 'timer' })
+    T.eq(ours.errmsg, 'acp.nvim: the agent failed')
+    T.truthy(ours.messages:find('acp.nvim: the agent failed', 1, true), 'kept in :messages')
+    -- What it avoids: Neovim's own notify of an error, in the same state.
+    local plain = order_after('vim.notify')
+    T.eq(plain.mode, 'i')
+    T.eq(plain.order, { 'timer', 'scheduled' })
+    -- Out of Insert mode it stays an error: a command that reports it fails.
+    local ok, err = pcall(child.cmd, child, "lua require('acp.util.escape').notify('acp.nvim: refused', vim.log.levels.ERROR)")
+    T.eq(ok, false)
+    T.match(err, 'acp%.nvim: refused')
   end },
 }

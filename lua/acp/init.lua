@@ -37,7 +37,7 @@ local lifecycle = require('acp.chat.lifecycle')
 function M.setup(opts)
   local ok, err = pcall(config.setup, opts)
   if not ok then
-    vim.notify(require('acp.util.text').error(err), vim.log.levels.ERROR)
+    require('acp.util.escape').notify(require('acp.util.text').error(err), vim.log.levels.ERROR)
     return false
   end
   if config.options.keymaps then
@@ -85,7 +85,7 @@ function M.build(opts, on_done)
   end
   if bad then
     -- Nothing is built on a mistyped request.
-    vim.notify(bad, vim.log.levels.ERROR)
+    require('acp.util.escape').notify(bad, vim.log.levels.ERROR)
     if on_done then
       on_done(false)
     end
@@ -204,7 +204,7 @@ local function chat_and_core()
   local view = M.current()
   local core = loaded_core()
   if not (view and core) then
-    vim.notify('acp.nvim: no chat in this tab')
+    require('acp.util.escape').notify('acp.nvim: no chat in this tab')
     return nil
   end
   return view, core
@@ -262,13 +262,13 @@ function M.logout()
   end
   local caps = view.capabilities or {}
   if not (type(caps.auth) == 'table' and caps.auth.logout ~= nil and caps.auth.logout ~= false) then
-    return vim.notify(('acp.nvim: %s does not support logout'):format(view.agent), vim.log.levels.WARN)
+    return require('acp.util.escape').notify(('acp.nvim: %s does not support logout'):format(view.agent), vim.log.levels.WARN)
   end
   require('acp.agents.controls').request(view, 'logout', vim.empty_dict(), function(ev)
     if ev.error then
-      vim.notify('acp.nvim: logout failed: ' .. ev.error, vim.log.levels.ERROR)
+      require('acp.util.escape').notify('acp.nvim: logout failed: ' .. ev.error, vim.log.levels.ERROR)
     else
-      vim.notify(('acp.nvim: signed out of %s'):format(view.agent))
+      require('acp.util.escape').notify(('acp.nvim: signed out of %s'):format(view.agent))
     end
   end)
 end
@@ -277,7 +277,7 @@ end
 function M.open_log(which)
   local path = which == 'build' and require('acp.core').build_log or config.options.log_file
   if vim.fn.filereadable(path) ~= 1 then
-    vim.notify('acp.nvim: no log yet at ' .. path)
+    require('acp.util.escape').notify('acp.nvim: no log yet at ' .. path)
     return
   end
   vim.cmd('split ' .. vim.fn.fnameescape(path))
@@ -343,7 +343,7 @@ function M.diff()
       end
     end
   end
-  vim.notify('acp.nvim: no tool card with a diff in this chat')
+  require('acp.util.escape').notify('acp.nvim: no tool card with a diff in this chat')
 end
 
 --- Picks one of the agent's `items` ({ id, name, description }): the one
@@ -352,7 +352,7 @@ end
 ---@param current? string the id of the item in use (named in the title, marked)
 local function choose_from_agent(what, items, id, apply, view, core, current)
   if #items == 0 then
-    vim.notify(('acp.nvim: %s offers no %s'):format(view.agent, what[1] .. 's'))
+    require('acp.util.escape').notify(('acp.nvim: %s offers no %s'):format(view.agent, what[1] .. 's'))
     return
   end
   if id and id ~= '' then
@@ -365,7 +365,7 @@ local function choose_from_agent(what, items, id, apply, view, core, current)
     local ids = vim.tbl_map(function(it)
       return it.id
     end, items)
-    vim.notify(
+    require('acp.util.escape').notify(
       ('acp.nvim: unknown %s %q (%s: %s)'):format(what[1], id, what[2], table.concat(ids, ', ')),
       vim.log.levels.WARN
     )

@@ -133,9 +133,16 @@ fn batch_table(lua: &Lua, events: &VecDeque<UiEvent>) -> LuaResult<Table> {
     Ok(batch)
 }
 
+/// Tells the user through `acp.util.escape.notify` (an error must not hold
+/// the next redraw in Insert mode; see there).
 fn notify(lua: &Lua, msg: &str, level: &str) {
     let _ = lua
-        .load("local msg, level = ...; vim.notify(msg, vim.log.levels[level:upper()] or vim.log.levels.INFO)")
+        .load(
+            "local msg, level = ...\n\
+             local lvl = vim.log.levels[level:upper()] or vim.log.levels.INFO\n\
+             local ok, esc = pcall(require, 'acp.util.escape')\n\
+             if ok then esc.notify(msg, lvl) else vim.notify(msg, lvl) end",
+        )
         .call::<()>((msg, level));
 }
 

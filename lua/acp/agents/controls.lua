@@ -9,7 +9,7 @@
 local M = {}
 
 local function notify(msg, level)
-  vim.notify('acp.nvim: ' .. msg, level or vim.log.levels.INFO)
+  require('acp.util.escape').notify('acp.nvim: ' .. msg, level or vim.log.levels.INFO)
 end
 
 --- Sends a view request (`acp.core.request`); `on_reply(ev)` gets the

@@ -60,17 +60,17 @@ end
 ---@param core acp.core
 function M.save(view, core, path)
   if type(path) ~= 'string' or vim.trim(path) == '' then
-    vim.notify('acp.nvim: :AcpTraceSave needs a file name', vim.log.levels.WARN)
+    require('acp.util.escape').notify('acp.nvim: :AcpTraceSave needs a file name', vim.log.levels.WARN)
     return nil
   end
   -- Literal but for `%`, `#` and `~` (expand() would run backticks).
   path = vim.fn.fnamemodify(require('acp.util.escape').arg_path(path), ':p')
   local ok, n = pcall(core.trace_save, view.thread, path)
   if not ok then
-    vim.notify('acp.nvim: ' .. tostring(n):gsub('^runtime error: ', ''), vim.log.levels.ERROR)
+    require('acp.util.escape').notify('acp.nvim: ' .. tostring(n):gsub('^runtime error: ', ''), vim.log.levels.ERROR)
     return nil
   end
-  vim.notify(('acp.nvim: wrote %d messages to %s (secrets redacted)'):format(n, path))
+  require('acp.util.escape').notify(('acp.nvim: wrote %d messages to %s (secrets redacted)'):format(n, path))
   return n
 end
 

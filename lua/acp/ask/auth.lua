@@ -14,7 +14,7 @@ local config = require('acp.config')
 local M = {}
 
 local function notify(msg, level)
-  vim.notify('acp.nvim: ' .. msg, level or vim.log.levels.INFO)
+  require('acp.util.escape').notify('acp.nvim: ' .. msg, level or vim.log.levels.INFO)
 end
 
 --- The variables an `env_var` method names (`varName`, or `vars[].name`).

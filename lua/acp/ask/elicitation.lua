@@ -31,7 +31,7 @@ M.queue = {}
 M.win, M.buf, M.shown = nil, nil, nil
 
 local function notify(msg, level)
-  vim.notify('acp.nvim: ' .. msg, level or vim.log.levels.INFO)
+  require('acp.util.escape').notify('acp.nvim: ' .. msg, level or vim.log.levels.INFO)
 end
 
 local function schema_of(item)

@@ -517,7 +517,7 @@ local function answer(item, i)
   if core.is_loaded() then
     local ok, err = pcall(core.answer_permission, item.view.thread, item.request, opt and opt.id)
     if not ok then
-      vim.notify('acp.nvim: the answer was not sent: ' .. text.error(err), vim.log.levels.ERROR)
+      require('acp.util.escape').notify('acp.nvim: the answer was not sent: ' .. text.error(err), vim.log.levels.ERROR)
       return
     end
   end
@@ -863,7 +863,7 @@ end
 --- (`keep`: the place recorded before, e.g. before a review).
 function M.focus(tool_call_id, keep)
   if #M.queue == 0 then
-    vim.notify('acp.nvim: no permission request is pending')
+    require('acp.util.escape').notify('acp.nvim: no permission request is pending')
     return
   end
   local target = M.queue[1]

@@ -10,12 +10,12 @@ local M = {}
 function M.decisions(view, reset)
   local core = require('acp.core')
   if not (view and core.is_loaded()) then
-    vim.notify('acp.nvim: no chat in this tab')
+    require('acp.util.escape').notify('acp.nvim: no chat in this tab')
     return
   end
   if reset then
     core.forget_decisions(view.thread)
-    vim.notify('acp.nvim: the list of "always" answers was cleared')
+    require('acp.util.escape').notify('acp.nvim: the list of "always" answers was cleared')
     return {}
   end
   local d = core.decisions(view.thread) or {}
@@ -30,7 +30,7 @@ function M.decisions(view, reset)
   end
   local msg = (#lines > 0 and ('"Always" answers this session (the agent remembers them):\n' .. table.concat(lines, '\n')) or 'No "always" answers this session.')
     .. '\nAllowed by config: ' .. (#rules > 0 and table.concat(rules, ', ') or 'none')
-  vim.notify(msg)
+  require('acp.util.escape').notify(msg)
   return d
 end
 

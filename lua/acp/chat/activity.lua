@@ -43,7 +43,7 @@ function M.card_action(view)
       return true
     end
   end
-  vim.notify('acp.nvim: nothing to open on this card')
+  require('acp.util.escape').notify('acp.nvim: nothing to open on this card')
   return true
 end
 

@@ -13,7 +13,7 @@ local lifecycle = require('acp.chat.lifecycle')
 local M = {}
 
 local function notify(msg, level)
-  vim.notify('acp.nvim: ' .. msg, level or vim.log.levels.WARN)
+  require('acp.util.escape').notify('acp.nvim: ' .. msg, level or vim.log.levels.WARN)
 end
 
 --- Whether the cursor is in one of `view`'s windows.
@@ -135,7 +135,7 @@ function M.worktree_chat(name, agent, cb)
     if #wt.included > 0 then
       msg = msg .. (', %d file%s copied from .worktreeinclude'):format(#wt.included, #wt.included == 1 and '' or 's')
     end
-    vim.notify('acp.nvim: ' .. msg)
+    require('acp.util.escape').notify('acp.nvim: ' .. msg)
     local opened = false
     local view = lifecycle.open(agent, {
       root = wt.path,

@@ -38,7 +38,7 @@ function M.cancel()
   local view = M.current()
   local core = require('acp.core')
   if not (view and core.is_loaded()) then
-    vim.notify('acp.nvim: no chat in this tab')
+    require('acp.util.escape').notify('acp.nvim: no chat in this tab')
     return false
   end
   if view.editing and view.state ~= 'running' and view:stop_editing() then
@@ -46,11 +46,11 @@ function M.cancel()
   end
   local ok, res = pcall(core.cancel, view.thread)
   if not ok then
-    vim.notify('acp.nvim: ' .. require('acp.util.text').error(res), vim.log.levels.WARN)
+    require('acp.util.escape').notify('acp.nvim: ' .. require('acp.util.text').error(res), vim.log.levels.WARN)
     return false
   end
   if not res then
-    vim.notify('acp.nvim: nothing to cancel')
+    require('acp.util.escape').notify('acp.nvim: nothing to cancel')
   end
   return res
 end

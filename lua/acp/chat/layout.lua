@@ -285,11 +285,11 @@ function M.pick(id)
         return M.switch(view)
       end
     end
-    vim.notify(('acp.nvim: no chat %s (:AcpChats lists them)'):format(id), vim.log.levels.WARN)
+    require('acp.util.escape').notify(('acp.nvim: no chat %s (:AcpChats lists them)'):format(id), vim.log.levels.WARN)
     return
   end
   if #list == 0 then
-    vim.notify('acp.nvim: no chat yet (:AcpChat opens one)')
+    require('acp.util.escape').notify('acp.nvim: no chat yet (:AcpChat opens one)')
     return
   end
   require('acp.util.escape').select(list, {

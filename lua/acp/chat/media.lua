@@ -11,7 +11,7 @@ local api = vim.api
 local M = {}
 
 local function notify(msg, level)
-  vim.notify('acp.nvim: ' .. msg, level or vim.log.levels.INFO)
+  require('acp.util.escape').notify('acp.nvim: ' .. msg, level or vim.log.levels.INFO)
 end
 
 local root

@@ -93,7 +93,7 @@ end
 function M.open(view)
   local items = M.update(view) or {}
   if not (view.qf_id and nr_of(view.qf_id)) then
-    vim.notify('acp.nvim: no locations yet in this chat')
+    require('acp.util.escape').notify('acp.nvim: no locations yet in this chat')
     return
   end
   local refused = {}
@@ -103,7 +103,7 @@ function M.open(view)
     end
   end
   if #refused > 0 then
-    vim.notify(('acp.nvim: %d location%s in this list %s not opened (no file to jump to): %s'):format(
+    require('acp.util.escape').notify(('acp.nvim: %d location%s in this list %s not opened (no file to jump to): %s'):format(
       #refused, #refused == 1 and '' or 's', #refused == 1 and 'is' or 'are', table.concat(refused, '; ')), vim.log.levels.WARN)
   end
   vim.cmd(('silent %dchistory'):format(nr_of(view.qf_id)))

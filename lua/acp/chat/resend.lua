@@ -22,7 +22,7 @@ local M = {}
 local api = vim.api
 
 local function notify(msg, level)
-  vim.notify('acp.nvim: ' .. msg, level or vim.log.levels.INFO)
+  require('acp.util.escape').notify('acp.nvim: ' .. msg, level or vim.log.levels.INFO)
 end
 
 --- The user entries of the transcript in order: turn N is the Nth.

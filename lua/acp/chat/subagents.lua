@@ -44,7 +44,7 @@ function M.card_action(view, index)
   if e.can_cancel and (state == 'running' or state == 'requires_action') then
     local done, why = require('acp.core').cancel_subagent(view.thread, e.session_id)
     if done then
-      vim.notify('acp.nvim: cancelling the subagent', vim.log.levels.INFO)
+      require('acp.util.escape').notify('acp.nvim: cancelling the subagent', vim.log.levels.INFO)
     else
       require('acp.util.escape').notice('acp.nvim: ' .. tostring(why), vim.log.levels.WARN)
     end

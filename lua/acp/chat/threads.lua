@@ -62,7 +62,7 @@ local S = {
 }
 
 local function notify(msg, level)
-  vim.notify('acp.nvim: ' .. msg, level or vim.log.levels.INFO)
+  require('acp.util.escape').notify('acp.nvim: ' .. msg, level or vim.log.levels.INFO)
 end
 
 local function valid(win)

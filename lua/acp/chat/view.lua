@@ -306,7 +306,7 @@ function ChatView:submit(opts)
   local lines = api.nvim_buf_get_lines(self.input, 0, -1, false)
   local text = vim.trim(table.concat(lines, '\n'))
   if text == '' and #(self.context or {}) == 0 then
-    vim.notify('acp.nvim: nothing to send', vim.log.levels.WARN)
+    require('acp.util.escape').notify('acp.nvim: nothing to send', vim.log.levels.WARN)
     return
   end
   if self.editing then
@@ -348,14 +348,14 @@ function ChatView:send(prompt, opts)
     if blocks == false then
       return true
     elseif not blocks then
-      vim.notify('acp.nvim: ' .. why, vim.log.levels.WARN)
+      require('acp.util.escape').notify('acp.nvim: ' .. why, vim.log.levels.WARN)
       return false
     end
     prompt = blocks
   end
   local ok, err = pcall(core.prompt, self.thread, prompt, { queued_by_agent = route == 'agent' })
   if not ok then
-    vim.notify('acp.nvim: ' .. text.error(err), vim.log.levels.WARN)
+    require('acp.util.escape').notify('acp.nvim: ' .. text.error(err), vim.log.levels.WARN)
     return false
   end
   if from_text then
@@ -572,7 +572,7 @@ function ChatView:_release_agent_waiters(only, skip_run)
     if not skip_run then
       local ok, err = xpcall(w.fn, debug.traceback)
       if not ok then
-        vim.notify('acp.nvim: ' .. require('acp.util.text').error(err), vim.log.levels.ERROR)
+        require('acp.util.escape').notify('acp.nvim: ' .. require('acp.util.text').error(err), vim.log.levels.ERROR)
       end
     end
   end

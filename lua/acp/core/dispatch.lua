@@ -41,7 +41,7 @@ function M.log_error(msg)
   local logged = core.is_loaded() and pcall(core.log, 'error', 'view: ' .. msg) or false
   if not notified or not logged then
     notified = true
-    vim.notify('acp.nvim: ' .. msg:match('^[^\n]*') .. (logged and ' (details: :AcpLog)' or ''), vim.log.levels.ERROR)
+    require('acp.util.escape').notify('acp.nvim: ' .. msg:match('^[^\n]*') .. (logged and ' (details: :AcpLog)' or ''), vim.log.levels.ERROR)
   end
 end
 
@@ -107,7 +107,7 @@ local function answer(ev)
   if fn then
     local ok, err = xpcall(fn, debug.traceback, ev)
     if not ok then
-      vim.notify('acp.nvim: ' .. require('acp.util.text').error(err), vim.log.levels.ERROR)
+      require('acp.util.escape').notify('acp.nvim: ' .. require('acp.util.text').error(err), vim.log.levels.ERROR)
     end
   end
 end

@@ -280,7 +280,7 @@ end
 function M.get()
   local core, err = M.load()
   if not core then
-    vim.notify(err, vim.log.levels.ERROR)
+    require('acp.util.escape').notify(err, vim.log.levels.ERROR)
     return nil
   end
   return M

@@ -153,7 +153,7 @@ function M.restore(view, turn, opts, cb)
   local core = require('acp.core')
   local plan, why = M.plan(view, turn)
   if not plan then
-    vim.notify('acp.nvim: ' .. why, vim.log.levels.WARN)
+    require('acp.util.escape').notify('acp.nvim: ' .. why, vim.log.levels.WARN)
     return cb(false, why)
   end
   local function run()
@@ -291,14 +291,14 @@ end
 --- first: the prompt, the files it changed).
 function M.command(view, arg)
   if not view then
-    vim.notify('acp.nvim: no chat to restore (open one with :AcpChat)', vim.log.levels.WARN)
+    require('acp.util.escape').notify('acp.nvim: no chat to restore (open one with :AcpChat)', vim.log.levels.WARN)
     return
   end
   arg = vim.trim(arg or '')
   if arg ~= '' then
     local turn = tonumber(arg)
     if not turn or turn ~= math.floor(turn) then
-      vim.notify(('acp.nvim: :AcpRestore takes a turn number, not %q'):format(arg), vim.log.levels.ERROR)
+      require('acp.util.escape').notify(('acp.nvim: :AcpRestore takes a turn number, not %q'):format(arg), vim.log.levels.ERROR)
       return
     end
     return M.restore(view, turn)
@@ -310,7 +310,7 @@ function M.command(view, arg)
     end
   end
   if #rows == 0 then
-    vim.notify('acp.nvim: no turn to restore in this chat')
+    require('acp.util.escape').notify('acp.nvim: no turn to restore in this chat')
     return
   end
   vim.ui.select(rows, {
@@ -338,9 +338,9 @@ function M.attach(view, key)
     vim.keymap.set('n', key, function()
       local cp = M.at_cursor(view)
       if cp == nil then
-        vim.notify('acp.nvim: put the cursor on a turn (its "## You" message) to restore the files to before it')
+        require('acp.util.escape').notify('acp.nvim: put the cursor on a turn (its "## You" message) to restore the files to before it')
       elseif cp == false then
-        vim.notify('acp.nvim: no checkpoint of this turn (from before this chat kept them, or dropped past checkpoints.max_bytes)')
+        require('acp.util.escape').notify('acp.nvim: no checkpoint of this turn (from before this chat kept them, or dropped past checkpoints.max_bytes)')
       else
         M.restore(view, cp.id)
       end

@@ -59,14 +59,14 @@ function M.open(arg)
     if entry then
       return refused.open(entry)
     end
-    vim.notify('acp.nvim: no file in conflict' .. ((arg and arg ~= '') and (' named ' .. arg) or ''))
+    require('acp.util.escape').notify('acp.nvim: no file in conflict' .. ((arg and arg ~= '') and (' named ' .. arg) or ''))
     return
   end
   local sync = require('acp.editor.sync')
   local path = sync.records[buf].path
   local text, _, key = sync.read_file(path)
   if not text then
-    vim.notify('acp.nvim: cannot read ' .. path, vim.log.levels.WARN)
+    require('acp.util.escape').notify('acp.nvim: cannot read ' .. path, vim.log.levels.WARN)
     return
   end
   local tab, left = require('acp.editor.compare').open({

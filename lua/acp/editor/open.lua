@@ -151,7 +151,7 @@ end
 
 --- Tells the user a path was not opened.
 function M.refused(path, why)
-  vim.notify(('acp.nvim: not opening %s: %s'):format(M.display(path), why), vim.log.levels.WARN)
+  require('acp.util.escape').notify(('acp.nvim: not opening %s: %s'):format(M.display(path), why), vim.log.levels.WARN)
 end
 
 --- The buffer of the checked real path `real`, loaded (listed, as `:edit`
@@ -208,7 +208,7 @@ function M.show(view, win, path, opts)
     return nil, why
   end
   if swapped and not opts.quiet then
-    vim.notify(('acp.nvim: %s has a swap file of another Neovim: opened anyway'):format(vim.fn.fnamemodify(real, ':t')), vim.log.levels.WARN)
+    require('acp.util.escape').notify(('acp.nvim: %s has a swap file of another Neovim: opened anyway'):format(vim.fn.fnamemodify(real, ':t')), vim.log.levels.WARN)
   end
   return buf, nil, swapped
 end

@@ -47,7 +47,7 @@ local function sweep(dir)
       if api.nvim_buf_is_loaded(buf) then
         local ok, err = pcall(w.on_appear, buf)
         if not ok then
-          vim.notify('acp.nvim: ' .. require('acp.util.text').error(err), vim.log.levels.WARN)
+          require('acp.util.escape').notify('acp.nvim: ' .. require('acp.util.text').error(err), vim.log.levels.WARN)
         end
       else
         M.unwatch(buf)

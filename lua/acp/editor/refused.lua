@@ -62,7 +62,7 @@ function M.open(entry)
   local buf = vim.fn.bufadd(entry.path)
   local ok, err = pcall(vim.fn.bufload, buf)
   if not ok then
-    vim.notify('acp.nvim: cannot load ' .. entry.path .. ': ' .. tostring(err), vim.log.levels.WARN)
+    require('acp.util.escape').notify('acp.nvim: cannot load ' .. entry.path .. ': ' .. tostring(err), vim.log.levels.WARN)
     return
   end
   local bo = vim.bo[buf]

@@ -293,7 +293,7 @@ local function guarded_write(ev)
   if own and not bang then
     safe = pcall(M.check, buf, M.view_for(target)) and not M.disk_changed(buf)
     if M.conflicts[buf] then
-      vim.notify(
+      require('acp.util.escape').notify(
         ('acp.nvim: %s not written: it changed on disk and in this buffer (:AcpConflict to compare, :w! to overwrite)'):format(
           vim.fn.fnamemodify(target, ':~:.')
         ),
@@ -792,7 +792,7 @@ function M.after_apply(view, turn_over)
     ok, err = pcall(settle, view, turn_over)
   end
   if not ok then
-    vim.notify('acp.nvim: syncing buffers with the disk failed: ' .. require('acp.util.text').error(err), vim.log.levels.ERROR)
+    require('acp.util.escape').notify('acp.nvim: syncing buffers with the disk failed: ' .. require('acp.util.text').error(err), vim.log.levels.ERROR)
   end
 end
 

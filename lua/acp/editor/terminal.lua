@@ -649,7 +649,7 @@ function M.open(view, id)
     -- terminals open in a buffer get them).
     local t = c.is_loaded() and c.terminal_text(view.thread, id) and c.watch_terminal(view.thread, id, true)
     if not t then
-      vim.notify(('acp.nvim: no terminal `%s` in this chat'):format(id), vim.log.levels.WARN)
+      require('acp.util.escape').notify(('acp.nvim: no terminal `%s` in this chat'):format(id), vim.log.levels.WARN)
       return
     end
     buf = api.nvim_create_buf(true, true)

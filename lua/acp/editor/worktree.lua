@@ -474,7 +474,7 @@ end
 function M.report_merge(wt, result, err)
   local esc = require('acp.util.escape')
   if err then
-    return vim.notify('acp.nvim: not merged: ' .. err, vim.log.levels.WARN)
+    return require('acp.util.escape').notify('acp.nvim: not merged: ' .. err, vim.log.levels.WARN)
   end
   if result.conflicts then
     local items = {}
@@ -482,7 +482,7 @@ function M.report_merge(wt, result, err)
       items[#items + 1] = { filename = wt.repo .. '/' .. p, lnum = 1, text = 'merge conflict (' .. wt.branch .. ')' }
     end
     vim.fn.setqflist({}, ' ', { title = 'acp.nvim: merge conflicts of ' .. wt.branch, items = items })
-    return vim.notify(
+    return require('acp.util.escape').notify(
       ('acp.nvim: merging %s into %s stopped at conflicts in %d file%s (quickfix list): resolve them with your tools and commit, or git merge --abort'):format(
         wt.branch,
         wt.base_branch,
@@ -493,9 +493,9 @@ function M.report_merge(wt, result, err)
     )
   end
   if result.up_to_date then
-    return vim.notify(('acp.nvim: %s has nothing to merge into %s'):format(wt.branch, wt.base_branch))
+    return require('acp.util.escape').notify(('acp.nvim: %s has nothing to merge into %s'):format(wt.branch, wt.base_branch))
   end
-  vim.notify(('acp.nvim: merged %s into %s; the worktree %s and its branch stay'):format(wt.branch, wt.base_branch, esc.line(wt.path, 80, true)))
+  require('acp.util.escape').notify(('acp.nvim: merged %s into %s; the worktree %s and its branch stay'):format(wt.branch, wt.base_branch, esc.line(wt.path, 80, true)))
 end
 
 return M

@@ -22,7 +22,7 @@ local function options()
 end
 
 local function notify(msg, level)
-  vim.notify('acp.nvim: ' .. msg, level or vim.log.levels.WARN)
+  require('acp.util.escape').notify('acp.nvim: ' .. msg, level or vim.log.levels.WARN)
 end
 
 -- MIME types -------------------------------------------------------------
@@ -737,7 +737,7 @@ function M.command(o, view)
   end
   if sub == 'list' then
     local lines = M.lines(view)
-    vim.notify(#lines == 0 and 'acp.nvim: no context attached' or table.concat(lines, '\n'))
+    require('acp.util.escape').notify(#lines == 0 and 'acp.nvim: no context attached' or table.concat(lines, '\n'))
   elseif sub == 'clear' then
     M.clear(view)
   elseif sub == 'remove' then

@@ -6,7 +6,7 @@
 local M = {}
 
 local function notify(msg, level)
-  vim.notify('acp.nvim: ' .. msg, level or vim.log.levels.WARN)
+  require('acp.util.escape').notify('acp.nvim: ' .. msg, level or vim.log.levels.WARN)
 end
 
 local function options()

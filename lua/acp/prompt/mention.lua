@@ -72,7 +72,7 @@ function M.refresh(root, on_done, force)
     for _, fn in ipairs(waiters) do
       local ok, err = pcall(fn, entry)
       if not ok then
-        vim.notify('acp.nvim: ' .. require('acp.util.text').error(err), vim.log.levels.ERROR)
+        require('acp.util.escape').notify('acp.nvim: ' .. require('acp.util.text').error(err), vim.log.levels.ERROR)
       end
     end
   end)
@@ -80,7 +80,7 @@ function M.refresh(root, on_done, force)
   if not ok then
     entry.loading = false
     require('acp.core.dispatch').requests[request] = nil
-    vim.notify('acp.nvim: cannot list files: ' .. require('acp.util.text').error(err), vim.log.levels.WARN)
+    require('acp.util.escape').notify('acp.nvim: cannot list files: ' .. require('acp.util.text').error(err), vim.log.levels.WARN)
   end
   return entry
 end

@@ -194,7 +194,29 @@ function M.plain_notify()
   return info ~= nil and info.source:find('vim/_editor.lua', 1, true) ~= nil
 end
 
---- `vim.notify(msg, level)` that never stops at a hit-enter prompt: Neovim's
+--- `vim.notify(msg, level, opts)`, except for an error told through
+--- Neovim's own notify in Insert or Replace mode (the user typing, e.g. the
+--- next prompt): it is echoed in ErrorMsg (kept in `:messages` and in
+--- `v:errmsg`) instead of raised as an error message. After an error
+--- message Neovim's next redraw in Insert mode waits a second for it to be
+--- read and runs no scheduled callback meanwhile (measured: 1006 ms), so an
+--- agent's failure would freeze the chat under the user's typing. Anywhere
+--- else it stays an error (a command that fails with it still fails). A
+--- notifier plugin gets every level as is.
+function M.notify(msg, level, opts)
+  if level == vim.log.levels.ERROR and M.plain_notify() then
+    local mode = vim.api.nvim_get_mode().mode:sub(1, 1)
+    if mode == 'i' or mode == 'R' then
+      msg = tostring(msg)
+      vim.api.nvim_echo({ { msg, 'ErrorMsg' } }, true, {})
+      vim.v.errmsg = msg
+      return
+    end
+  end
+  return vim.notify(msg, level, opts)
+end
+
+--- `M.notify(msg, level)` that never stops at a hit-enter prompt: Neovim's
 --- own notify echoes, and an echo longer than the command line has room for
 --- (`v:echospace`) waits for Enter, in Insert mode too; so there the
 --- message is one line cut to fit. A notifier plugin gets it whole.
@@ -202,7 +224,7 @@ function M.notice(msg, level)
   if M.plain_notify() then
     msg = M.line(msg, math.max(20, vim.v.echospace))
   end
-  vim.notify(msg, level)
+  M.notify(msg, level)
 end
 
 return M
