@@ -514,7 +514,8 @@ return {
     child:lua([[require('acp.core').events_wait = _G.events_wait]])
     -- Twenty (a burst): none in the drain, all on the next turns of the loop.
     T.eq(child:lua('return _G.drain_of(20)'), 0)
-    child:wait_for([[return require('acp.chat.markdown').pending == 0]])
+    -- The burst's freezing is queued by a 1 ms timer (settle), then done in slices.
+    child:wait_for([[return require('acp').current().settle == nil and require('acp.chat.markdown').pending == 0]])
     T.eq(child:lua([[
       local v, md = require('acp').current(), require('acp.chat.markdown')
       local n = 0
