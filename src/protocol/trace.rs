@@ -412,7 +412,11 @@ mod tests {
         let e = &t.entries()[0];
         assert_eq!(e.text.len(), MESSAGE_MAX_BYTES - 1);
         assert!(e.text.ends_with('é'));
-        assert_eq!(e.text.len() + e.cut, big.len() - 1, "all but the newline is kept or cut");
+        assert_eq!(
+            e.text.len() + e.cut,
+            big.len() - 1,
+            "all but the newline is kept or cut"
+        );
     }
 
     #[test]
