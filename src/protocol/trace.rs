@@ -98,10 +98,7 @@ impl Trace {
         }
         let line = line.strip_suffix('\n').unwrap_or(line);
         let line = line.strip_suffix('\r').unwrap_or(line);
-        let mut keep = line.len().min(MESSAGE_MAX_BYTES);
-        while !line.is_char_boundary(keep) {
-            keep -= 1;
-        }
+        let keep = line.floor_char_boundary(line.len().min(MESSAGE_MAX_BYTES));
         self.keep(dir, line[..keep].to_owned(), line.len() - keep);
     }
 

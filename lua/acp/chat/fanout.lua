@@ -19,7 +19,7 @@ M.runs = {}
 M.order = {}
 
 local function err(msg)
-  require('acp.util.escape').notify('acp.nvim: ' .. msg, vim.log.levels.ERROR)
+  esc.notify('acp.nvim: ' .. msg, vim.log.levels.ERROR)
 end
 
 --- Runs git in `cwd`; `cb(ok, stdout, stderr)` on the main loop.
@@ -195,7 +195,7 @@ local function prompt_text(text, cb)
     if answer and vim.trim(answer) ~= '' then
       cb(vim.trim(answer))
     else
-      require('acp.util.escape').notify('acp.nvim: fan-out not started (no prompt)')
+      esc.notify('acp.nvim: fan-out not started (no prompt)')
     end
   end)
 end
@@ -258,7 +258,7 @@ function M.command(args, opts)
             local opened = #vim.tbl_filter(function(m)
               return m.view ~= nil
             end, run.members)
-            require('acp.util.escape').notify(('acp.nvim: fan-out %s: %d chat%s, one tab and worktree each; :AcpCompare %s shows their changes'):format(
+            esc.notify(('acp.nvim: fan-out %s: %d chat%s, one tab and worktree each; :AcpCompare %s shows their changes'):format(
               id,
               opened,
               opened == 1 and '' or 's',

@@ -21,7 +21,7 @@ M.open_views = {}
 local MAX_READ = 1024 * 1024
 
 local function err(msg)
-  require('acp.util.escape').notify('acp.nvim: ' .. msg, vim.log.levels.ERROR)
+  esc.notify('acp.nvim: ' .. msg, vim.log.levels.ERROR)
 end
 
 local function split0(s)

@@ -15,7 +15,7 @@ local function worktree()
 end
 
 local function notify(msg, level)
-  require('acp.util.escape').notify('acp.nvim: ' .. msg, level or vim.log.levels.ERROR)
+  esc.notify('acp.nvim: ' .. msg, level or vim.log.levels.ERROR)
 end
 
 --- The `worktree={name}` argument of `:AcpChat {agent} worktree={name}`:
@@ -93,7 +93,7 @@ function M.finish(wt, choice, cb)
     end)
   end
   if choice == 'keep' then
-    require('acp.util.escape').notify(('acp.nvim: kept the worktree %s (branch %s)'):format(esc.line(wt.path, 80, true), wt.branch))
+    esc.notify(('acp.nvim: kept the worktree %s (branch %s)'):format(esc.line(wt.path, 80, true), wt.branch))
     return cb('kept')
   elseif choice == 'merge' then
     return worktree().merge(wt, function(result, err)
@@ -103,7 +103,7 @@ function M.finish(wt, choice, cb)
   end
   worktree().remove(wt, { force = choice == 'remove anyway' }, function(ok, err, why)
     if ok then
-      require('acp.util.escape').notify(('acp.nvim: removed the worktree %s and branch %s'):format(esc.line(wt.path, 80, true), wt.branch))
+      esc.notify(('acp.nvim: removed the worktree %s and branch %s'):format(esc.line(wt.path, 80, true), wt.branch))
       return cb('removed')
     elseif why == 'unmerged' then
       local anyway = ('Remove anyway (%s: lost)'):format(err)
@@ -113,7 +113,7 @@ function M.finish(wt, choice, cb)
         if pick == anyway then
           return M.finish(wt, 'remove anyway', cb)
         end
-        require('acp.util.escape').notify(('acp.nvim: kept the worktree %s (branch %s)'):format(esc.line(wt.path, 80, true), wt.branch))
+        esc.notify(('acp.nvim: kept the worktree %s (branch %s)'):format(esc.line(wt.path, 80, true), wt.branch))
         cb('kept')
       end)
     end
