@@ -94,6 +94,8 @@ pub struct Bridge {
     /// True from the moment a drain is scheduled until it takes the queue.
     scheduled: AtomicBool,
     space: Notify,
+    /// Signalled at the end of every drain (see `settled`).
+    drained: Notify,
     wake: OnceLock<WakeFn>,
     pacer: Mutex<Pacer>,
     timer: FrameTimer,
@@ -108,6 +110,7 @@ impl Bridge {
             queue: Mutex::new(Queue::default()),
             scheduled: AtomicBool::new(false),
             space: Notify::new(),
+            drained: Notify::new(),
             wake: OnceLock::new(),
             pacer: Mutex::new(Pacer::new()),
             timer: FrameTimer::new(),
@@ -188,6 +191,29 @@ impl Bridge {
         }
     }
 
+    /// Waits (at most `limit`) until the main thread has applied every event
+    /// queued so far: a drain ended and nothing is queued. Background work
+    /// that can wait starts after it (writing a kept chat at a turn's end:
+    /// 2-8 ms of a core on two, which delayed the drain that shows the
+    /// turn's end by as much). Without a main loop draining (unit tests, a
+    /// Neovim busy elsewhere) the limit ends the wait.
+    pub async fn settled(&self, limit: Duration) {
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let drained = self.drained.notified();
+            tokio::pin!(drained);
+            // Registered before the check, so a drain ending in between
+            // still wakes this waiter.
+            drained.as_mut().enable();
+            if self.is_empty() && self.drain_started.lock().is_none() {
+                return;
+            }
+            if tokio::time::timeout_at(deadline, drained).await.is_err() {
+                return;
+            }
+        }
+    }
+
     /// Called by the async-handle callback: returns true if the caller must
     /// schedule a drain (none is pending yet).
     pub fn claim_schedule(&self) -> bool {
@@ -252,6 +278,7 @@ impl Bridge {
         if let Some(at) = next {
             self.wake_at(Wake::At(at));
         }
+        self.drained.notify_waiters();
     }
 }
 
@@ -300,6 +327,46 @@ mod tests {
             tokio::join!(waiter, drainer);
         });
         assert_eq!(b.queued_bytes(), 0);
+    }
+
+    #[test]
+    fn settled_waits_for_a_drain_that_leaves_nothing_queued() {
+        let b = Bridge::new();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            // Nothing queued, no drain running: settled at once.
+            b.settled(Duration::from_secs(60)).await;
+            b.push(appended(1, 0, "x"));
+            // Queued and never drained: only the limit ends the wait.
+            let short = Duration::from_millis(5);
+            let long = Duration::from_secs(60);
+            assert!(tokio::time::timeout(short, b.settled(long)).await.is_err());
+            b.settled(short).await;
+            // Settled when the drain that took everything ends, not before.
+            let done = std::cell::Cell::new(false);
+            let waiter = async {
+                b.settled(long).await;
+                done.set(true);
+            };
+            let drainer = async {
+                tokio::task::yield_now().await;
+                b.begin_drain();
+                assert_eq!(b.take_slice(usize::MAX).events.len(), 1);
+                // Nothing is queued now, but the view is still applying it.
+                assert!(tokio::time::timeout(short, b.settled(long)).await.is_err());
+                assert!(!done.get(), "settled while the drain was still running");
+                b.end_drain(1, false);
+            };
+            tokio::time::timeout(Duration::from_secs(10), async {
+                tokio::join!(waiter, drainer)
+            })
+            .await
+            .expect("the end of the drain ends the wait");
+            assert!(done.get());
+        });
     }
 
     /// Applies events to a transcript the way the view does (entries joined

@@ -7,15 +7,21 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::Value;
 
 use super::handle::ThreadHandle;
 use super::kept_chats::{self, Kept};
+use crate::bridge::handoff::bridge;
 use crate::log;
 use crate::model::entries::NoticeLevel;
 use crate::model::record::Recorder;
 use crate::runtime::spawn;
+
+/// How long a save waits for the view to show what is queued before it
+/// writes anyway (a Neovim busy elsewhere, a stream that goes on).
+const SAVE_WAITS_AT_MOST: Duration = Duration::from_millis(500);
 
 /// One line of text for a notice: the first line, capped.
 fn one_line(text: &str, max: usize) -> String {
@@ -59,13 +65,16 @@ impl ThreadHandle {
     }
 
     /// Writes the chat's file off the main thread (nothing for a chat
-    /// without a transcript).
+    /// without a transcript), once the view has shown what is queued (see
+    /// `Bridge::settled`): the write takes a core, and the drain that shows
+    /// a turn's end should not share two with it.
     pub fn save_kept(self: &Arc<Self>) {
         if !kept_chats::enabled() {
             return;
         }
         let this = self.clone();
         spawn(async move {
+            bridge().settled(SAVE_WAITS_AT_MOST).await;
             let _ = tokio::task::spawn_blocking(move || this.write_kept()).await;
         });
     }
