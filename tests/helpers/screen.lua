@@ -226,6 +226,14 @@ local ATTR_CHARS = '0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWX
 function Screen:settle()
   local ok, mode = pcall(self.child.rpc, self.child, 'nvim_get_mode')
   if ok and type(mode) == 'table' and not mode.blocking then
+    -- The chat's highlighting left for later (a turn's entries frozen in slices after its end,
+    -- the settle after a burst) is done: the shot does not depend on how far it got.
+    self.child:wait_for([[
+      local md = package.loaded['acp.chat.markdown']
+      local acp = package.loaded['acp']
+      local view = acp and acp.current()
+      return (md == nil or md.pending == 0) and (view == nil or view.settle == nil)
+    ]])
     self.child:lua([[
       for _, h in pairs(vim.treesitter.highlighter.active or {}) do
         pcall(function() h.tree:parse(true) end)
