@@ -125,8 +125,12 @@ local function sixty_writes(loaded)
     'one record for the path, with the original kept once')
   -- Loaded, the 5 MB text passes as the SDK's JSON and the buffer's copy, split into borrowed
   -- lines (measured +53 MB, steady run to run; +72 to +95 MB when each line was its own
-  -- allocation); the figure stays flat in the number of writes.
-  local bound = loaded and 70 or 50
+  -- allocation); the figure stays flat in the number of writes. Not loaded, it reads in two
+  -- modes, +45.6-46.5 MB and +49.8-50.5 MB (20 runs at two commits, with and without kept
+  -- chats): one more 5 MB text alive at the peak when the next request is read while one is
+  -- still handled. The bound was 50 MB, inside the upper mode; a copy kept per write would be
+  -- +300 MB.
+  local bound = loaded and 70 or 56
   T.truthy(growth < bound * MB, ('peak RSS grew by %.1f MB (bound %d MB)'):format(growth / MB, bound))
 end
 
