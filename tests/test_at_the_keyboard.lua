@@ -71,8 +71,10 @@ return {
     child:wait_for([[return require('acp').current().info.session == 'sess-2']])
     child:feed('<Esc>:AcpChats<CR>')
     local lines
+    -- What the UI got: a child at the picker's prompt draws nothing more, so a forced redraw
+    -- that reaches it there waits for a screen update that never comes.
     T.wait(function()
-      lines = rows(screen)
+      lines = screen:drawn()
       return row_with(lines, 'Type number') ~= nil
     end, 3000)
     local first = row_with(lines, 'Chats')
