@@ -112,6 +112,45 @@ return {
     T.eq(r.active_now, true)
   end },
 
+  { 'frozen highlights place one mark per text a capture names: the one the highlighter shows', function()
+    -- Of marks of equal priority at one position Neovim's choice depends on the buffer's other
+    -- marks: `setup` below showed as @function.call in most runs and @variable in some.
+    local child = H.start({ turns = {
+      { match = 'code', steps = { { message = "Set up:\n\n```lua\nrequire('acp').setup({ default_agent = 'claude' })\n```\n" } } },
+      { match = 'next', steps = { { message = 'Next.\n' } } },
+    } })
+    H.open(child)
+    H.turn(child, 'code')
+    H.turn(child, 'next')
+    child:wait_for([[return require('acp.chat.markdown').pending == 0]])
+    local r = child:lua([=[
+      local md = require('acp.chat.markdown')
+      local v = require('acp').current()
+      local row
+      for i, l in ipairs(vim.api.nvim_buf_get_lines(v.buf, 0, -1, false)) do
+        if l:find('default_agent', 1, true) then row = i - 1 end
+      end
+      local by_range, twice, groups = {}, {}, {}
+      for _, m in ipairs(vim.api.nvim_buf_get_extmarks(v.buf, md.ns, { row, 0 }, { row, -1 }, { details = true })) do
+        local d = m[4]
+        if d.hl_group then
+          local key = ('%d:%d-%d:%d'):format(m[2], m[3], d.end_row, d.end_col)
+          if by_range[key] then
+            twice[#twice + 1] = key .. ' ' .. by_range[key] .. ' ' .. d.hl_group
+          end
+          by_range[key] = d.hl_group
+          groups[vim.api.nvim_buf_get_text(v.buf, m[2], m[3], d.end_row, d.end_col, {})[1]] = d.hl_group
+        end
+      end
+      return { twice = twice, groups = groups }
+    ]=])
+    T.eq(r.twice, {})
+    -- The capture of the latest pattern, as the highlighter draws it (its last draws on top).
+    T.eq(r.groups['setup'], '@function.call.lua')
+    T.eq(r.groups['require'], '@function.builtin.lua')
+    T.eq(r.groups["'claude'"], '@string.lua')
+  end },
+
   { 'a long chat: finished entries keep frozen highlights, only the live entry is parsed', function()
     local history = {}
     for i = 1, 40 do

@@ -130,9 +130,13 @@ local function freeze_lines(buf, first, lines)
       depth, p = depth + 1, p:parent()
     end
     -- Where captures of one tree overlap, the one of the later pattern shows,
-    -- as with the highlighter; of marks of equal priority the first placed
-    -- shows, so they are placed from the last pattern to the first.
+    -- as with the highlighter. Of marks of equal priority at one position
+    -- Neovim shows one that depends on the buffer's other marks (measured: a
+    -- code block's `setup` in Lua showed as @function.call or @variable from
+    -- run to run), so of captures of the very same text only the one that
+    -- shows is placed; the rest are placed from the last pattern to the first.
     local marks = {}
+    local same = {} -- range -> its mark with a highlight, for that choice
     for id, node, metadata, match in query:iter_captures(tree:root(), text, 0, -1) do
       local name = query.captures[id]
       local m = metadata[id] or {}
@@ -151,7 +155,18 @@ local function freeze_lines(buf, first, lines)
           opts.hl_group = '@' .. name .. '.' .. lang
         end
         local _, pattern = match:info()
-        marks[#marks + 1] = { first + r1, c1, opts, pattern * 1e7 + #marks }
+        local mark = { first + r1, c1, opts, pattern * 1e7 + #marks }
+        local key = opts.hl_group and not conceal and (r1 .. ':' .. c1 .. ':' .. r2 .. ':' .. c2)
+        local held = key and same[key]
+        if not held then
+          marks[#marks + 1] = mark
+          if key then
+            same[key] = mark
+          end
+        elseif mark[4] > held[4] then
+          -- A later pattern (or a later capture of it) for the same text: it shows.
+          held[3], held[4] = opts, mark[4]
+        end
       end
     end
     table.sort(marks, function(a, b)
