@@ -108,6 +108,15 @@ function M.per_entry()
   return M.language() == M.lang
 end
 
+--- A key for a node's range: a number while each part is below 2^13 (a
+--- slice's rows, most columns), else a string.
+local function range_key(r1, c1, r2, c2)
+  if r1 < 8192 and c1 < 8192 and r2 < 8192 and c2 < 8192 then
+    return ((r1 * 8192 + c1) * 8192 + r2) * 8192 + c2
+  end
+  return r1 .. ':' .. c1 .. ':' .. r2 .. ':' .. c2
+end
+
 --- Places the frozen highlights of `lines`, which start at row `first`.
 local function freeze_lines(buf, first, lines)
   local api = vim.api
@@ -156,7 +165,7 @@ local function freeze_lines(buf, first, lines)
         end
         local _, pattern = match:info()
         local mark = { first + r1, c1, opts, pattern * 1e7 + #marks }
-        local key = opts.hl_group and not conceal and (r1 .. ':' .. c1 .. ':' .. r2 .. ':' .. c2)
+        local key = opts.hl_group and not conceal and range_key(r1, c1, r2, c2)
         local held = key and same[key]
         if not held then
           marks[#marks + 1] = mark
