@@ -31,13 +31,19 @@ local config = require('acp.config')
 local chats = require('acp.chat')
 local lifecycle = require('acp.chat.lifecycle')
 
+--- Tells the user (see acp.util.escape.notify: an error told while they
+--- type holds no redraw). Required when used, not at load.
+local function notify(msg, level, opts)
+  return require('acp.util.escape').notify(msg, level, opts)
+end
+
 --- Applies user options (see `:h acp-config`). Optional.
 ---@param opts? acp.Config
 ---@return boolean ok
 function M.setup(opts)
   local ok, err = pcall(config.setup, opts)
   if not ok then
-    require('acp.util.escape').notify(require('acp.util.text').error(err), vim.log.levels.ERROR)
+    notify(require('acp.util.text').error(err), vim.log.levels.ERROR)
     return false
   end
   if config.options.keymaps then
@@ -85,7 +91,7 @@ function M.build(opts, on_done)
   end
   if bad then
     -- Nothing is built on a mistyped request.
-    require('acp.util.escape').notify(bad, vim.log.levels.ERROR)
+    notify(bad, vim.log.levels.ERROR)
     if on_done then
       on_done(false)
     end
@@ -204,7 +210,7 @@ local function chat_and_core()
   local view = M.current()
   local core = loaded_core()
   if not (view and core) then
-    require('acp.util.escape').notify('acp.nvim: no chat in this tab')
+    notify('acp.nvim: no chat in this tab')
     return nil
   end
   return view, core
@@ -262,13 +268,13 @@ function M.logout()
   end
   local caps = view.capabilities or {}
   if not (type(caps.auth) == 'table' and caps.auth.logout ~= nil and caps.auth.logout ~= false) then
-    return require('acp.util.escape').notify(('acp.nvim: %s does not support logout'):format(view.agent), vim.log.levels.WARN)
+    return notify(('acp.nvim: %s does not support logout'):format(view.agent), vim.log.levels.WARN)
   end
   require('acp.agents.controls').request(view, 'logout', vim.empty_dict(), function(ev)
     if ev.error then
-      require('acp.util.escape').notify('acp.nvim: logout failed: ' .. ev.error, vim.log.levels.ERROR)
+      notify('acp.nvim: logout failed: ' .. ev.error, vim.log.levels.ERROR)
     else
-      require('acp.util.escape').notify(('acp.nvim: signed out of %s'):format(view.agent))
+      notify(('acp.nvim: signed out of %s'):format(view.agent))
     end
   end)
 end
@@ -277,7 +283,7 @@ end
 function M.open_log(which)
   local path = which == 'build' and require('acp.core').build_log or config.options.log_file
   if vim.fn.filereadable(path) ~= 1 then
-    require('acp.util.escape').notify('acp.nvim: no log yet at ' .. path)
+    notify('acp.nvim: no log yet at ' .. path)
     return
   end
   vim.cmd('split ' .. vim.fn.fnameescape(path))
@@ -343,7 +349,7 @@ function M.diff()
       end
     end
   end
-  require('acp.util.escape').notify('acp.nvim: no tool card with a diff in this chat')
+  notify('acp.nvim: no tool card with a diff in this chat')
 end
 
 --- Picks one of the agent's `items` ({ id, name, description }): the one
@@ -352,7 +358,7 @@ end
 ---@param current? string the id of the item in use (named in the title, marked)
 local function choose_from_agent(what, items, id, apply, view, core, current)
   if #items == 0 then
-    require('acp.util.escape').notify(('acp.nvim: %s offers no %s'):format(view.agent, what[1] .. 's'))
+    notify(('acp.nvim: %s offers no %s'):format(view.agent, what[1] .. 's'))
     return
   end
   if id and id ~= '' then
@@ -365,7 +371,7 @@ local function choose_from_agent(what, items, id, apply, view, core, current)
     local ids = vim.tbl_map(function(it)
       return it.id
     end, items)
-    require('acp.util.escape').notify(
+    notify(
       ('acp.nvim: unknown %s %q (%s: %s)'):format(what[1], id, what[2], table.concat(ids, ', ')),
       vim.log.levels.WARN
     )

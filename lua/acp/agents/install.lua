@@ -17,6 +17,13 @@ local function config()
 end
 
 local registry = require('acp.registry')
+
+--- Tells the user (see acp.util.escape.notify: an error told while they
+--- type holds no redraw). Required when used, not at load.
+local function notify(msg, level, opts)
+  return require('acp.util.escape').notify(msg, level, opts)
+end
+
 local read_json = registry.read_json
 
 --- The registry in use: `install.registry` (a path) or the snapshot.
@@ -116,7 +123,7 @@ end
 local running = {}
 
 local function note(job, msg, level)
-  local ok, rec = pcall(require('acp.util.escape').notify, msg, level or vim.log.levels.INFO, { id = 'acp.install.' .. job.id, title = 'acp.nvim', replace = job.note })
+  local ok, rec = pcall(notify, msg, level or vim.log.levels.INFO, { id = 'acp.install.' .. job.id, title = 'acp.nvim', replace = job.note })
   if ok and (type(rec) == 'table' or type(rec) == 'number') then
     job.note = rec
   end
@@ -455,21 +462,21 @@ end
 function M.install(id, on_done)
   local entry = M.entry(id)
   if not entry then
-    require('acp.util.escape').notify(('acp.nvim: %q is not in the ACP registry snapshot (:AcpInstall lists it)'):format(tostring(id)), vim.log.levels.ERROR)
+    notify(('acp.nvim: %q is not in the ACP registry snapshot (:AcpInstall lists it)'):format(tostring(id)), vim.log.levels.ERROR)
     return nil
   end
   if running[id] then
-    require('acp.util.escape').notify(('acp.nvim: %s is already being installed'):format(id), vim.log.levels.WARN)
+    notify(('acp.nvim: %s is already being installed'):format(id), vim.log.levels.WARN)
     return running[id]
   end
   -- The id names the install folder: no `/`, no `..`.
   if type(entry.id) ~= 'string' or not entry.id:match('^[%w][%w._-]*$') then
-    require('acp.util.escape').notify(('acp.nvim: registry id %q cannot name an install folder (letters, digits, `.`, `_`, `-`)'):format(tostring(entry.id)), vim.log.levels.ERROR)
+    notify(('acp.nvim: registry id %q cannot name an install folder (letters, digits, `.`, `_`, `-`)'):format(tostring(entry.id)), vim.log.levels.ERROR)
     return nil
   end
   local method = M.method(entry)
   if not method then
-    require('acp.util.escape').notify(('acp.nvim: %s has no distribution for %s'):format(id, M.platform()), vim.log.levels.ERROR)
+    notify(('acp.nvim: %s has no distribution for %s'):format(id, M.platform()), vim.log.levels.ERROR)
     return nil
   end
   -- Into a fresh sibling folder, swapped in for the agent's prefix only when
@@ -494,7 +501,7 @@ end
 function M.update(id)
   local jobs = {}
   if id and id ~= '' and not M.installed(id) then
-    require('acp.util.escape').notify(('acp.nvim: %s is not installed: nothing to update (:AcpInstall %s)'):format(id, id), vim.log.levels.WARN)
+    notify(('acp.nvim: %s is not installed: nothing to update (:AcpInstall %s)'):format(id, id), vim.log.levels.WARN)
     return jobs
   end
   for _, info in ipairs(M.list_installed()) do
@@ -503,12 +510,12 @@ function M.update(id)
       if e and e.version ~= info.version then
         jobs[#jobs + 1] = M.install(info.id)
       elseif e and id == info.id then
-        require('acp.util.escape').notify(('acp.nvim: %s %s is the snapshot\'s version'):format(info.id, info.version))
+        notify(('acp.nvim: %s %s is the snapshot\'s version'):format(info.id, info.version))
       end
     end
   end
   if #jobs == 0 and (not id or id == '') then
-    require('acp.util.escape').notify('acp.nvim: every installed agent is at the snapshot\'s version')
+    notify('acp.nvim: every installed agent is at the snapshot\'s version')
   end
   return jobs
 end

@@ -3,6 +3,13 @@
 --- to client, `!` the agent's stderr; params folded onto the line). `R`
 --- reloads it, `q` closes it. `:AcpTraceSave {file}` writes the trace as
 --- JSONL with secrets redacted, the format the test agent replays.
+
+--- Tells the user (see acp.util.escape.notify: an error told while they
+--- type holds no redraw). Required when used, not at load.
+local function notify(msg, level, opts)
+  return require('acp.util.escape').notify(msg, level, opts)
+end
+
 local M = {}
 
 local api = vim.api
@@ -60,17 +67,17 @@ end
 ---@param core acp.core
 function M.save(view, core, path)
   if type(path) ~= 'string' or vim.trim(path) == '' then
-    require('acp.util.escape').notify('acp.nvim: :AcpTraceSave needs a file name', vim.log.levels.WARN)
+    notify('acp.nvim: :AcpTraceSave needs a file name', vim.log.levels.WARN)
     return nil
   end
   -- Literal but for `%`, `#` and `~` (expand() would run backticks).
   path = vim.fn.fnamemodify(require('acp.util.escape').arg_path(path), ':p')
   local ok, n = pcall(core.trace_save, view.thread, path)
   if not ok then
-    require('acp.util.escape').notify('acp.nvim: ' .. tostring(n):gsub('^runtime error: ', ''), vim.log.levels.ERROR)
+    notify('acp.nvim: ' .. tostring(n):gsub('^runtime error: ', ''), vim.log.levels.ERROR)
     return nil
   end
-  require('acp.util.escape').notify(('acp.nvim: wrote %d messages to %s (secrets redacted)'):format(n, path))
+  notify(('acp.nvim: wrote %d messages to %s (secrets redacted)'):format(n, path))
   return n
 end
 

@@ -2,6 +2,12 @@
 --- the rules allowed by config (see permission.lua).
 local config = require('acp.config')
 
+--- Tells the user (see acp.util.escape.notify: an error told while they
+--- type holds no redraw). Required when used, not at load.
+local function notify(msg, level, opts)
+  return require('acp.util.escape').notify(msg, level, opts)
+end
+
 local M = {}
 
 --- `:AcpPermissions [reset]`: the "always" answers you gave this session
@@ -10,12 +16,12 @@ local M = {}
 function M.decisions(view, reset)
   local core = require('acp.core')
   if not (view and core.is_loaded()) then
-    require('acp.util.escape').notify('acp.nvim: no chat in this tab')
+    notify('acp.nvim: no chat in this tab')
     return
   end
   if reset then
     core.forget_decisions(view.thread)
-    require('acp.util.escape').notify('acp.nvim: the list of "always" answers was cleared')
+    notify('acp.nvim: the list of "always" answers was cleared')
     return {}
   end
   local d = core.decisions(view.thread) or {}
@@ -30,7 +36,7 @@ function M.decisions(view, reset)
   end
   local msg = (#lines > 0 and ('"Always" answers this session (the agent remembers them):\n' .. table.concat(lines, '\n')) or 'No "always" answers this session.')
     .. '\nAllowed by config: ' .. (#rules > 0 and table.concat(rules, ', ') or 'none')
-  require('acp.util.escape').notify(msg)
+  notify(msg)
   return d
 end
 

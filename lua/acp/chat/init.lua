@@ -12,6 +12,13 @@
 --- This file: the open chats, by tabpage and by thread, and the current
 --- tab's one. The rest of the layer and the public API (`acp`) read and
 --- update these tables; this file requires nothing of the layer.
+
+--- Tells the user (see acp.util.escape.notify: an error told while they
+--- type holds no redraw). Required when used, not at load.
+local function notify(msg, level, opts)
+  return require('acp.util.escape').notify(msg, level, opts)
+end
+
 local M = {}
 
 --- Chats by tabpage handle. A chat with a tab of its own
@@ -38,7 +45,7 @@ function M.cancel()
   local view = M.current()
   local core = require('acp.core')
   if not (view and core.is_loaded()) then
-    require('acp.util.escape').notify('acp.nvim: no chat in this tab')
+    notify('acp.nvim: no chat in this tab')
     return false
   end
   if view.editing and view.state ~= 'running' and view:stop_editing() then
@@ -46,11 +53,11 @@ function M.cancel()
   end
   local ok, res = pcall(core.cancel, view.thread)
   if not ok then
-    require('acp.util.escape').notify('acp.nvim: ' .. require('acp.util.text').error(res), vim.log.levels.WARN)
+    notify('acp.nvim: ' .. require('acp.util.text').error(res), vim.log.levels.WARN)
     return false
   end
   if not res then
-    require('acp.util.escape').notify('acp.nvim: nothing to cancel')
+    notify('acp.nvim: nothing to cancel')
   end
   return res
 end

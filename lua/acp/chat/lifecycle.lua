@@ -7,6 +7,12 @@
 local config = require('acp.config')
 local chats = require('acp.chat')
 
+--- Tells the user (see acp.util.escape.notify: an error told while they
+--- type holds no redraw). Required when used, not at load.
+local function notify(msg, level, opts)
+  return require('acp.util.escape').notify(msg, level, opts)
+end
+
 local M = {}
 
 local started
@@ -45,7 +51,7 @@ function M.core()
       dispatch = require('acp.core.dispatch').dispatch,
     })
     if not ok then
-      require('acp.util.escape').notify('acp.nvim: ' .. require('acp.util.text').error(err), vim.log.levels.ERROR)
+      notify('acp.nvim: ' .. require('acp.util.text').error(err), vim.log.levels.ERROR)
       return nil
     end
     started = true
@@ -144,7 +150,7 @@ end
 function M.close_current()
   local view = chats.current()
   if not view then
-    return require('acp.util.escape').notify('acp.nvim: no chat in this tab to close', vim.log.levels.WARN)
+    return notify('acp.nvim: no chat in this tab to close', vim.log.levels.WARN)
   end
   M.close(view)
 end
@@ -202,7 +208,7 @@ function M.open(agent, opts)
   agent = (agent and agent ~= '') and agent or config.options.default_agent
   local spec, err = require('acp.agents').spec(agent, opts.root or M.project_root())
   if not spec then
-    require('acp.util.escape').notify(err, vim.log.levels.ERROR)
+    notify(err, vim.log.levels.ERROR)
     return nil
   end
   if M.root_too_wide(spec.cwd) and not M.wide_roots_allowed[spec.cwd] then
@@ -217,7 +223,7 @@ function M.open(agent, opts)
           M.open(agent, opts)
         end
       else
-        require('acp.util.escape').notify('acp.nvim: chat not opened (open a file inside a project, or :cd into one)')
+        notify('acp.nvim: chat not opened (open a file inside a project, or :cd into one)')
       end
     end)
     return nil
@@ -228,12 +234,12 @@ function M.open(agent, opts)
   end
   local ok, thread = pcall(core.open_thread, spec)
   if not ok then
-    require('acp.util.escape').notify('acp.nvim: ' .. require('acp.util.text').error(thread), vim.log.levels.ERROR)
+    notify('acp.nvim: ' .. require('acp.util.text').error(thread), vim.log.levels.ERROR)
     return nil
   end
   if view then
     view:hide()
-    require('acp.util.escape').notify(('acp.nvim: the chat with %s is kept; :AcpChats switches back'):format(view.agent))
+    notify(('acp.nvim: the chat with %s is kept; :AcpChats switches back'):format(view.agent))
   end
   view = require('acp.chat.view').new({ agent = agent, thread = thread, root = spec.cwd, tab = tab })
   view.worktree = opts.worktree
@@ -257,7 +263,7 @@ function M.reopen(view, opts)
   opts = opts or {}
   local spec, err = require('acp.agents').spec(view.agent, view.worktree and view.worktree.path or M.project_root())
   if not spec then
-    require('acp.util.escape').notify(err, vim.log.levels.ERROR)
+    notify(err, vim.log.levels.ERROR)
     return nil
   end
   local core = M.core()
@@ -278,7 +284,7 @@ function M.reopen(view, opts)
   spec.kept = opts.kept
   local ok, thread = pcall(core.open_thread, spec)
   if not ok then
-    require('acp.util.escape').notify('acp.nvim: ' .. tostring(thread), vim.log.levels.ERROR)
+    notify('acp.nvim: ' .. tostring(thread), vim.log.levels.ERROR)
     return nil
   end
   local tab = view.tab
@@ -341,7 +347,7 @@ end
 ---@return boolean
 function M.send(text, opts)
   if type(text) ~= 'string' or vim.trim(text) == '' then
-    require('acp.util.escape').notify('acp.nvim: :AcpSend needs a message', vim.log.levels.WARN)
+    notify('acp.nvim: :AcpSend needs a message', vim.log.levels.WARN)
     return false
   end
   local view = chats.current()

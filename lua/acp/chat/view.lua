@@ -13,6 +13,12 @@ local notice_ns = api.nvim_create_namespace('acp_chat_notice')
 local text = require('acp.util.text')
 local apply = require('acp.chat.apply')
 
+--- Tells the user (see acp.util.escape.notify: an error told while they
+--- type holds no redraw). Required when used, not at load.
+local function notify(msg, level, opts)
+  return require('acp.util.escape').notify(msg, level, opts)
+end
+
 --- One chat. Every field is declared here and initialised in
 --- `ChatView.new`; the modules around the view (context, activity,
 --- quickfix) read and update these fields and add none of their own.
@@ -306,7 +312,7 @@ function ChatView:submit(opts)
   local lines = api.nvim_buf_get_lines(self.input, 0, -1, false)
   local text = vim.trim(table.concat(lines, '\n'))
   if text == '' and #(self.context or {}) == 0 then
-    require('acp.util.escape').notify('acp.nvim: nothing to send', vim.log.levels.WARN)
+    notify('acp.nvim: nothing to send', vim.log.levels.WARN)
     return
   end
   if self.editing then
@@ -348,14 +354,14 @@ function ChatView:send(prompt, opts)
     if blocks == false then
       return true
     elseif not blocks then
-      require('acp.util.escape').notify('acp.nvim: ' .. why, vim.log.levels.WARN)
+      notify('acp.nvim: ' .. why, vim.log.levels.WARN)
       return false
     end
     prompt = blocks
   end
   local ok, err = pcall(core.prompt, self.thread, prompt, { queued_by_agent = route == 'agent' })
   if not ok then
-    require('acp.util.escape').notify('acp.nvim: ' .. text.error(err), vim.log.levels.WARN)
+    notify('acp.nvim: ' .. text.error(err), vim.log.levels.WARN)
     return false
   end
   if from_text then
@@ -572,7 +578,7 @@ function ChatView:_release_agent_waiters(only, skip_run)
     if not skip_run then
       local ok, err = xpcall(w.fn, debug.traceback)
       if not ok then
-        require('acp.util.escape').notify('acp.nvim: ' .. require('acp.util.text').error(err), vim.log.levels.ERROR)
+        notify('acp.nvim: ' .. require('acp.util.text').error(err), vim.log.levels.ERROR)
       end
     end
   end

@@ -4,6 +4,13 @@
 --- headless bootstraps) can wait on. It asks the facade (`acp.core`) where
 --- the plugin and its build log are; the facade never calls it back:
 --- `acp.build()` starts it directly.
+
+--- Tells the user (see acp.util.escape.notify: an error told while they
+--- type holds no redraw). Required when used, not at load.
+local function notify(msg, level, opts)
+  return require('acp.util.escape').notify(msg, level, opts)
+end
+
 local M = {}
 
 local uv = vim.uv or vim.loop
@@ -80,7 +87,7 @@ local function note(h, msg, level)
     return
   end
   local opts = vim.tbl_extend('force', NOTE, { replace = h._note })
-  local ok, rec = pcall(require('acp.util.escape').notify, msg, level or vim.log.levels.INFO, opts)
+  local ok, rec = pcall(notify, msg, level or vim.log.levels.INFO, opts)
   if ok and (type(rec) == 'table' or type(rec) == 'number') then
     h._note = rec
   end
@@ -95,14 +102,14 @@ local function finish(h, ok, code, message)
     if ok and vim.fn.strdisplaywidth(message) > math.max(vim.v.echospace, 10) then
       message = one_line((h.outcome or message) .. ' (:AcpLog build)')
     end
-    require('acp.util.escape').notify(message, ok and vim.log.levels.INFO or vim.log.levels.ERROR)
+    notify(message, ok and vim.log.levels.INFO or vim.log.levels.ERROR)
   else
     note(h, message, ok and vim.log.levels.INFO or vim.log.levels.ERROR)
   end
   for _, fn in ipairs(h.callbacks) do
     local cok, err = pcall(fn, ok)
     if not cok then
-      require('acp.util.escape').notify('acp.nvim: ' .. tostring(err), vim.log.levels.ERROR)
+      notify('acp.nvim: ' .. tostring(err), vim.log.levels.ERROR)
     end
   end
 end
@@ -258,7 +265,7 @@ function M.run(opts, on_done)
     if on_done then
       table.insert(current.callbacks, on_done)
     end
-    require('acp.util.escape').notify('acp.nvim: a build is already running (:AcpLog build)', vim.log.levels.WARN)
+    notify('acp.nvim: a build is already running (:AcpLog build)', vim.log.levels.WARN)
     return current
   end
   local core = require('acp.core')

@@ -8,6 +8,13 @@
 --- file the agent created is deleted only when unchanged since. The
 --- restored turns are kept in the core as undone, and the transcript shows
 --- them folded under a line saying so.
+
+--- Tells the user (see acp.util.escape.notify: an error told while they
+--- type holds no redraw). Required when used, not at load.
+local function notify(msg, level, opts)
+  return require('acp.util.escape').notify(msg, level, opts)
+end
+
 local api = vim.api
 
 local M = {}
@@ -153,7 +160,7 @@ function M.restore(view, turn, opts, cb)
   local core = require('acp.core')
   local plan, why = M.plan(view, turn)
   if not plan then
-    require('acp.util.escape').notify('acp.nvim: ' .. why, vim.log.levels.WARN)
+    notify('acp.nvim: ' .. why, vim.log.levels.WARN)
     return cb(false, why)
   end
   local function run()
@@ -291,14 +298,14 @@ end
 --- first: the prompt, the files it changed).
 function M.command(view, arg)
   if not view then
-    require('acp.util.escape').notify('acp.nvim: no chat to restore (open one with :AcpChat)', vim.log.levels.WARN)
+    notify('acp.nvim: no chat to restore (open one with :AcpChat)', vim.log.levels.WARN)
     return
   end
   arg = vim.trim(arg or '')
   if arg ~= '' then
     local turn = tonumber(arg)
     if not turn or turn ~= math.floor(turn) then
-      require('acp.util.escape').notify(('acp.nvim: :AcpRestore takes a turn number, not %q'):format(arg), vim.log.levels.ERROR)
+      notify(('acp.nvim: :AcpRestore takes a turn number, not %q'):format(arg), vim.log.levels.ERROR)
       return
     end
     return M.restore(view, turn)
@@ -310,7 +317,7 @@ function M.command(view, arg)
     end
   end
   if #rows == 0 then
-    require('acp.util.escape').notify('acp.nvim: no turn to restore in this chat')
+    notify('acp.nvim: no turn to restore in this chat')
     return
   end
   vim.ui.select(rows, {
@@ -338,9 +345,9 @@ function M.attach(view, key)
     vim.keymap.set('n', key, function()
       local cp = M.at_cursor(view)
       if cp == nil then
-        require('acp.util.escape').notify('acp.nvim: put the cursor on a turn (its "## You" message) to restore the files to before it')
+        notify('acp.nvim: put the cursor on a turn (its "## You" message) to restore the files to before it')
       elseif cp == false then
-        require('acp.util.escape').notify('acp.nvim: no checkpoint of this turn (from before this chat kept them, or dropped past checkpoints.max_bytes)')
+        notify('acp.nvim: no checkpoint of this turn (from before this chat kept them, or dropped past checkpoints.max_bytes)')
       else
         M.restore(view, cp.id)
       end

@@ -5,6 +5,13 @@
 ---   the agent's changes (the user's own edits kept) | the file itself, with
 ---   keys to revert or keep one hunk, revert the agent's changes to the
 ---   file, or accept all; keep and accept last for the session.
+
+--- Tells the user (see acp.util.escape.notify: an error told while they
+--- type holds no redraw). Required when used, not at load.
+local function notify(msg, level, opts)
+  return require('acp.util.escape').notify(msg, level, opts)
+end
+
 local api = vim.api
 
 local M = {}
@@ -132,7 +139,7 @@ end
 function M.open_entry(entry, opts)
   local d = M.diffs_of(entry)[1]
   if not d then
-    require('acp.util.escape').notify('acp.nvim: this card has no diff', vim.log.levels.INFO)
+    notify('acp.nvim: this card has no diff', vim.log.levels.INFO)
     return
   end
   return M.open_diff(d.path, d.old_text, d.new_text, opts)
@@ -276,7 +283,7 @@ local function file_window(state, f)
 end
 
 local function refused_note(f)
-  require('acp.util.escape').notify(('acp.nvim: %s is not opened (%s): nothing to revert'):format(require('acp.editor.open').display(f.path), f.refused), vim.log.levels.WARN)
+  notify(('acp.nvim: %s is not opened (%s): nothing to revert'):format(require('acp.editor.open').display(f.path), f.refused), vim.log.levels.WARN)
 end
 
 --- Shows file `idx` of the review: the file without the agent's changes
@@ -313,12 +320,12 @@ function M.show_file(state, idx)
     api.nvim_set_current_win(left_win)
     local ok, err = pcall(vim.cmd, 'diffput')
     if not ok then
-      require('acp.util.escape').notify('acp.nvim: ' .. require('acp.util.text').error(err), vim.log.levels.WARN)
+      notify('acp.nvim: ' .. require('acp.util.text').error(err), vim.log.levels.WARN)
     end
   end
   local function keep_hunk()
     if f.unknown then
-      require('acp.util.escape').notify(('acp.nvim: the text of %s before the change is not known; nothing to keep it against'):format(f.path), vim.log.levels.WARN)
+      notify(('acp.nvim: the text of %s before the change is not known; nothing to keep it against'):format(f.path), vim.log.levels.WARN)
       return
     end
     -- The agent's hunk becomes the baseline: it no longer shows as a change,
@@ -329,7 +336,7 @@ function M.show_file(state, idx)
     local ok, err = pcall(vim.cmd, 'diffget')
     vim.bo[left].modifiable = false
     if not ok then
-      require('acp.util.escape').notify('acp.nvim: ' .. require('acp.util.text').error(err), vim.log.levels.WARN)
+      notify('acp.nvim: ' .. require('acp.util.text').error(err), vim.log.levels.WARN)
       return
     end
     local after = api.nvim_buf_get_lines(left, 0, -1, false)
@@ -341,14 +348,14 @@ function M.show_file(state, idx)
     local now = api.nvim_buf_is_loaded(file_buf) and sync.buffer_text(file_buf) or current_text(f.path) or ''
     core.review_keep(state.thread, f.path, core.encode(after, format), now)
     f.record, f.cards = true, nil
-    require('acp.util.escape').notify(('acp.nvim: kept 1 hunk of %s'):format(name))
+    notify(('acp.nvim: kept 1 hunk of %s'):format(name))
   end
   local function revert_file()
     if f.refused then
       return refused_note(f)
     end
     if f.unknown then
-      require('acp.util.escape').notify(
+      notify(
         ('acp.nvim: the text of %s before the change is not known (no record of it, and the agent\'s cards do not tell); revert it by hand'):format(f.path),
         vim.log.levels.WARN
       )
@@ -357,7 +364,7 @@ function M.show_file(state, idx)
     if f.new_file then
       vim.fn.delete(f.path)
       pcall(api.nvim_buf_delete, file_buf, { force = true })
-      require('acp.util.escape').notify(('acp.nvim: deleted %s (the agent created it)'):format(f.path))
+      notify(('acp.nvim: deleted %s (the agent created it)'):format(f.path))
       return M.show_file(state, math.min(idx + 1, #state.files))
     end
     local want = api.nvim_buf_get_lines(left, 0, -1, false)
@@ -367,13 +374,13 @@ function M.show_file(state, idx)
     local kept = (f.kept or 0) > 0 and ('; %s you edited kept'):format(plural(f.kept, 'hunk')) or ''
     if f.created then
       -- Created by the agent, then changed by someone else: not deleted.
-      require('acp.util.escape').notify(('acp.nvim: not deleting %s: it changed since the agent created it%s'):format(
+      notify(('acp.nvim: not deleting %s: it changed since the agent created it%s'):format(
         f.path,
         #hunks > 0 and ('; reverted %s of the agent\'s in its buffer'):format(plural(#hunks, 'hunk')) or ''
       ), vim.log.levels.WARN)
       return
     end
-    require('acp.util.escape').notify(('acp.nvim: reverted %s: %s%s (in its buffer; write it to keep)'):format(name, plural(#hunks, 'hunk'), kept))
+    notify(('acp.nvim: reverted %s: %s%s (in its buffer; write it to keep)'):format(name, plural(#hunks, 'hunk'), kept))
   end
   map(left, 'r', revert_hunk, 'Revert the hunk under the cursor')
   map(left, 'R', revert_file, "Revert the agent's changes to the file")
@@ -393,7 +400,7 @@ function M.show_file(state, idx)
       end
       state.view.review_accepted_entries = next_index
     end
-    require('acp.util.escape').notify(('acp.nvim: all changes accepted (%s)'):format(plural(#state.files, 'file')))
+    notify(('acp.nvim: all changes accepted (%s)'):format(plural(#state.files, 'file')))
     M.close(state.tab)
   end, 'Accept all changes')
   map(left, ']f', function()
@@ -415,7 +422,7 @@ function M.show_file(state, idx)
   end
   first_hunk()
   if (f.kept or 0) > 0 then
-    require('acp.util.escape').notify(('acp.nvim: %s: %s of the agent\'s changes you edited since; kept as you left them'):format(name, plural(f.kept, 'hunk')))
+    notify(('acp.nvim: %s: %s of the agent\'s changes you edited since; kept as you left them'):format(name, plural(f.kept, 'hunk')))
   end
   return left, file_buf
 end
@@ -424,9 +431,9 @@ function M.review(view)
   local files, accepted = M.changed_files(view)
   if #files == 0 then
     if #accepted > 0 then
-      require('acp.util.escape').notify(('acp.nvim: the agent changed %s; all accepted'):format(plural(#accepted, 'file')))
+      notify(('acp.nvim: the agent changed %s; all accepted'):format(plural(#accepted, 'file')))
     else
-      require('acp.util.escape').notify('acp.nvim: the agent changed no files in this session')
+      notify('acp.nvim: the agent changed no files in this session')
     end
     return
   end

@@ -11,6 +11,13 @@
 --- checked out there when it was made (nil on a detached HEAD),
 --- `base_commit` the commit it started from, `included` the files copied
 --- from `.worktreeinclude` (paths relative to the worktree).
+
+--- Tells the user (see acp.util.escape.notify: an error told while they
+--- type holds no redraw). Required when used, not at load.
+local function notify(msg, level, opts)
+  return require('acp.util.escape').notify(msg, level, opts)
+end
+
 local M = {}
 
 local function options()
@@ -474,7 +481,7 @@ end
 function M.report_merge(wt, result, err)
   local esc = require('acp.util.escape')
   if err then
-    return require('acp.util.escape').notify('acp.nvim: not merged: ' .. err, vim.log.levels.WARN)
+    return notify('acp.nvim: not merged: ' .. err, vim.log.levels.WARN)
   end
   if result.conflicts then
     local items = {}
@@ -482,7 +489,7 @@ function M.report_merge(wt, result, err)
       items[#items + 1] = { filename = wt.repo .. '/' .. p, lnum = 1, text = 'merge conflict (' .. wt.branch .. ')' }
     end
     vim.fn.setqflist({}, ' ', { title = 'acp.nvim: merge conflicts of ' .. wt.branch, items = items })
-    return require('acp.util.escape').notify(
+    return notify(
       ('acp.nvim: merging %s into %s stopped at conflicts in %d file%s (quickfix list): resolve them with your tools and commit, or git merge --abort'):format(
         wt.branch,
         wt.base_branch,
@@ -493,9 +500,9 @@ function M.report_merge(wt, result, err)
     )
   end
   if result.up_to_date then
-    return require('acp.util.escape').notify(('acp.nvim: %s has nothing to merge into %s'):format(wt.branch, wt.base_branch))
+    return notify(('acp.nvim: %s has nothing to merge into %s'):format(wt.branch, wt.base_branch))
   end
-  require('acp.util.escape').notify(('acp.nvim: merged %s into %s; the worktree %s and its branch stay'):format(wt.branch, wt.base_branch, esc.line(wt.path, 80, true)))
+  notify(('acp.nvim: merged %s into %s; the worktree %s and its branch stay'):format(wt.branch, wt.base_branch, esc.line(wt.path, 80, true)))
 end
 
 return M

@@ -7,6 +7,12 @@
 --- into the running turn) is acp.prompt.steer.
 local config = require('acp.config')
 
+--- Tells the user (see acp.util.escape.notify: an error told while they
+--- type holds no redraw). Required when used, not at load.
+local function notify(msg, level, opts)
+  return require('acp.util.escape').notify(msg, level, opts)
+end
+
 local api = vim.api
 local ns = api.nvim_create_namespace('acp_queue')
 
@@ -160,7 +166,7 @@ local function resolve(view, which)
     if not q then
       -- Within the command line's room (more would wait for Enter).
       local msg = 'acp.nvim: queued message "%s" was already sent (or dropped)'
-      require('acp.util.escape').notify(
+      notify(
         msg:format(require('acp.util.escape').line(label_of(which), math.max(8, vim.v.echospace - #msg + 1))),
         vim.log.levels.WARN
       )
@@ -168,7 +174,7 @@ local function resolve(view, which)
     return q, i
   end
   if not view.queue[which] then
-    require('acp.util.escape').notify(('acp.nvim: no queued message %s'):format(tostring(which)), vim.log.levels.WARN)
+    notify(('acp.nvim: no queued message %s'):format(tostring(which)), vim.log.levels.WARN)
     return nil
   end
   return view.queue[which], which
@@ -224,10 +230,10 @@ function M.command(view, args)
   elseif (verb == 'edit' or verb == 'drop') and n then
     return M[verb](view, n)
   elseif verb ~= '' then
-    return require('acp.util.escape').notify('acp.nvim: :AcpQueue [edit {n} | drop {n} | clear]', vim.log.levels.WARN)
+    return notify('acp.nvim: :AcpQueue [edit {n} | drop {n} | clear]', vim.log.levels.WARN)
   end
   if #view.queue == 0 then
-    return require('acp.util.escape').notify('acp.nvim: no message is queued')
+    return notify('acp.nvim: no message is queued')
   end
   local esc = require('acp.util.escape')
   -- vim.ui.select numbers the entries itself.
